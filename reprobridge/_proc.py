@@ -1,0 +1,117 @@
+"""The one module that starts subprocesses.
+
+Every other module asks here, so there is one place that decides how argv is logged,
+how environments are scrubbed and how git is kept from running repository-controlled code.
+
+We use :mod:`subprocess` rather than ``sh``: the auditor needs process groups, byte-exact
+capture and timeouts with kill of the whole tree, which ``sh``'s threaded model hides.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from reprobridge.errors import CommandFailed, MachineError
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a finished command returned."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+
+    @property
+    def text(self) -> str:
+        """stdout decoded as UTF-8 (invalid bytes replaced)."""
+        return self.stdout.decode("utf-8", "replace")
+
+
+def which(name: str) -> str | None:
+    """Absolute path of ``name`` on PATH, or None."""
+    return shutil.which(name)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None = None,
+    env: Mapping[str, str] | None = None,
+    timeout: float | None = 120,
+    check: bool = True,
+    input: bytes | None = None,
+) -> Result:
+    """Run ``argv`` to completion and capture its output.
+
+    Raises :class:`MachineError` when the program does not exist and :class:`CommandFailed`
+    on a non-zero exit (when ``check``) or a timeout.
+    """
+    try:
+        proc = subprocess.run(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            input=input,
+            capture_output=True,
+            timeout=timeout,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise MachineError(f"{argv[0]} is not installed or not on PATH") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise CommandFailed(
+            f"`{' '.join(argv)}` did not finish within {timeout:g}s", argv=list(argv)
+        ) from exc
+    result = Result(tuple(argv), proc.returncode, proc.stdout, proc.stderr)
+    if check and proc.returncode != 0:
+        tail = proc.stderr.decode("utf-8", "replace").strip().splitlines()[-5:]
+        raise CommandFailed(
+            f"`{' '.join(argv)}` exited with {proc.returncode}: {' | '.join(tail)[:300]}",
+            argv=list(argv),
+            returncode=proc.returncode,
+            stderr_tail="\n".join(tail),
+        )
+    return result
+
+
+#: Configuration that stops a hostile ``.git/config`` from running programs: command-line
+#: ``-c`` wins over repository config. (core.fsmonitor and hooks run commands; pagers,
+#: external diff and textconv/filter drivers are not reached by the commands we run.)
+_GIT_SAFE_CONFIG = (
+    "core.fsmonitor=false",
+    "core.hooksPath=/dev/null",
+    "core.pager=cat",
+    "diff.external=",
+    "protocol.allow=never",
+    "credential.helper=",
+    "core.sshCommand=false",
+)
+
+
+def git_env() -> dict[str, str]:
+    """An environment for git that ignores system and global config and asks nothing."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(
+        GIT_CONFIG_NOSYSTEM="1",
+        GIT_CONFIG_GLOBAL=os.devnull,
+        GIT_TERMINAL_PROMPT="0",
+        GIT_OPTIONAL_LOCKS="0",
+        LC_ALL="C",
+    )
+    return env
+
+
+def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) -> Result:
+    """Run ``git -C repo ARGS`` hardened against repository-controlled configuration."""
+    argv = ["git"]
+    for item in _GIT_SAFE_CONFIG:
+        argv += ["-c", item]
+    argv += ["-C", str(repo), *args]
+    return run(argv, env=git_env(), check=check, timeout=timeout)

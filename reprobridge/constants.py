@@ -1,0 +1,18 @@
+"""Fixed names of the files ReproBridge writes into a target repository (dvc's PROJECT_FILE idea)."""
+
+from __future__ import annotations
+
+MANIFEST_FILE = "reprobridge.toml"
+FLAKE_FILE = "flake.nix"
+FLAKE_LOCK_FILE = "flake.lock"
+GUIDE_FILE = "REPRODUCE.md"
+REPRO_DIR = "repro"
+LAUNCHERS_DIR = "repro/launchers"
+PYTHON_DIR = "repro/python"
+PATCHES_DIR = "repro/patches"
+CHECK_SCRIPT = "repro/check.py"
+EVIDENCE_DIR = "repro/evidence"
+LOGS_DIR = "repro/logs"
+
+#: The command that regenerates every derived artifact; generated files name it in their header.
+REGENERATE_COMMAND = "rb init"

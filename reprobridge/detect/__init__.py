@@ -1,0 +1,36 @@
+"""Static recovery: a repository (and optionally its paper) becomes a list of findings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from reprobridge._log import emit
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.index import RepoIndex
+
+__all__ = ["DetectContext", "Detector", "Evidence", "Finding", "RepoIndex", "detect_repo"]
+
+
+def detect_repo(
+    index: RepoIndex,
+    *,
+    paper_path: str | None = None,
+    only: list[Detector] | None = None,
+) -> DetectContext:
+    """Run every detector (or ``only`` these) over ``index``; return the filled context.
+
+    Raises the first DetectionError a detector raises (a declared source that is broken).
+    """
+    from reprobridge.detect.registry import detectors
+
+    ctx = DetectContext(index=index, paper_path=paper_path)
+    for det in only if only is not None else detectors():
+        emit("detect", detector=det.name)
+        found = det.detect(ctx)
+        ctx.findings.extend(found)
+    return ctx
+
+
+def index_repository(path: Path) -> RepoIndex:
+    """The index of the git work tree at ``path`` (see RepoIndex.from_git)."""
+    return RepoIndex.from_git(path)

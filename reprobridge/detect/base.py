@@ -1,0 +1,127 @@
+"""Findings, evidence and the Detector contract.
+
+A detector reads one source of knowledge from a :class:`~reprobridge.detect.index.RepoIndex`
+and returns :class:`Finding` objects. Detectors are deterministic, cheap, never execute repo
+code and never touch the network; they report facts with ``file:line`` evidence and leave
+decisions (which Python, which pin, which experiment id wins) to ``recovery.merge``.
+
+Finding kinds and the shape of ``value`` for each (``key`` in brackets):
+
+=====================  ==========================================================================
+kind [key]             value
+=====================  ==========================================================================
+python_requirement     ``{"requirement": "torch==2.1.2; python_version<'3.12'",
+ [normalized dist]      "declared": bool}`` — declared=False for one only seen in imports (flagged)
+python_index [url]     ``{"url": str, "role": "index" | "extra"}``
+python_version         ``{"exact": "3.10"}`` or ``{"specifier": ">=3.8,<3.12"}`` (PEP 440 set)
+ ["python"]
+cuda ["cuda"]          ``{"version": "12.1"}`` (major.minor)
+nvcc ["nvcc"]          ``{}`` — CUDA sources are compiled (``.cu``, ``cpp_extension``)
+compiler ["gcc"]       ``{"version": "11"}`` (major)
+system_library         ``{"name": original name}`` — key is the nixpkgs attribute name
+ [nixpkgs attr]
+experiment [id]        ``{"command": str, "kind": "script"|"module"|"notebook"|"make"|"shell",
+                        "description": str, "entry": path of the script/notebook/Makefile,
+                        "workdir": "."}``
+param [entry::name]    ``{"entry": path, "name": str, "flag": "--lr" | None,
+                        "default": scalar | None, "type": "int"|"float"|"str"|"bool"|None}``
+seed [entry]           ``{"entry": path, "flag": "--seed" | None, "default": int | None}``
+unbounded [entry]      ``{"entry": path, "reason": str, "flag": "--max-steps" | None}``
+dataset [id]           ``{"path": str?, "url": str?, "name": str?, "generated": bool?}``
+output [entry::path]   ``{"entry": path, "path": str}``
+metric [name]          ``{"entry": path, "source": {"regex": str} | {"file": str, "key": str}}``
+target [row::column]   ``{"row": str, "column": str, "value": float, "table": str,
+                        "higher_is_better": bool | None}``
+claim [better>worse]   ``{"better": row label, "worse": row label, "metric": column | None}``
+hardware [entry]       ``{"gpus": int}``
+project [field]        ``{"value": str}`` — name, title, url, doi, license
+=====================  ==========================================================================
+
+Confidence: ``high`` (a declaration says so), ``medium`` (inferred from code), ``low`` (guess).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from reprobridge.detect.index import RepoIndex
+
+Confidence = Literal["high", "medium", "low"]
+
+
+@dataclass(frozen=True, order=True)
+class Evidence:
+    """A place in the repository (or the paper) that supports a finding."""
+
+    path: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        return self.path if self.line is None else f"{self.path}:{self.line}"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One fact a detector found. See the module docstring for ``kind``/``key``/``value``."""
+
+    kind: str
+    key: str
+    value: dict[str, Any]
+    evidence: tuple[Evidence, ...]
+    detector: str
+    confidence: Confidence = "high"
+    note: str = ""
+
+    def sources(self) -> list[str]:
+        """Evidence as ``file:line`` strings, for the manifest's provenance."""
+        return [str(e) for e in self.evidence]
+
+
+@dataclass
+class Warning_:
+    """Something a detector skipped or could not use, shown to the user but not fatal."""
+
+    message: str
+    path: str | None = None
+
+
+@dataclass
+class DetectContext:
+    """What detectors share in one run: the index, the paper (optional) and warnings."""
+
+    index: RepoIndex
+    paper_path: str | None = None
+    warnings: list[Warning_] = field(default_factory=list)
+    #: Findings of the detectors that ran before this one (registry order). A detector that
+    #: derives from another's facts (CUDA from the pinned torch, system libraries from Python
+    #: packages) reads them here instead of re-reading the files.
+    findings: list[Finding] = field(default_factory=list)
+
+    def of_kind(self, kind: str) -> list[Finding]:
+        """Earlier findings of ``kind``."""
+        return [f for f in self.findings if f.kind == kind]
+
+    def warn(self, message: str, path: str | None = None) -> None:
+        """Record a non-fatal problem (skipped file, ambiguous value)."""
+        self.warnings.append(Warning_(message, path))
+
+
+class Detector(ABC):
+    """One source of knowledge.
+
+    Contract: ``detect`` reads only through ``ctx.index`` (never the current directory, never
+    executing repo code, never the network), returns findings in a deterministic order, and
+    raises :class:`~reprobridge.errors.DetectionError` (naming the file and, where it can, the
+    line or field) only for a declared source it cannot parse — e.g. a malformed
+    requirements.txt. Problems with incidental files are ``ctx.warn``-ed and skipped.
+    """
+
+    #: Short stable name, used in provenance ("requirements", "argparse", ...).
+    name: str = ""
+
+    @abstractmethod
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        """Return the findings of this source in ``ctx.index``."""

@@ -1,0 +1,158 @@
+"""The one exception hierarchy of ReproBridge.
+
+Library code raises these and never prints or exits; ``reprobridge.cli`` is the single
+place that turns them into a one-line ``error: ...`` message (plus an optional hint line)
+and the exit code of the class::
+
+    ReproBridgeError                    exit 1x  (never raised bare)
+    ├── ManifestError                   3   reprobridge.toml missing, malformed, invalid
+    │   ├── ManifestNotFoundError
+    │   └── SchemaVersionError
+    ├── RepositoryError                 4   the target is not a usable repository
+    │   ├── NotAGitRepositoryError
+    │   ├── EmptyRepositoryError
+    │   └── UnsafePathError             symlink or path that leaves the repository
+    ├── DetectionError                  5   a source of knowledge cannot be read (malformed
+    │                                       requirements, YAML, setup.py, too large, binary)
+    ├── RenderError                     6   an artifact cannot be rendered (unfilled
+    │                                       placeholder, no nixpkgs pin fits)
+    ├── CommandFailed                   7   a subprocess failed or timed out
+    ├── RecoveryError                   8   the recovery agent failed (budget, API)
+    ├── AuditError                      9
+    ├── ArchiveError                    10
+    ├── MachineError                    11  this machine lacks something (nix, uv, disk)
+    └── WriteError                      12  an artifact could not be written; nothing was changed
+
+Exit codes 0 (success), 1 (an audit verdict failed) and 2 (command-line usage, click's own)
+are not errors of this tree. Every error carries the ``path`` and ``field`` it is about
+when there is one, so messages name the file and the key a person has to fix.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class ReproBridgeError(Exception):
+    """Root of every error ReproBridge raises on purpose.
+
+    ``message`` is one line; ``path`` and ``field`` (both optional) are prefixed to it as
+    ``path: field: message``; ``hint`` is a second line telling the user what to do.
+    """
+
+    exit_code: ClassVar[int] = 13
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | None = None,
+        field: str | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = " ".join(message.split())  # one line, always
+        self.path = path
+        self.field = field
+        self.hint = hint
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.path, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+class ManifestError(ReproBridgeError):
+    """The manifest (reprobridge.toml) is missing, not valid TOML, or not a valid manifest."""
+
+    exit_code = 3
+
+
+class ManifestNotFoundError(ManifestError):
+    """No reprobridge.toml where one is needed."""
+
+
+class SchemaVersionError(ManifestError):
+    """The manifest declares a schema version this release does not know."""
+
+
+class RepositoryError(ReproBridgeError):
+    """The target directory cannot be used as a repository."""
+
+    exit_code = 4
+
+
+class NotAGitRepositoryError(RepositoryError):
+    """The target is not inside a git work tree."""
+
+
+class EmptyRepositoryError(RepositoryError):
+    """The repository has no files to recover anything from."""
+
+
+class UnsafePathError(RepositoryError):
+    """A path (usually a symlink) points outside the repository."""
+
+
+class DetectionError(ReproBridgeError):
+    """A source of knowledge (requirements, setup.py, YAML, ...) cannot be read or parsed."""
+
+    exit_code = 5
+
+
+class RenderError(ReproBridgeError):
+    """An artifact cannot be rendered from the manifest."""
+
+    exit_code = 6
+
+
+class CommandFailed(ReproBridgeError):
+    """A subprocess exited non-zero or timed out.
+
+    ``argv`` and ``returncode`` are kept for evidence; ``stderr_tail`` is the last lines.
+    """
+
+    exit_code = 7
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        argv: list[str] | None = None,
+        returncode: int | None = None,
+        stderr_tail: str = "",
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message, hint=hint)
+        self.argv = argv or []
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+
+class RecoveryError(ReproBridgeError):
+    """The recovery agent could not complete (budget exhausted, API error)."""
+
+    exit_code = 8
+
+
+class AuditError(ReproBridgeError):
+    """The auditor could not run or judge (not: a verdict that failed)."""
+
+    exit_code = 9
+
+
+class ArchiveError(ReproBridgeError):
+    """An archive cannot be built, verified or unpacked."""
+
+    exit_code = 10
+
+
+class MachineError(ReproBridgeError):
+    """This machine lacks a tool or resource the command needs."""
+
+    exit_code = 11
+
+
+class WriteError(ReproBridgeError):
+    """Artifacts could not be written; the repository was left as it was."""
+
+    exit_code = 12

@@ -1,0 +1,302 @@
+"""Pydantic models of reprobridge.toml, schema version 1.
+
+Contract: the key names here are read by other tools (the generated flake through
+``builtins.fromTOML``, the auditor, the archive). Add fields freely; rename none without a
+schema version bump and a migration. Every model rejects unknown keys (``extra="forbid"``)
+and non-finite numbers; identifiers that become directory names or flake attribute names
+are restricted to ``[a-z0-9][a-z0-9_-]*``.
+
+Values the flake reads are plain strings, numbers, booleans, lists and tables: no TOML
+datetimes (``builtins.fromTOML`` does not support them everywhere).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+
+SCHEMA_VERSION = 1
+
+#: Experiment and dataset ids: safe as directory names, flake attribute names and shell words.
+ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
+#: Metric names: usable as identifiers in claim expressions (``exp.metric``).
+METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+#: Parameter names: usable as shell variable suffixes and ``{name}`` placeholders.
+PARAM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
+#: A nixpkgs attribute name (no dots: one attribute, checked against the pin's data).
+NIX_ATTR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_'-]*$"
+DURATION_PATTERN = r"^(?:\d+(?:\.\d+)?[smhd])+$"
+
+ExpId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+MetricName = Annotated[str, StringConstraints(pattern=METRIC_PATTERN)]
+ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
+NixAttr = Annotated[str, StringConstraints(pattern=NIX_ATTR_PATTERN)]
+Duration = Annotated[str, StringConstraints(pattern=DURATION_PATTERN)]
+Scalar = str | int | float | bool
+
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def parse_duration(text: str) -> float:
+    """Seconds in a duration such as ``"90s"``, ``"30m"``, ``"1h30m"`` or ``"2d"``.
+
+    Raises ``ValueError`` for anything else (``DURATION_PATTERN`` is the contract).
+    """
+    if not re.fullmatch(DURATION_PATTERN, text):
+        raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h, 1h30m)")
+    return sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([smhd])", text))
+
+
+class StrictModel(BaseModel):
+    """Base of every manifest model: unknown keys and NaN/inf are errors."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+
+class Paper(StrictModel):
+    """Bibliographic facts of the paper the repository belongs to."""
+
+    title: str | None = None
+    url: str | None = None
+    doi: str | None = None
+    path: str | None = Field(None, description="Paper file given to `rb init --paper`, relative to the repo.")
+    authors: list[str] = Field(default_factory=list)
+
+
+class Project(StrictModel):
+    """The repository being reproduced."""
+
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    paper: Paper = Field(default_factory=Paper)
+    license: str | None = None
+
+
+class NixpkgsPin(StrictModel):
+    """The nixpkgs commit the flake pins (chosen from ReproBridge's pin data, never invented)."""
+
+    release: str = Field(description="Channel name, e.g. nixos-25.05.")
+    rev: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
+    narHash: Annotated[str, StringConstraints(pattern=r"^sha256-[A-Za-z0-9+/]{43}=$")]  # noqa: N815
+    lastModified: int = Field(ge=0)  # noqa: N815
+
+
+class Environment(StrictModel):
+    """What the pinned environment contains."""
+
+    python: Annotated[str, StringConstraints(pattern=r"^3\.\d{1,2}$")] = "3.11"
+    cuda: Annotated[str, StringConstraints(pattern=r"^\d{2}\.\d$")] | None = Field(
+        None, description="CUDA toolkit major.minor; absent means CPU only."
+    )
+    nvcc: bool = Field(False, description="The code compiles CUDA sources (.cu, cpp_extension).")
+    compilers: dict[Literal["gcc"], Annotated[str, StringConstraints(pattern=r"^\d{1,2}$")]] = Field(
+        default_factory=dict
+    )
+    system: list[NixAttr] = Field(default_factory=list, description="nixpkgs attribute names.")
+    nixpkgs: NixpkgsPin | None = None
+    python_requirements: list[str] = Field(default_factory=list, description="PEP 508 strings.")
+    python_indexes: list[str] = Field(
+        default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
+    )
+    python_lock: str | None = Field(None, description="Path of the uv lock, relative to the repo.")
+    python_env: Literal["uv", "nixpkgs"] = Field(
+        "uv",
+        description="How the flake provides Python packages: a uv venv from the lock (default) "
+        "or nixpkgs python.withPackages.",
+    )
+
+    @field_validator("python_requirements")
+    @classmethod
+    def _valid_requirements(cls, value: list[str]) -> list[str]:
+        from packaging.requirements import InvalidRequirement, Requirement
+
+        for item in value:
+            try:
+                Requirement(item)
+            except InvalidRequirement as exc:
+                raise ValueError(f"not a PEP 508 requirement: {item!r} ({exc})") from None
+        return value
+
+
+class Dataset(StrictModel):
+    """A dataset an experiment reads."""
+
+    path: str | None = None
+    url: str | None = None
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+    name: str | None = Field(None, description="Library dataset name, e.g. torchvision CIFAR10.")
+    generated: bool = Field(False, description="The code generates it; nothing to download.")
+    description: str | None = None
+
+
+class MetricSource(StrictModel):
+    """Where the auditor reads a metric: a regex over the run's log, or a key in an output file."""
+
+    regex: str | None = Field(None, description="First group is the value; matched on stdout+stderr.")
+    file: str | None = Field(None, description="Output file (JSON, YAML or CSV), relative to the workdir.")
+    key: str | None = Field(None, description="Dotted key path in `file` (CSV: column name, last row).")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> MetricSource:
+        if (self.regex is None) == (self.file is None):
+            raise ValueError("give exactly one of `regex` or `file` (with `key`)")
+        if self.file is not None and not self.key:
+            raise ValueError("`file` needs a `key`")
+        if self.regex is not None:
+            try:
+                compiled = re.compile(self.regex)
+            except re.error as exc:
+                raise ValueError(f"`regex` does not compile: {exc}") from None
+            if compiled.groups < 1:
+                raise ValueError("`regex` needs one capturing group for the value")
+        return self
+
+
+class Metric(StrictModel):
+    """A number an experiment produces and the band it must fall in."""
+
+    source: MetricSource
+    target: float | None = None
+    tolerance: float | None = Field(None, ge=0, description="Absolute tolerance around `target`.")
+    relative_tolerance: float | None = Field(None, ge=0, description="Fraction of |target|.")
+    min: float | None = None
+    max: float | None = None
+    higher_is_better: bool | None = None
+    provenance: str | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Metric:
+        if (self.tolerance is not None or self.relative_tolerance is not None) and self.target is None:
+            raise ValueError("a tolerance needs a `target`")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
+        return self
+
+
+class Output(StrictModel):
+    """A file the experiment must write."""
+
+    path: str
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+
+
+class Hardware(StrictModel):
+    """What the experiment needs to run as the paper ran it."""
+
+    gpus: int = Field(0, ge=0)
+    gpu_memory_gb: float | None = Field(None, gt=0)
+    cpus: int | None = Field(None, ge=1)
+    memory_gb: float | None = Field(None, gt=0)
+
+
+class Tier(StrictModel):
+    """A setting of an experiment: `full` is what the paper ran, `smoke` a CPU-minutes check.
+
+    Every field overrides the experiment's own; `params` are merged key by key.
+    """
+
+    params: dict[ParamName, Scalar] = Field(default_factory=dict)
+    seeds: list[int] | None = None
+    timeout: Duration | None = None
+    metrics: dict[MetricName, Metric] | None = Field(
+        None, description="Thresholds for this tier; absent: smoke checks values exist and are finite."
+    )
+    description: str | None = None
+
+
+class Experiment(StrictModel):
+    """One experiment: a command, its parameters and seeds, and what it must produce."""
+
+    description: str | None = None
+    command: str = Field(
+        description="Shell words; `{seed}` and `{param}` placeholders are filled by the launcher."
+    )
+    workdir: str = "."
+    kind: Literal["script", "module", "notebook", "make", "shell"] = "script"
+    params: dict[ParamName, Scalar] = Field(default_factory=dict)
+    seeds: list[int] = Field(default_factory=lambda: [0])
+    timeout: Duration = "1h"
+    hardware: Hardware = Field(default_factory=Hardware)
+    network: bool = False
+    datasets: list[ExpId] = Field(default_factory=list)
+    outputs: list[Output] = Field(default_factory=list)
+    metrics: dict[MetricName, Metric] = Field(default_factory=dict)
+    tiers: dict[Literal["full", "smoke"], Tier] = Field(default_factory=dict)
+    unbounded: str | None = Field(
+        None,
+        description="Why the command would not end on its own and which flag bounds it.",
+    )
+
+    @field_validator("command")
+    @classmethod
+    def _placeholders_known(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("`command` is empty")
+        return value
+
+    @model_validator(mode="after")
+    def _placeholders_defined(self) -> Experiment:
+        names = set(re.findall(r"\{([A-Za-z_][A-Za-z0-9_]*)\}", self.command))
+        missing = sorted(names - set(self.params) - {"seed"})
+        if missing:
+            raise ValueError(f"`command` uses {{{missing[0]}}} but `params` has no {missing[0]!r}")
+        return self
+
+    def tier(self, name: str) -> Tier:
+        """The tier named ``name``; a missing `full` tier is the experiment itself."""
+        return self.tiers.get(name, Tier()) if name == "full" else self.tiers[name]
+
+
+class Claim(StrictModel):
+    """A comparison the paper makes between experiments (conclusion level)."""
+
+    expr: str = Field(description="e.g. `method.accuracy > baseline.accuracy`.")
+    provenance: str | None = None
+
+
+class Derivation(StrictModel):
+    """Where a derived value came from, and a digest of the value rb wrote.
+
+    On re-init a value whose current digest differs from ``digest`` was edited by a person
+    and is kept.
+    """
+
+    sources: list[str] = Field(description="file:line evidence, paper tables, or rules applied.")
+    digest: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{16}$")]
+    confidence: Literal["high", "medium", "low"] = "high"
+
+
+class Manifest(StrictModel):
+    """The whole reprobridge.toml."""
+
+    schema_: Literal[1] = Field(SCHEMA_VERSION, alias="schema")
+    project: Project
+    environment: Environment = Field(default_factory=Environment)
+    datasets: dict[ExpId, Dataset] = Field(default_factory=dict)
+    experiments: dict[ExpId, Experiment] = Field(default_factory=dict)
+    claims: list[Claim] = Field(default_factory=list)
+    derived: dict[str, Derivation] = Field(
+        default_factory=dict,
+        description="Provenance of every value rb derived, keyed by dotted path.",
+    )
+
+    @model_validator(mode="after")
+    def _references_resolve(self) -> Manifest:
+        for exp_id, exp in self.experiments.items():
+            for ds in exp.datasets:
+                if ds not in self.datasets:
+                    raise ValueError(f"experiments.{exp_id}.datasets names unknown dataset {ds!r}")
+        return self
+
+
+def is_finite_tree(value: Any) -> bool:
+    """True when no float anywhere in ``value`` (nested dicts/lists) is NaN or infinite."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(is_finite_tree(v) for v in value.values())
+    if isinstance(value, list):
+        return all(is_finite_tree(v) for v in value)
+    return True
