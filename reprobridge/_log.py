@@ -14,7 +14,9 @@ from typing import Any
 
 Sink = Callable[[str, dict[str, Any]], None]
 
-_SINK: contextvars.ContextVar[Sink | None] = contextvars.ContextVar("reprobridge_sink", default=None)
+_SINK: contextvars.ContextVar[Sink | None] = contextvars.ContextVar(
+    "reprobridge_sink", default=None
+)
 
 
 def emit(event: str, **fields: Any) -> None:

@@ -72,9 +72,13 @@ MARKERS: tuple[str, ...] = (
     "cuda",
 )
 _MARKER_RE = re.compile(
-    rb"(?:" + b"|".join(re.escape(m.encode()) for m in sorted(MARKERS, key=len, reverse=True)) + rb")"
+    rb"(?:"
+    + b"|".join(re.escape(m.encode()) for m in sorted(MARKERS, key=len, reverse=True))
+    + rb")"
 )
-_IMPORT_RE = re.compile(rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w., \t]+))", re.M)
+_IMPORT_RE = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w., \t]+))", re.M
+)
 
 
 @dataclass(frozen=True)

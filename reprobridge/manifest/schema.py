@@ -16,7 +16,14 @@ import math
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 
 SCHEMA_VERSION = 1
 
@@ -62,7 +69,9 @@ class Paper(StrictModel):
     title: str | None = None
     url: str | None = None
     doi: str | None = None
-    path: str | None = Field(None, description="Paper file given to `rb init --paper`, relative to the repo.")
+    path: str | None = Field(
+        None, description="Paper file given to `rb init --paper`, relative to the repo."
+    )
     authors: list[str] = Field(default_factory=list)
 
 
@@ -79,8 +88,8 @@ class NixpkgsPin(StrictModel):
 
     release: str = Field(description="Channel name, e.g. nixos-25.05.")
     rev: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
-    narHash: Annotated[str, StringConstraints(pattern=r"^sha256-[A-Za-z0-9+/]{43}=$")]  # noqa: N815
-    lastModified: int = Field(ge=0)  # noqa: N815
+    narHash: Annotated[str, StringConstraints(pattern=r"^sha256-[A-Za-z0-9+/]{43}=$")]
+    lastModified: int = Field(ge=0)
 
 
 class Environment(StrictModel):
@@ -91,8 +100,8 @@ class Environment(StrictModel):
         None, description="CUDA toolkit major.minor; absent means CPU only."
     )
     nvcc: bool = Field(False, description="The code compiles CUDA sources (.cu, cpp_extension).")
-    compilers: dict[Literal["gcc"], Annotated[str, StringConstraints(pattern=r"^\d{1,2}$")]] = Field(
-        default_factory=dict
+    compilers: dict[Literal["gcc"], Annotated[str, StringConstraints(pattern=r"^\d{1,2}$")]] = (
+        Field(default_factory=dict)
     )
     system: list[NixAttr] = Field(default_factory=list, description="nixpkgs attribute names.")
     nixpkgs: NixpkgsPin | None = None
@@ -134,9 +143,15 @@ class Dataset(StrictModel):
 class MetricSource(StrictModel):
     """Where the auditor reads a metric: a regex over the run's log, or a key in an output file."""
 
-    regex: str | None = Field(None, description="First group is the value; matched on stdout+stderr.")
-    file: str | None = Field(None, description="Output file (JSON, YAML or CSV), relative to the workdir.")
-    key: str | None = Field(None, description="Dotted key path in `file` (CSV: column name, last row).")
+    regex: str | None = Field(
+        None, description="First group is the value; matched on stdout+stderr."
+    )
+    file: str | None = Field(
+        None, description="Output file (JSON, YAML or CSV), relative to the workdir."
+    )
+    key: str | None = Field(
+        None, description="Dotted key path in `file` (CSV: column name, last row)."
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> MetricSource:
@@ -168,7 +183,9 @@ class Metric(StrictModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> Metric:
-        if (self.tolerance is not None or self.relative_tolerance is not None) and self.target is None:
+        if (
+            self.tolerance is not None or self.relative_tolerance is not None
+        ) and self.target is None:
             raise ValueError("a tolerance needs a `target`")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
@@ -201,7 +218,8 @@ class Tier(StrictModel):
     seeds: list[int] | None = None
     timeout: Duration | None = None
     metrics: dict[MetricName, Metric] | None = Field(
-        None, description="Thresholds for this tier; absent: smoke checks values exist and are finite."
+        None,
+        description="Thresholds for this tier; absent: smoke checks values exist and are finite.",
     )
     description: str | None = None
 
@@ -244,9 +262,14 @@ class Experiment(StrictModel):
             raise ValueError(f"`command` uses {{{missing[0]}}} but `params` has no {missing[0]!r}")
         return self
 
-    def tier(self, name: str) -> Tier:
-        """The tier named ``name``; a missing `full` tier is the experiment itself."""
-        return self.tiers.get(name, Tier()) if name == "full" else self.tiers[name]
+    def tier(self, name: Literal["full", "smoke"]) -> Tier:
+        """The tier named ``name``; a missing `full` tier is the experiment itself.
+
+        Raises KeyError for a missing `smoke` tier.
+        """
+        if name == "full":
+            return self.tiers.get("full") or Tier()
+        return self.tiers[name]
 
 
 class Claim(StrictModel):
@@ -271,7 +294,7 @@ class Derivation(StrictModel):
 class Manifest(StrictModel):
     """The whole reprobridge.toml."""
 
-    schema_: Literal[1] = Field(SCHEMA_VERSION, alias="schema")
+    schema_: Literal[1] = Field(1, alias="schema")
     project: Project
     environment: Environment = Field(default_factory=Environment)
     datasets: dict[ExpId, Dataset] = Field(default_factory=dict)

@@ -1,0 +1,136 @@
+"""Writing files into a target repository: atomic, all-or-nothing, never through a symlink.
+
+:func:`apply_changes` writes a set of files (and removes some) so that either all of them
+change or none does: each file is written to a temporary sibling, fsynced and renamed into
+place; the original bytes of every target are kept in memory and put back if any step
+fails (a full disk, a permission error, an interrupt). A target whose parent chain leaves
+the repository through a symlink is refused before anything is written.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprobridge.errors import UnsafePathError, WriteError
+
+
+@dataclass
+class Changes:
+    """Paths (relative) that were created, changed, left identical, or removed."""
+
+    created: list[str] = field(default_factory=list)
+    changed: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def safe_target(root: Path, rel: str) -> Path:
+    """``root/rel`` after checking it stays inside ``root`` without following a symlink out.
+
+    Raises UnsafePathError for absolute paths, ``..`` components, or any existing component
+    that is a symlink.
+    """
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or ".." in parts or not parts:
+        raise UnsafePathError("is not a relative path inside the repository", path=rel)
+    cur = root
+    for part in parts:
+        cur = cur / part
+        if cur.is_symlink():
+            raise UnsafePathError(
+                f"{cur.relative_to(root)} is a symlink; rb does not write through symlinks",
+                path=rel,
+            )
+    return cur
+
+
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        dirfd = os.open(path.parent, os.O_DIRECTORY)
+        try:
+            os.fsync(dirfd)
+        finally:
+            os.close(dirfd)
+
+
+def apply_changes(
+    root: Path,
+    files: Mapping[str, bytes],
+    *,
+    remove: tuple[str, ...] | list[str] = (),
+    executable: frozenset[str] = frozenset(),
+) -> Changes:
+    """Write ``files`` and delete ``remove`` under ``root``, all or nothing.
+
+    Raises UnsafePathError before any write, and WriteError (after restoring every file it
+    touched and removing directories it created) when a write fails.
+    """
+    targets = {rel: safe_target(root, rel) for rel in [*files, *remove]}
+    changes = Changes()
+    backups: dict[str, bytes | None] = {}
+    created_dirs: list[Path] = []
+    try:
+        for rel in sorted(files):
+            path = targets[rel]
+            old = path.read_bytes() if path.is_file() else None
+            if old == files[rel]:
+                changes.unchanged.append(rel)
+                continue
+            for parent in reversed(path.relative_to(root).parents[:-1]):
+                d = root / parent
+                if not d.exists():
+                    d.mkdir()
+                    created_dirs.append(d)
+            backups[rel] = old
+            write_atomic(path, files[rel], mode=0o755 if rel in executable else 0o644)
+            (changes.changed if old is not None else changes.created).append(rel)
+        for rel in sorted(remove):
+            path = targets[rel]
+            if path.is_file():
+                backups[rel] = path.read_bytes()
+                path.unlink()
+                changes.removed.append(rel)
+    except (OSError, KeyboardInterrupt) as exc:
+        _restore(root, backups, targets, created_dirs)
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        raise WriteError(
+            f"writing failed ({exc.strerror or exc}); every file was restored",
+            path=getattr(exc, "filename", None) and os.path.relpath(str(exc.filename), root),
+            hint="free some disk space or fix the permissions, then run the command again",
+        ) from exc
+    return changes
+
+
+def _restore(
+    root: Path, backups: dict[str, bytes | None], targets: dict[str, Path], created_dirs: list[Path]
+) -> None:
+    for rel, old in backups.items():
+        path = targets[rel]
+        with contextlib.suppress(OSError):
+            if old is None:
+                path.unlink(missing_ok=True)
+            else:
+                write_atomic(path, old)
+    for d in reversed(created_dirs):
+        with contextlib.suppress(OSError):
+            d.rmdir()

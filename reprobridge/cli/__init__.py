@@ -1,0 +1,95 @@
+"""The `rb` command line: a click group, one module per verb, one error mapper.
+
+Contract: verb modules parse arguments, call the library and render its events; they never
+hold logic of their own. :func:`main` is the only place that turns a
+:class:`~reprobridge.errors.ReproBridgeError` into ``error: <one line>`` (plus an optional
+``hint: ...`` line) on stderr and the error's exit code. Heavy libraries (anthropic, pypdf,
+pydantic models) are imported inside the commands that need them, so ``rb --help`` is fast.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+import click
+
+from reprobridge import __version__
+
+#: verb -> "module:function", imported only when that verb runs (keeps `rb --help` fast).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": (
+        "reprobridge.cli.init",
+        "Recover a repository's reproduction knowledge; write the artifacts.",
+    ),
+    "demo": (
+        "reprobridge.cli.demo",
+        "Run `rb init` on a copy of the bundled example and show what it found.",
+    ),
+    "doctor": (
+        "reprobridge.cli.doctor",
+        "Say what this machine can do: nix, flakes, bubblewrap, uv, GPUs, disk.",
+    ),
+    "schema": ("reprobridge.cli.schema", "Print the JSON Schema of reprobridge.toml."),
+    "check": ("reprobridge.cli.check", "Validate reprobridge.toml and the generated artifacts."),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        import importlib
+
+        module = importlib.import_module(COMMANDS[cmd_name][0])
+        command: click.Command = getattr(module, f"{cmd_name}_command")
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Short help from the table, so `rb --help` imports no verb module.
+        rows = [(name, COMMANDS[name][1]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="rb")
+def cli() -> None:
+    """ReproBridge: make an ML paper repository reproducible, and prove it.
+
+    \b
+    rb init        recover what a reproduction needs; write reprobridge.toml, flake.nix,
+                   repro/ and REPRODUCE.md
+    rb demo        the same on the bundled example
+    rb doctor      what this machine can do
+    """
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of `rb`: run the group, map errors to one line and an exit code."""
+    from reprobridge.errors import ReproBridgeError
+
+    try:
+        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+    except ReproBridgeError as exc:
+        click.echo(f"error: {exc}", err=True)
+        if exc.hint:
+            click.echo(f"hint: {exc.hint}", err=True)
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("aborted", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    sys.exit(0)

@@ -1,0 +1,133 @@
+"""Rendering library events and results for a terminal (human) or for scripts (--json)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from reprobridge.initializer import InitResult
+
+
+def progress_sink(quiet: bool) -> Any:
+    """An event sink that prints one short line per phase to stderr (nothing when quiet)."""
+
+    def _sink(event: str, fields: dict[str, Any]) -> None:
+        if quiet:
+            return
+        if event == "index":
+            click.echo(f"rb: indexed {fields['files']} files in {fields['root']}", err=True)
+        elif event == "merge":
+            click.echo(f"rb: merging {fields['findings']} findings", err=True)
+        elif event == "lock":
+            click.echo(f"rb: locking Python packages ({fields['path']})", err=True)
+
+    return _sink
+
+
+def init_json(result: InitResult) -> str:
+    """The `rb init --json` document (stable keys, for scripts)."""
+    m = result.manifest
+    doc = {
+        "root": str(result.root),
+        "dry_run": result.dry_run,
+        "manifest": m.model_dump(
+            mode="json", by_alias=True, exclude_none=True, exclude={"derived"}
+        ),
+        "files": {
+            "created": result.changes.created,
+            "changed": result.changes.changed,
+            "unchanged": result.changes.unchanged,
+            "removed": result.changes.removed,
+        },
+        "conflicts": [str(c) for c in result.merge.conflicts],
+        "flagged_imports": result.merge.flagged_imports,
+        "unmatched_targets": result.merge.unmatched_targets,
+        "dropped_experiments": result.merge.dropped_experiments,
+        "warnings": result.merge.warnings,
+        "kept_edits": result.refresh.kept_edits if result.refresh else [],
+        "lock": result.lock_note,
+    }
+    return json.dumps(doc, indent=2, sort_keys=True)
+
+
+def _src(result: InitResult, path: str) -> str:
+    d = result.manifest.derived.get(path)
+    return (
+        f"  [{', '.join(d.sources[:2])}{', ...' if len(d.sources) > 2 else ''}]"
+        if d
+        else "  [your edit]"
+    )
+
+
+def print_init_summary(result: InitResult) -> None:
+    """A human summary of what was recovered and written."""
+    m = result.manifest
+    env = m.environment
+    echo = click.echo
+    style = click.style
+    echo(style(f"Recovered for {m.project.name}", bold=True))
+    echo(f"  python       {env.python}{_src(result, 'environment.python')}")
+    echo(
+        f"  cuda         {env.cuda or 'none (CPU only)'}"
+        + (_src(result, "environment.cuda") if env.cuda else "")
+    )
+    if env.compilers:
+        echo(f"  compiler     gcc {env.compilers['gcc']}")
+    if env.system:
+        echo(f"  system libs  {', '.join(env.system)}")
+    if env.nixpkgs:
+        echo(f"  nixpkgs      {env.nixpkgs.release} {env.nixpkgs.rev[:12]}")
+    echo(
+        f"  packages     {len(env.python_requirements)} requirement(s)"
+        + (
+            f", {len(result.merge.flagged_imports)} imported but undeclared"
+            if result.merge.flagged_imports
+            else ""
+        )
+    )
+    for exp_id, exp in m.experiments.items():
+        echo(f"  experiment   {style(exp_id, fg='cyan')}: {exp.command}")
+        for name, metric in exp.metrics.items():
+            band = ""
+            if metric.target is not None:
+                tol = (
+                    metric.tolerance
+                    if metric.tolerance is not None
+                    else f"{(metric.relative_tolerance or 0):.0%}"
+                )
+                band = f" target {metric.target:g} ± {tol}"
+            echo(f"               metric {name}{band}")
+        if "smoke" in exp.tiers:
+            echo(f"               smoke tier: {dict(exp.tiers['smoke'].params)}")
+    for claim in m.claims:
+        echo(f"  claim        {claim.expr}")
+    notes = [
+        *(f"conflict: {c}" for c in result.merge.conflicts),
+        *(f"undeclared import: {f}" for f in result.merge.flagged_imports),
+        *(f"not matched: {u}" for u in result.merge.unmatched_targets),
+        *result.merge.warnings,
+        *(f"kept your edit: {k}" for k in (result.refresh.kept_edits if result.refresh else [])),
+    ]
+    if notes:
+        echo(style(f"Notes ({len(notes)})", bold=True))
+        for n in notes[:20]:
+            echo(f"  - {n}")
+        if len(notes) > 20:
+            echo(f"  ... and {len(notes) - 20} more in REPRODUCE.md")
+    ch = result.changes
+    verb = "Would write" if result.dry_run else "Wrote"
+    echo(
+        style(verb, bold=True) + f": {len(ch.created)} created, {len(ch.changed)} changed, "
+        f"{len(ch.unchanged)} unchanged, {len(ch.removed)} removed"
+    )
+    for rel in ch.created + ch.changed:
+        echo(f"  {'+' if rel in ch.created else '~'} {rel}")
+    for rel in ch.removed:
+        echo(f"  - {rel}")
+    if m.experiments and not result.dry_run:
+        first = next(iter(m.experiments))
+        echo(style("Next", bold=True) + f": nix run .#reproduce-{first}   (or: less REPRODUCE.md)")
+    sys.stdout.flush()

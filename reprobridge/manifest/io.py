@@ -1,0 +1,462 @@
+"""Load, validate and save reprobridge.toml with tomlkit, keeping a person's edits.
+
+Contracts:
+
+* :func:`load_manifest` returns the validated model and the tomlkit document; every
+  failure is a :class:`~reprobridge.errors.ManifestError` naming the file and the dotted
+  field, with a "did you mean" hint for unknown keys.
+* :func:`render_new_manifest` lays out a fresh document deterministically.
+* :func:`refresh_document` merges a newly derived manifest into an existing document: a
+  value rb derived before and nobody changed since is refreshed; a value a person edited,
+  added or deleted is left as the person left it (the ``[derived]`` table holds a digest of
+  what rb last wrote, which is how an edit is recognised). Comments and order survive.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import math
+import types
+import typing
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+from pydantic import BaseModel, ValidationError
+from tomlkit.items import InlineTable, Table
+from tomlkit.toml_document import TOMLDocument
+
+from reprobridge.errors import ManifestError, ManifestNotFoundError, SchemaVersionError
+from reprobridge.manifest.schema import SCHEMA_VERSION, Derivation, Manifest
+
+_MISSING = object()
+
+
+def digest(value: Any) -> str:
+    """A short, stable digest of a JSON-able value (how rb recognises its own values)."""
+    canon = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canon.encode()).hexdigest()[:16]
+
+
+# -- loading -----------------------------------------------------------------------------
+
+
+def parse_document(text: str, *, path: str) -> TOMLDocument:
+    """Parse TOML text; ManifestError with the line and column on a syntax error."""
+    try:
+        return tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as exc:
+        raise ManifestError(
+            f"not valid TOML: {exc}",
+            path=path,
+            hint="fix the syntax, or delete the file and run `rb init`",
+        ) from exc
+    except tomlkit.exceptions.TOMLKitError as exc:
+        raise ManifestError(f"not valid TOML: {exc}", path=path) from exc
+
+
+def load_manifest(path: Path) -> tuple[Manifest, TOMLDocument]:
+    """Read and validate ``path``. Raises ManifestNotFoundError / ManifestError / SchemaVersionError."""
+    shown = path.name
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise ManifestNotFoundError(
+            "not found", path=shown, hint="run `rb init` in the repository first"
+        ) from None
+    except OSError as exc:
+        raise ManifestError(f"cannot be read: {exc.strerror}", path=shown) from exc
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ManifestError(f"is not UTF-8 text (byte {exc.start})", path=shown) from exc
+    doc = parse_document(text, path=shown)
+    return validate_document(doc, path=shown), doc
+
+
+def validate_document(doc: TOMLDocument | dict[str, Any], *, path: str) -> Manifest:
+    """Validate a parsed document against the schema; ManifestError names the field."""
+    data = doc.unwrap() if isinstance(doc, TOMLDocument) else doc
+    version = data.get("schema", _MISSING)
+    if version is _MISSING:
+        raise ManifestError("missing `schema = 1` at the top", path=path, field="schema")
+    if version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"schema version {version!r} is not supported (this rb reads {SCHEMA_VERSION})",
+            path=path,
+            field="schema",
+            hint="upgrade rb, or run `rb init` to rewrite the manifest",
+        )
+    bad = _first_non_finite(data, ())
+    if bad is not None:
+        raise ManifestError(
+            "is not a finite number (nan and inf are not allowed)", path=path, field=bad
+        )
+    try:
+        return Manifest.model_validate(data)
+    except ValidationError as exc:
+        raise _validation_error(exc, path) from None
+
+
+def _first_non_finite(value: Any, loc: tuple[str, ...]) -> str | None:
+    if isinstance(value, float) and not math.isfinite(value):
+        return ".".join(loc)
+    if isinstance(value, dict):
+        for k, v in value.items():
+            found = _first_non_finite(v, (*loc, str(k)))
+            if found:
+                return found
+    if isinstance(value, list):
+        for i, v in enumerate(value):
+            found = _first_non_finite(v, (*loc, str(i)))
+            if found:
+                return found
+    return None
+
+
+def _validation_error(exc: ValidationError, path: str) -> ManifestError:
+    err = exc.errors()[0]
+    loc = tuple(str(p) for p in err["loc"])
+    where = ".".join(loc) or None
+    if err["type"] == "extra_forbidden":
+        known = _fields_at(loc[:-1])
+        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+        hint = (
+            f"did you mean {close[0]!r}?"
+            if close
+            else (f"known keys here: {', '.join(sorted(known))}" if known else None)
+        )
+        msg = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
+        return ManifestError(msg, path=path, field=where, hint=hint)
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "missing":
+        msg = "is required but missing"
+    return ManifestError(msg, path=path, field=where)
+
+
+def _fields_at(loc: tuple[str, ...]) -> list[str]:
+    """Field names (aliases) of the model reached by ``loc`` from Manifest, if any."""
+    current: Any = Manifest
+    for part in loc:
+        current = _step(current, part)
+        if current is None:
+            return []
+    model = _as_model(current)
+    if model is None:
+        return []
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _as_model(tp: Any) -> type[BaseModel] | None:
+    for candidate in _unwrap(tp):
+        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
+            return candidate
+    return None
+
+
+def _unwrap(tp: Any) -> Iterator[Any]:
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        yield from _unwrap(typing.get_args(tp)[0])
+    elif origin in (typing.Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            yield from _unwrap(arg)
+    else:
+        yield tp
+
+
+def _step(tp: Any, part: str) -> Any:
+    model = _as_model(tp)
+    if model is not None:
+        for name, f in model.model_fields.items():
+            if part in (name, f.alias):
+                return f.annotation
+        return None
+    for candidate in _unwrap(tp):
+        origin = typing.get_origin(candidate)
+        if origin is dict:
+            return typing.get_args(candidate)[1]
+        if origin is list:
+            return typing.get_args(candidate)[0]
+    return None
+
+
+# -- rendering a new document ------------------------------------------------------------
+
+HEADER = (
+    "ReproBridge manifest: what reproducing this repository needs, and how it is judged.\n"
+    "Written by `rb init` ({version}); edit freely: re-running `rb init` refreshes the values\n"
+    "it derived and keeps every value you changed (see [derived] at the end for provenance).\n"
+    "Reference: https://github.com/reprobridge/reprobridge/blob/main/docs/manifest-reference.md"
+)
+
+#: Dotted-path depth patterns whose tables are written as [headers]; other dicts inline.
+_TABLE_PATHS = (
+    ("project",),
+    ("environment",),
+    ("datasets", "*"),
+    ("experiments", "*"),
+    ("experiments", "*", "metrics", "*"),
+    ("experiments", "*", "tiers", "*"),
+    ("experiments", "*", "tiers", "*", "metrics", "*"),
+    ("derived",),
+)
+#: Tables that only hold tables: written implicitly ([experiments.x] without [experiments]).
+_SUPER_PATHS = (
+    ("datasets",),
+    ("experiments",),
+    ("experiments", "*", "metrics"),
+    ("experiments", "*", "tiers"),
+    ("experiments", "*", "tiers", "*", "metrics"),
+)
+
+
+def _matches(patterns: tuple[tuple[str, ...], ...], loc: tuple[str, ...]) -> bool:
+    return any(
+        len(p) == len(loc) and all(a == "*" or a == b for a, b in zip(p, loc, strict=True))
+        for p in patterns
+    )
+
+
+def _is_table_path(loc: tuple[str, ...]) -> bool:
+    return _matches(_TABLE_PATHS, loc) or _matches(_SUPER_PATHS, loc)
+
+
+def manifest_data(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as plain TOML-able data: None dropped, empty containers dropped."""
+    data = manifest.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return _prune(data)  # type: ignore[no-any-return]
+
+
+def _prune(value: Any) -> Any:
+    if isinstance(value, dict):
+        out = {k: _prune(v) for k, v in value.items()}
+        return {k: v for k, v in out.items() if v not in ({}, [])}
+    if isinstance(value, list):
+        return [_prune(v) for v in value]
+    return value
+
+
+def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
+    if isinstance(value, dict):
+        if _is_table_path(loc):
+            table = tomlkit.table(is_super_table=_matches(_SUPER_PATHS, loc))
+            for k, v in value.items():
+                table.add(k, _to_item(v, (*loc, k)))
+            return table
+        inline = tomlkit.inline_table()
+        for k, v in value.items():
+            inline.append(k, _to_item(v, (*loc, k)))
+        return inline
+    if isinstance(value, list):
+        if loc == ("claims",):
+            aot = tomlkit.aot()
+            for entry in value:
+                t = tomlkit.table()
+                for k, v in entry.items():
+                    t.add(k, _to_item(v, (*loc, "*", k)))
+                aot.append(t)
+            return aot
+        arr = tomlkit.array()
+        for v in value:
+            arr.append(_to_item(v, (*loc, "*")))
+        if sum(len(json.dumps(v)) for v in value) > 60:
+            arr.multiline(True)
+        return arr
+    return value
+
+
+def render_new_manifest(manifest: Manifest, *, version: str) -> str:
+    """A fresh reprobridge.toml for ``manifest`` (deterministic bytes)."""
+    data = manifest_data(manifest)
+    if "derived" in data:
+        data["derived"] = dict(sorted(data["derived"].items()))
+    doc = tomlkit.document()
+    for line in HEADER.format(version=version).splitlines():
+        doc.add(tomlkit.comment(line))
+    doc.add(tomlkit.nl())
+    doc.add("schema", SCHEMA_VERSION)
+    for key in ("project", "environment", "datasets", "experiments", "claims", "derived"):
+        if key in data:
+            if key == "derived":
+                doc.add(tomlkit.nl())
+                doc.add(
+                    tomlkit.comment(
+                        "Provenance of derived values (managed by rb init; do not edit)."
+                    )
+                )
+                doc.add(
+                    tomlkit.comment(
+                        "A value whose digest no longer matches was edited by you and is kept."
+                    )
+                )
+            doc.add(key, _to_item(data[key], (key,)))
+    return tomlkit.dumps(doc)
+
+
+# -- refreshing an existing document -----------------------------------------------------
+
+
+@dataclass
+class RefreshReport:
+    """What :func:`refresh_document` did, for the user and for ``--json``."""
+
+    updated: list[str] = field(default_factory=list)
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    kept_edits: list[str] = field(default_factory=list)
+    kept_deletions: list[str] = field(default_factory=list)
+
+
+def flatten(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Leaves of nested tables as dotted paths; lists (and inline-ish dicts) are leaves."""
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        loc = (*prefix, str(key))
+        if isinstance(value, dict) and value and loc != ("derived",):
+            out.update(flatten(value, loc))
+        else:
+            out[".".join(loc)] = value
+    return out
+
+
+def _get(doc: Any, parts: list[str]) -> Any:
+    cur = doc
+    for p in parts:
+        if not isinstance(cur, dict) or p not in cur:
+            return _MISSING
+        cur = cur[p]
+    return cur
+
+
+def _plain(value: Any) -> Any:
+    return value.unwrap() if hasattr(value, "unwrap") else value
+
+
+def _set(doc: TOMLDocument, parts: list[str], value: Any) -> None:
+    cur: Any = doc
+    for i, p in enumerate(parts[:-1]):
+        if p not in cur:
+            loc = tuple(parts[: i + 1])
+            cur.add(
+                p,
+                tomlkit.table()
+                if _is_table_path(loc) or (isinstance(cur, (Table, TOMLDocument)) and len(loc) < 3)
+                else tomlkit.inline_table(),
+            )
+        cur = cur[p]
+    leaf = parts[-1]
+    item = _to_item(value, tuple(parts))
+    if isinstance(cur, InlineTable) or leaf in cur:
+        cur[leaf] = item
+    else:
+        cur.add(leaf, item)
+
+
+def _delete(doc: TOMLDocument, parts: list[str]) -> None:
+    chain: list[Any] = [doc]
+    for p in parts[:-1]:
+        nxt = chain[-1].get(p)
+        if not isinstance(nxt, dict):
+            return
+        chain.append(nxt)
+    chain[-1].pop(parts[-1], None)
+    # Drop tables this left empty, innermost first.
+    for depth in range(len(parts) - 1, 0, -1):
+        parent, key = chain[depth - 1], parts[depth - 1]
+        if isinstance(parent.get(key), dict) and not parent[key]:
+            parent.pop(key)
+
+
+def refresh_document(
+    doc: TOMLDocument, new: Manifest, *, path: str
+) -> tuple[TOMLDocument, RefreshReport]:
+    """Merge ``new`` (freshly derived, with its ``derived`` provenance) into ``doc``.
+
+    See the module docstring for the rule. The returned document is validated; a merge
+    that leaves it invalid (e.g. your edited command uses a parameter rb no longer
+    derives) raises ManifestError naming the field.
+    """
+    report = RefreshReport()
+    old_derived_raw = _plain(doc.get("derived", {})) or {}
+    old_derived = {
+        k: v for k, v in old_derived_raw.items() if isinstance(v, dict) and "digest" in v
+    }
+    new_data = manifest_data(new)
+    new_derived: dict[str, Derivation] = dict(new.derived)
+    leaves = flatten({k: v for k, v in new_data.items() if k not in {"derived", "schema"}})
+    result_derived: dict[str, dict[str, Any]] = {}
+
+    for dotted, value in leaves.items():
+        parts = dotted.split(".")
+        current = _plain(_get(doc, parts))
+        prov = new_derived.get(dotted)
+        entry = (
+            prov.model_dump(mode="json", exclude_defaults=False)
+            if prov is not None
+            else {"sources": ["rb default"], "digest": digest(value), "confidence": "low"}
+        )
+        entry["digest"] = digest(value)
+        if dotted in old_derived:
+            if current is _MISSING:
+                report.kept_deletions.append(dotted)
+                continue
+            if digest(current) != old_derived[dotted]["digest"]:
+                report.kept_edits.append(dotted)
+                continue
+            if current != value:
+                _set(doc, parts, value)
+                report.updated.append(dotted)
+            result_derived[dotted] = entry
+        elif current is _MISSING:
+            if _ancestor_deleted(doc, parts, old_derived):
+                report.kept_deletions.append(dotted)
+                continue
+            _set(doc, parts, value)
+            report.added.append(dotted)
+            result_derived[dotted] = entry
+        elif current != value:
+            report.kept_edits.append(dotted)
+    for dotted, old in old_derived.items():
+        if dotted in leaves:
+            continue
+        parts = dotted.split(".")
+        current = _plain(_get(doc, parts))
+        if current is not _MISSING and digest(current) == old["digest"]:
+            _delete(doc, parts)
+            report.removed.append(dotted)
+    derived_table = tomlkit.table()
+    for key in sorted(result_derived):
+        derived_table.add(key, _to_item(result_derived[key], ("derived", key)))
+    if "derived" in doc:
+        doc["derived"] = derived_table
+    else:
+        doc.add("derived", derived_table)
+    validate_document(doc, path=path)
+    return doc, report
+
+
+def _ancestor_deleted(doc: TOMLDocument, parts: list[str], old_derived: dict[str, Any]) -> bool:
+    """True when a whole table rb once wrote (e.g. one experiment) was deleted by a person."""
+    for depth in range(1, len(parts)):
+        prefix = ".".join(parts[:depth]) + "."
+        if _get(doc, parts[:depth]) is _MISSING and any(k.startswith(prefix) for k in old_derived):
+            return True
+    return False
+
+
+__all__ = [
+    "RefreshReport",
+    "digest",
+    "flatten",
+    "load_manifest",
+    "parse_document",
+    "refresh_document",
+    "render_new_manifest",
+    "validate_document",
+]

@@ -1,0 +1,1 @@
+"""Recovery: findings become one manifest (static rules), optionally refined by an agent."""

@@ -1,0 +1,170 @@
+"""Manifest loading, validation messages, rendering and the edit-preserving refresh."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import tomlkit
+
+from reprobridge.errors import ManifestError, ManifestNotFoundError, SchemaVersionError
+from reprobridge.manifest.io import (
+    digest,
+    load_manifest,
+    parse_document,
+    refresh_document,
+    render_new_manifest,
+)
+from reprobridge.manifest.schema import Derivation, Manifest
+
+BASE = {
+    "schema": 1,
+    "project": {"name": "demo"},
+    "environment": {"python": "3.11"},
+    "experiments": {
+        "base": {
+            "command": "python train.py --lr {lr} --seed {seed}",
+            "params": {"lr": 0.1},
+            "seeds": [0],
+            "metrics": {"acc": {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.9, "tolerance": 0.02}},
+        }
+    },
+}
+
+
+def _derived(m: dict) -> Manifest:
+    from reprobridge.manifest.io import flatten, manifest_data
+
+    model = Manifest.model_validate(m)
+    leaves = flatten({k: v for k, v in manifest_data(model).items() if k not in {"schema", "derived"}})
+    derived = {p: Derivation(sources=["x.py:1"], digest=digest(v)) for p, v in leaves.items()}
+    return model.model_copy(update={"derived": derived})
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "reprobridge.toml"
+    p.write_text(text)
+    return p
+
+
+def test_round_trip_renders_deterministically() -> None:
+    m = _derived(BASE)
+    a = render_new_manifest(m, version="0.1.0")
+    b = render_new_manifest(m, version="0.1.0")
+    assert a == b
+    again = Manifest.model_validate(parse_document(a, path="x").unwrap())
+    assert again.experiments["base"].metrics["acc"].target == 0.9
+    assert "[experiments.base.metrics.acc]" in a
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(ManifestNotFoundError, match="reprobridge.toml: not found"):
+        load_manifest(tmp_path / "reprobridge.toml")
+
+
+def test_malformed_toml_names_file_and_line(tmp_path: Path) -> None:
+    p = write(tmp_path, 'schema = 1\n[project\nname = "x"\n')
+    with pytest.raises(ManifestError, match=r"reprobridge.toml: not valid TOML.*line 2"):
+        load_manifest(p)
+
+
+def test_unknown_key_did_you_mean(tmp_path: Path) -> None:
+    text = render_new_manifest(_derived(BASE), version="0").replace("tolerance = ", "tolerence = ")
+    with pytest.raises(ManifestError) as exc:
+        load_manifest(write(tmp_path, text))
+    assert str(exc.value) == (
+        "reprobridge.toml: experiments.base.metrics.acc.tolerence: unknown key (did you mean 'tolerance'?)"
+    )
+    assert exc.value.exit_code == 3
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    with pytest.raises(ManifestError, match=r"experimnts: unknown key \(did you mean 'experiments'\?\)"):
+        load_manifest(write(tmp_path, 'schema = 1\nexperimnts = {}\n[project]\nname = "x"\n'))
+
+
+@pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
+def test_non_finite_numbers_rejected(tmp_path: Path, bad: str) -> None:
+    text = render_new_manifest(_derived(BASE), version="0").replace("target = 0.9", f"target = {bad}")
+    with pytest.raises(ManifestError, match=r"experiments.base.metrics.acc.target: is not a finite number"):
+        load_manifest(write(tmp_path, text))
+
+
+def test_schema_version(tmp_path: Path) -> None:
+    with pytest.raises(SchemaVersionError, match="schema version 2"):
+        load_manifest(write(tmp_path, 'schema = 2\n[project]\nname = "x"\n'))
+
+
+@pytest.mark.parametrize("exp_id", ["../evil", "A", "with space", "x" * 70, "-lead"])
+def test_experiment_ids_safe_as_directory_names(tmp_path: Path, exp_id: str) -> None:
+    doc = f'schema = 1\n[project]\nname = "x"\n[experiments."{exp_id}"]\ncommand = "true"\n'
+    with pytest.raises(ManifestError, match="experiments"):
+        load_manifest(write(tmp_path, doc))
+
+
+def test_placeholder_without_param(tmp_path: Path) -> None:
+    doc = 'schema = 1\n[project]\nname = "x"\n[experiments.a]\ncommand = "python t.py --lr {lr}"\n'
+    with pytest.raises(ManifestError, match=r"experiments.a: .*\{lr\}"):
+        load_manifest(write(tmp_path, doc))
+
+
+def test_regex_needs_a_group(tmp_path: Path) -> None:
+    doc = (
+        'schema = 1\n[project]\nname = "x"\n[experiments.a]\ncommand = "true"\n'
+        '[experiments.a.metrics.m]\nsource = { regex = "acc=[0-9.]+" }\n'
+    )
+    with pytest.raises(ManifestError, match="capturing group"):
+        load_manifest(write(tmp_path, doc))
+
+
+def test_refresh_keeps_edits_and_comments() -> None:
+    old = _derived(BASE)
+    text = render_new_manifest(old, version="0")
+    doc = parse_document(text, path="x")
+    # A person edits the target, adds a comment and a key of their own.
+    doc["experiments"]["base"]["metrics"]["acc"]["target"] = 0.95
+    doc["experiments"]["base"].add(tomlkit.comment("checked against the camera-ready"))
+    doc["experiments"]["base"]["timeout"] = "3h"
+    # rb now derives a different lr and a different target.
+    new_data = {**BASE, "experiments": {"base": {**BASE["experiments"]["base"], "params": {"lr": 0.2}}}}
+    new_data["experiments"]["base"]["metrics"] = {
+        "acc": {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.91, "tolerance": 0.02}
+    }
+    merged, report = refresh_document(doc, _derived(new_data), path="x")
+    out = merged.as_string()
+    assert "checked against the camera-ready" in out
+    data = merged.unwrap()
+    assert data["experiments"]["base"]["metrics"]["acc"]["target"] == 0.95  # edit kept
+    assert data["experiments"]["base"]["params"]["lr"] == 0.2  # derived value refreshed
+    assert data["experiments"]["base"]["timeout"] == "3h"  # hand-added key kept
+    assert "experiments.base.metrics.acc.target" in report.kept_edits
+    assert "experiments.base.params.lr" in report.updated
+    # The edited value is now the person's: the next refresh still keeps it.
+    merged2, report2 = refresh_document(merged, _derived(new_data), path="x")
+    assert merged2.unwrap()["experiments"]["base"]["metrics"]["acc"]["target"] == 0.95
+    assert merged2.as_string() == out
+
+
+def test_refresh_respects_deleted_experiment() -> None:
+    two = {**BASE, "experiments": {**BASE["experiments"], "other": {"command": "python o.py"}}}
+    doc = parse_document(render_new_manifest(_derived(two), version="0"), path="x")
+    del doc["experiments"]["other"]
+    merged, report = refresh_document(doc, _derived(two), path="x")
+    assert "other" not in merged.unwrap()["experiments"]
+    assert any(k.startswith("experiments.other") for k in report.kept_deletions)
+
+
+def test_refresh_removes_stale_derived_values() -> None:
+    two = {**BASE, "experiments": {**BASE["experiments"], "other": {"command": "python o.py"}}}
+    doc = parse_document(render_new_manifest(_derived(two), version="0"), path="x")
+    merged, report = refresh_document(doc, _derived(BASE), path="x")
+    assert "other" not in merged.unwrap()["experiments"]
+    assert "experiments.other.command" in report.removed
+
+
+def test_refresh_idempotent() -> None:
+    m = _derived(BASE)
+    text = render_new_manifest(m, version="0")
+    merged, report = refresh_document(parse_document(text, path="x"), m, path="x")
+    assert merged.as_string() == text
+    assert not (report.updated or report.added or report.removed or report.kept_edits)
