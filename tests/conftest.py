@@ -1,6 +1,7 @@
 """Shared fixtures and the fixture-repository collector.
 
-Every ``tests/fixtures/repos/<case>/expected.toml`` becomes a test item: the directory
+Every ``tests/fixtures/repos/<case>/expected.toml`` becomes a test (tests/test_fixture_repos.py,
+parametrized, so pytest never walks into fixture code): the directory
 (minus ``expected.toml``) is indexed, the detectors run, and the expectations are checked:
 
 .. code-block:: toml
@@ -32,10 +33,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tomllib
 from pathlib import Path
-from typing import Any
-
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -98,85 +96,3 @@ def make_repo(tmp_path: Path):
     return _make
 
 
-# -- fixture repositories as tests --------------------------------------------------------
-
-
-def pytest_collect_file(parent: pytest.Collector, file_path: Path) -> pytest.Collector | None:
-    if file_path.name == "expected.toml" and REPOS in file_path.parents:
-        return ExpectedFile.from_parent(parent, path=file_path)
-    return None
-
-
-class ExpectedFile(pytest.File):
-    def collect(self):  # type: ignore[no-untyped-def]
-        yield ExpectedItem.from_parent(self, name=self.path.parent.name)
-
-
-def _subset(expected: Any, actual: Any) -> bool:
-    if isinstance(expected, dict):
-        return isinstance(actual, dict) and all(
-            k in actual and _subset(v, actual[k]) for k, v in expected.items()
-        )
-    if isinstance(expected, float) or isinstance(actual, float):
-        try:
-            return abs(float(expected) - float(actual)) < 1e-9
-        except (TypeError, ValueError):
-            return False
-    return expected == actual
-
-
-class ExpectedItem(pytest.Item):
-    def runtest(self) -> None:
-        from reprobridge import errors
-        from reprobridge.detect import detect_repo
-        from reprobridge.detect.index import RepoIndex
-        from reprobridge.detect.registry import detectors
-
-        spec = tomllib.loads(self.path.read_text())
-        root = self.path.parent
-        index = RepoIndex.from_directory(root)
-        index = RepoIndex(index.root, [f for f in index.files if f.path != "expected.toml"])
-        only = detectors(set(spec["detectors"])) if "detectors" in spec else None
-        if "error" in spec:
-            err_type = getattr(errors, spec["error"]["type"])
-            with pytest.raises(err_type, match=spec["error"].get("match", "")):
-                detect_repo(index, paper_path=spec.get("paper"), only=only)
-            return
-        ctx = detect_repo(index, paper_path=spec.get("paper"), only=only)
-        findings = ctx.findings
-        for want in spec.get("finding", []):
-            matches = [
-                f
-                for f in findings
-                if f.kind == want["kind"]
-                and ("key" not in want or f.key == want["key"])
-                and _subset(want.get("value", {}), f.value)
-                and ("evidence" not in want or want["evidence"] in f.sources())
-                and ("confidence" not in want or want["confidence"] == f.confidence)
-            ]
-            assert matches, f"no finding matches {want}\nfindings of that kind:\n" + "\n".join(
-                f"  {f.key} {f.value} {f.sources()} {f.confidence}"
-                for f in findings
-                if f.kind == want["kind"]
-            )
-        for absent in spec.get("absent", []):
-            hits = [
-                f
-                for f in findings
-                if f.kind == absent["kind"] and ("key" not in absent or f.key == absent["key"])
-            ]
-            assert not hits, f"unexpected findings for {absent}: {[(f.key, f.value) for f in hits]}"
-        if "manifest" in spec:
-            from reprobridge.recovery.merge import merge_findings
-
-            merged = merge_findings(ctx, repo_name=root.name).manifest
-            as_dict = merged.model_dump(mode="json", by_alias=True)
-            assert _subset(spec["manifest"], as_dict), (
-                f"manifest differs from expected subset\nexpected: {spec['manifest']}\nactual: {as_dict}"
-            )
-
-    def repr_failure(self, excinfo, style=None):  # type: ignore[no-untyped-def]
-        return f"{self.path}: {excinfo.getrepr(style='short')}"
-
-    def reportinfo(self):  # type: ignore[no-untyped-def]
-        return self.path, 0, f"fixture repo: {self.name}"
