@@ -31,10 +31,12 @@ dataset [id]           ``{"path": str?, "url": str?, "name": str?, "generated": 
 output [entry::path]   ``{"entry": path, "path": str}``
 metric [name]          ``{"entry": path, "source": {"regex": str} | {"file": str, "key": str}}``
 target [row::column]   ``{"row": str, "column": str, "value": float, "table": str,
-                        "higher_is_better": bool | None}``
+                        "caption": str, "higher_is_better": bool | None, "percent": bool,
+                        "spread": float (the ± of "91.2 ± 0.3"; absent without one)}``
 claim [better>worse]   ``{"better": row label, "worse": row label, "metric": column | None}``
 hardware [entry]       ``{"gpus": int}``
-project [field]        ``{"value": str}`` — name, title, url, doi, license
+project [field]        ``{"value": str}`` — name, title, url, doi, license; authors also
+                        carry ``"values": [str, ...]``
 =====================  ==========================================================================
 
 Confidence: ``high`` (a declaration says so), ``medium`` (inferred from code), ``low`` (guess).
