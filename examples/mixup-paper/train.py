@@ -61,8 +61,8 @@ def train(args: argparse.Namespace) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
     metrics = train(args)
-    for name, value in metrics.items():
-        print(f"{name}={value:.4f}")
+    print(f"test_accuracy={metrics['test_accuracy']:.4f}")
+    print(f"train_loss={metrics['train_loss']:.4f}")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.method}-seed{args.seed}.json"

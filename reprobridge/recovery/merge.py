@@ -575,8 +575,8 @@ def _experiments(
     has_declared = any(f.confidence != "low" for f in cands)
     seen_cmds: set[str] = set()
     covered_entries: set[str] = set()
-    used_ids: set[str] = set()
-    entries_by_exp: dict[str, str] = {}
+    kept: list[tuple[Finding, str, str, dict[str, Any]]] = []
+    smoke: dict[str, tuple[str, Any, list[str]]] = {}
     for f in cands:
         cmd = " ".join(str(f.value["command"]).split())
         entry = str(f.value.get("entry") or "")
@@ -588,14 +588,55 @@ def _experiments(
         if f.detector == "entrypoints" and entry in covered_entries:
             continue
         seen_cmds.add(cmd)
+        params = _parameterize(cmd, set())[1]
+        defaults = {
+            str(x.value["name"]): x.value.get("default")
+            for x in _for_entry(by_kind["param"], entry)
+        }
+        folded = _reduced_variant(params, [(k[3], defaults) for k in kept if k[2] == entry])
+        if folded is not None:
+            # "python train.py ... --epochs 2" beside the full command: the README's quick
+            # check, which is what the smoke tier is for.
+            smoke[entry] = (folded, params[folded], f.sources())
+            res.decisions.append(
+                f"{cmd} ({', '.join(f.sources())}) is a reduced run of another experiment: "
+                f"it became the smoke tier ({folded} = {params[folded]})"
+            )
+            continue
         covered_entries.add(entry)
+        kept.append((f, cmd, entry, params))
+    used_ids: set[str] = set()
+    for f, cmd, entry, _ in kept:
         exp_id = _slug(f.key) or _slug(entry.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "experiment"
+        exp_id = re.sub(r"-(ours|proposed|our-method)$", "", exp_id) or exp_id
         base, n = exp_id, 2
         while exp_id in used_ids:
             exp_id, n = f"{base[:60]}-{n}", n + 1
         used_ids.add(exp_id)
-        entries_by_exp[exp_id] = entry
-        _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res)
+        _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+
+
+def _reduced_variant(
+    params: dict[str, Any], others: list[tuple[dict[str, Any], dict[str, Any]]]
+) -> str | None:
+    """The bound parameter (epochs, steps) by which ``params`` is a smaller copy of one of
+    ``others`` — (explicit arguments, the script's defaults) pairs — with every other
+    argument equal, or None."""
+    for explicit, defaults in others:
+        full = {**defaults, **explicit}
+        rest = {k: v for k, v in params.items() if k not in _BOUND_PARAMS}
+        same_rest = all(full.get(k) == v for k, v in rest.items()) and all(
+            params.get(k, defaults.get(k)) == v
+            for k, v in explicit.items()
+            if k not in _BOUND_PARAMS
+        )
+        if not same_rest:
+            continue
+        for k in (k for k in params if k in _BOUND_PARAMS):
+            a, b = params[k], full.get(k)
+            if isinstance(a, int | float) and isinstance(b, int | float) and a < b:
+                return k
+    return None
 
 
 def _for_entry(findings: list[Finding], entry: str) -> list[Finding]:
@@ -612,6 +653,7 @@ def _one_experiment(
     datasets: dict[str, Finding],
     cuda: str | None,
     res: MergeResult,
+    smoke: tuple[str, Any, list[str]] | None = None,
 ) -> None:
     p = f"experiments.{exp_id}"
     src = f.sources()
@@ -665,7 +707,11 @@ def _one_experiment(
         psrc = param_f[name].sources() if name in param_f else src
         b.put(f"{p}.params.{name}", value, [*src, *psrc] if name in param_f else src)
     b.put(f"{p}.timeout", "1h", ["rb default: edit to the paper's runtime"], "low")
-    if bound is not None:
+    if smoke is not None and smoke[0] in params:
+        name, value, sources = smoke
+        b.put(f"{p}.tiers.smoke.params.{name}", value, sources)
+        b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+    elif bound is not None:
         small = _BOUND_PARAMS[bound]
         if isinstance(params[bound], int) and params[bound] > small:
             b.put(
@@ -763,6 +809,20 @@ def _match(label: str, options: dict[str, set[str]]) -> str | None:
     return scored[0][1]
 
 
+def _seeds_in(caption: str) -> list[int] | None:
+    """Seeds a table caption names: "seeds 0-2", "seeds 0, 1 and 2", "over 3 seeds" (0..2)."""
+    m = re.search(r"seeds?\s+(\d+)\s*(?:-|–|to|\.\.)\s*(\d+)", caption, re.I)
+    if m and int(m.group(1)) <= int(m.group(2)) <= int(m.group(1)) + 99:
+        return list(range(int(m.group(1)), int(m.group(2)) + 1))
+    m = re.search(r"seeds?\s+((?:\d+\s*(?:,|and|,\s*and)\s*)+\d+)", caption, re.I)
+    if m:
+        return [int(x) for x in re.findall(r"\d+", m.group(1))]
+    m = re.search(r"(\d+)\s+(?:random\s+)?seeds", caption, re.I)
+    if m and 1 <= int(m.group(1)) <= 100:
+        return list(range(int(m.group(1))))
+    return None
+
+
 def _targets_and_claims(b: _Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> None:
     exps: dict[str, Any] = b.data.get("experiments", {})
     exp_tokens = {
@@ -772,6 +832,7 @@ def _targets_and_claims(b: _Builder, by_kind: dict[str, list[Finding]], res: Mer
         for e, d in exps.items()
     }
     row_to_exp: dict[str, str | None] = {}
+    seeded: set[str] = set()
     for f in sorted(by_kind["target"], key=lambda f: f.sources()):
         row, col = str(f.value["row"]), str(f.value["column"])
         exp = row_to_exp.setdefault(row, _match(row, exp_tokens))
@@ -797,6 +858,14 @@ def _targets_and_claims(b: _Builder, by_kind: dict[str, list[Finding]], res: Mer
         mp = f"experiments.{exp}.metrics.{metric}"
         if b.has(f"{mp}.target"):
             continue
+        seeds = _seeds_in(str(f.value.get("caption", "")))
+        if seeds and exp not in seeded:
+            seeded.add(exp)
+            b.put(
+                f"experiments.{exp}.seeds",
+                seeds,
+                [*f.sources(), "the table caption names the seeds"],
+            )
         b.put(f"{mp}.target", round(value, 10), f.sources(), "medium")
         if isinstance(spread, int | float) and spread > 0:
             b.put(
