@@ -157,7 +157,14 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
 
     def src(path: str) -> str:
         d = manifest.derived.get(path)
-        return _esc(", ".join(d.sources)) if d else "edited by hand"
+        if d is not None:
+            return _esc(", ".join(d.sources))
+        # Not derived: either a default rb never wrote, or a person's own value.
+        return (
+            "—"
+            if path == "environment.python_requirements" and not env.python_requirements
+            else "edited by hand"
+        )
 
     out.append(f"| Python | {env.python} | {src('environment.python')} |")
     out.append(

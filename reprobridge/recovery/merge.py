@@ -944,6 +944,7 @@ def _finalize(b: _Builder) -> Manifest:
             ),
             None,
         )
-        sources, conf = b.prov[prov_key] if prov_key else (["rb default"], "low")
+        # Values nobody derived are the schema's defaults: known, not guessed.
+        sources, conf = b.prov[prov_key] if prov_key else (["schema default"], "medium")
         derived[path] = Derivation(sources=sources, digest=digest(value), confidence=conf)
     return manifest.model_copy(update={"derived": derived})
