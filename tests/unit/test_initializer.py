@@ -1,0 +1,233 @@
+"""`rb init` end to end on real git repositories: artifacts, determinism, re-init, bad input."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprobridge import _fs, errors
+from reprobridge.initializer import init_repository
+from reprobridge.manifest.io import load_manifest
+
+TRAIN = '''\
+import argparse
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lr", type=float, default=0.01)
+    p.add_argument("--epochs", type=int, default=50)
+    p.add_argument("--seed", type=int, default=0)
+    a = p.parse_args()
+    print(f"accuracy={0.9:.3f}")
+
+if __name__ == "__main__":
+    main()
+'''
+README = """# Demo
+
+## Train
+
+```bash
+python train.py --lr 0.1 --seed 3
+```
+"""
+PAPER = """# A paper
+
+Table 1: Accuracy
+
+| Method | Accuracy |
+|---|---|
+| Train | 0.91 ± 0.01 |
+"""
+
+
+def _repo(make_repo, **extra: str) -> Path:
+    files = {"train.py": TRAIN, "README.md": README, ".python-version": "3.10\n", **extra}
+    return make_repo(files)
+
+
+def _snapshot(root: Path) -> dict[str, bytes]:
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".git" not in p.relative_to(root).parts
+    }
+
+
+def test_writes_every_artifact(make_repo) -> None:
+    root = _repo(make_repo, **{"paper.md": PAPER})
+    result = init_repository(root, paper=root / "paper.md", lock="never")
+    for rel in [
+        "reprobridge.toml",
+        "flake.nix",
+        "flake.lock",
+        "REPRODUCE.md",
+        "repro/check.py",
+        "repro/launchers/train.sh",
+        "repro/python/pyproject.toml",
+        "repro/python/requirements.txt",
+    ]:
+        assert (root / rel).is_file(), rel
+        assert rel in result.changes.created
+    manifest, _ = load_manifest(root / "reprobridge.toml")
+    exp = manifest.experiments["train"]
+    assert exp.command == "python train.py --lr {lr} --seed {seed} --epochs {epochs}"
+    assert exp.params == {"lr": 0.1, "epochs": 50}
+    assert exp.seeds == [3]
+    assert exp.tiers["smoke"].params == {"epochs": 1}
+    assert manifest.environment.python == "3.10"
+    assert manifest.environment.nixpkgs is not None
+    metric = exp.metrics["accuracy"]
+    assert metric.target == pytest.approx(0.91)
+    assert manifest.derived["experiments.train.command"].sources == ["README.md:6"]
+    # Every generated file names the command that regenerates it.
+    for rel in ["reprobridge.toml", "flake.nix", "REPRODUCE.md", "repro/launchers/train.sh"]:
+        assert "rb init" in (root / rel).read_text()[:600], rel
+    # New files are known to git (intent to add), so the flake can see them.
+    listed = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout
+    assert "reprobridge.toml" in listed and "flake.nix" in listed
+
+
+def test_same_input_same_bytes(tmp_path: Path) -> None:
+    from conftest import git_init, write_tree
+
+    snaps = []
+    for parent in ("a", "b"):
+        root = tmp_path / parent / "paper-repo"  # same name: the project name comes from it
+        root.mkdir(parents=True)
+        write_tree(root, {"train.py": TRAIN, "README.md": README, "paper.md": PAPER})
+        git_init(root)
+        init_repository(root, paper=root / "paper.md", lock="never", git_add=False)
+        snaps.append(_snapshot(root))
+    assert snaps[0] == snaps[1]
+
+
+def test_reinit_is_idempotent_and_keeps_edits(make_repo) -> None:
+    root = _repo(make_repo)
+    init_repository(root, lock="never")
+    first = _snapshot(root)
+    again = init_repository(root, lock="never")
+    assert _snapshot(root) == first
+    assert not again.changes.created and not again.changes.changed
+    # A person edits a derived value and adds a comment; rb refreshes around them.
+    text = (root / "reprobridge.toml").read_text()
+    text = text.replace('timeout = "1h"', 'timeout = "3h"  # measured on an A100')
+    (root / "reprobridge.toml").write_text(text)
+    result = init_repository(root, lock="never")
+    kept = (root / "reprobridge.toml").read_text()
+    assert 'timeout = "3h"  # measured on an A100' in kept
+    assert "experiments.train.timeout" in result.refresh.kept_edits
+    assert "timeout_s=10800" in (root / "repro/launchers/train.sh").read_text()
+
+
+def test_dry_run_writes_nothing(make_repo) -> None:
+    root = _repo(make_repo)
+    before = _snapshot(root)
+    result = init_repository(root, lock="never", dry_run=True)
+    assert _snapshot(root) == before
+    assert "reprobridge.toml" in result.changes.created
+
+
+def test_not_a_git_repository(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(TRAIN)
+    with pytest.raises(errors.NotAGitRepositoryError, match="is not a git repository"):
+        init_repository(tmp_path, lock="never")
+
+
+def test_empty_repository(make_repo) -> None:
+    root = make_repo({})
+    with pytest.raises(errors.EmptyRepositoryError, match="has no files"):
+        init_repository(root, lock="never")
+    assert sorted(p.name for p in root.iterdir()) == [".git"]
+
+
+def test_broken_manifest_is_not_overwritten(make_repo) -> None:
+    root = _repo(make_repo)
+    init_repository(root, lock="never")
+    (root / "reprobridge.toml").write_text("schema = 1\n[project\n")
+    before = _snapshot(root)
+    with pytest.raises(errors.ManifestError, match=r"reprobridge.toml: not valid TOML"):
+        init_repository(root, lock="never")
+    assert _snapshot(root) == before
+
+
+def test_malformed_requirements_leaves_repo_untouched(make_repo) -> None:
+    root = _repo(make_repo, **{"requirements.txt": "numpy==1.2.3\ntorch>>=2\n"})
+    before = _snapshot(root)
+    with pytest.raises(errors.DetectionError, match="requirements.txt"):
+        init_repository(root, lock="never")
+    assert _snapshot(root) == before
+
+
+def test_binary_requirements_file(make_repo) -> None:
+    root = _repo(make_repo, **{"requirements.txt": b"\x00\x01\x02binary"})  # type: ignore[dict-item]
+    with pytest.raises(errors.DetectionError, match="requirements.txt: is a binary file"):
+        init_repository(root, lock="never")
+
+
+def test_huge_requirements_file(make_repo) -> None:
+    root = _repo(make_repo)
+    with open(root / "requirements.txt", "wb") as fh:
+        fh.truncate(50 * 1024 * 1024)  # sparse: 50 MB without the disk cost
+    with pytest.raises(errors.DetectionError, match=r"requirements.txt: is 52.4 MB, above the 5 MB limit"):
+        init_repository(root, lock="never")
+
+
+def test_symlink_out_of_repo(make_repo, tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("numpy\n")
+    root = _repo(make_repo)
+    (root / "requirements.txt").symlink_to(outside)
+    with pytest.raises(errors.UnsafePathError, match="requirements.txt: is a symlink that points outside"):
+        init_repository(root, lock="never")
+
+
+def test_refuses_to_write_through_symlinked_repro_dir(make_repo, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    root = _repo(make_repo)
+    (root / "repro").symlink_to(elsewhere)
+    with pytest.raises(errors.UnsafePathError, match="repro is a symlink"):
+        init_repository(root, lock="never")
+    assert not any(elsewhere.iterdir())
+    assert not (root / "reprobridge.toml").exists()
+
+
+def test_full_disk_restores_everything(make_repo, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _repo(make_repo)
+    init_repository(root, lock="never")
+    (root / "README.md").write_text(README.replace("--lr 0.1", "--lr 0.2"))
+    before = _snapshot(root)
+    real = _fs.write_atomic
+    calls = {"n": 0}
+
+    def failing(path: Path, data: bytes, *, mode: int = 0o644) -> None:
+        calls["n"] += 1
+        if calls["n"] == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data, mode=mode)
+
+    monkeypatch.setattr(_fs, "write_atomic", failing)
+    with pytest.raises(errors.WriteError, match="No space left on device"):
+        init_repository(root, lock="never")
+    monkeypatch.setattr(_fs, "write_atomic", real)
+    assert _snapshot(root) == before
+    assert not [p for p in root.rglob(".*.tmp")]
+
+
+def test_hostile_git_config_runs_nothing(make_repo, tmp_path: Path) -> None:
+    root = _repo(make_repo)
+    marker = tmp_path / "pwned"
+    hook = tmp_path / "hook.sh"
+    hook.write_text(f"#!/bin/sh\ntouch {marker}\n")
+    hook.chmod(0o755)
+    subprocess.run(["git", "-C", str(root), "config", "core.fsmonitor", str(hook)], check=True)
+    subprocess.run(["git", "-C", str(root), "config", "core.hooksPath", str(tmp_path)], check=True)
+    (tmp_path / "post-index-change").write_text(f"#!/bin/sh\ntouch {marker}\n")
+    (tmp_path / "post-index-change").chmod(0o755)
+    init_repository(root, lock="never")
+    assert not marker.exists()
