@@ -81,6 +81,18 @@ def git_init(root: Path, *, commit: bool = True) -> Path:
 
 
 @pytest.fixture
+def repo_at():
+    """``repo_at(path, files)`` -> ``path`` made into a committed git repository of ``files``."""
+
+    def _at(root: Path, files: dict[str, str | bytes]) -> Path:
+        root.mkdir(parents=True, exist_ok=True)
+        write_tree(root, files)
+        return git_init(root)
+
+    return _at
+
+
+@pytest.fixture
 def make_repo(tmp_path: Path):
     """``make_repo({"train.py": "...", ...}, git=True)`` -> path of a fresh repository."""
     counter = iter(range(1000))
@@ -94,5 +106,3 @@ def make_repo(tmp_path: Path):
         return root
 
     return _make
-
-

@@ -33,8 +33,8 @@ ID_PATTERN = r"^[a-z0-9][a-z0-9_-]{0,63}$"
 METRIC_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 #: Parameter names: usable as shell variable suffixes and ``{name}`` placeholders.
 PARAM_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
-#: A nixpkgs attribute name (no dots: one attribute, checked against the pin's data).
-NIX_ATTR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_'-]*$"
+#: A nixpkgs attribute path (``ffmpeg``, ``xorg.libSM``), resolved under ``pkgs`` by the flake.
+NIX_ATTR_PATTERN = r"^[A-Za-z_][A-Za-z0-9_'-]*(?:\.[A-Za-z_][A-Za-z0-9_'-]*)*$"
 DURATION_PATTERN = r"^(?:\d+(?:\.\d+)?[smhd])+$"
 
 ExpId = Annotated[str, StringConstraints(pattern=ID_PATTERN)]

@@ -37,7 +37,13 @@ from packaging.version import Version
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.errors import RenderError
 from reprobridge.manifest.io import digest, flatten, manifest_data
-from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, Derivation, Manifest
+from reprobridge.manifest.schema import (
+    ID_PATTERN,
+    NIX_ATTR_PATTERN,
+    PARAM_PATTERN,
+    Derivation,
+    Manifest,
+)
 from reprobridge.recovery import pins
 
 _REQ_PRIORITY = {
@@ -340,13 +346,38 @@ def _pinned_version(req: Requirement) -> Version | None:
     return None
 
 
+def _cuda_version(raw: str) -> tuple[str, str | None]:
+    """``"12.1.105"`` -> ``"12.1"``; a bare major (``"12"``, from ``nvidia-*-cu12`` wheels)
+    becomes the CUDA that the newest closed release defaults to for that major, with a note."""
+    parts = re.findall(r"\d+", raw)
+    if len(parts) >= 2:
+        return f"{parts[0]}.{parts[1]}", None
+    major = parts[0] if parts else "12"
+    known = [v for v in pins.available_cudas() if v.split(".")[0] == major]
+    default = pins.default_cuda(major)
+    chosen = default or (known[-1] if known else f"{major}.0")
+    return (
+        chosen,
+        f"only CUDA {major} is known (wheel names); chose {chosen}, the newest release's default",
+    )
+
+
 def _cuda(b: _Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> str | None:
     found = _best(by_kind["cuda"], {})
     if not found:
         return None
     top = found[0]
-    version = _major_minor(str(top.value["version"]))
-    others = sorted({_major_minor(str(f.value["version"])) for f in found[1:]} - {version})
+    version, note = _cuda_version(str(top.value["version"]))
+    if note:
+        res.decisions.append(note)
+    others = sorted(
+        {
+            _cuda_version(str(f.value["version"]))[0]
+            for f in found[1:]
+            if "." in str(f.value["version"])
+        }
+        - {version}
+    )
     if others:
         res.conflicts.append(
             Conflict(
@@ -356,7 +387,7 @@ def _cuda(b: _Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> s
                 "the highest-confidence source wins",
             )
         )
-    b.put("environment.cuda", version, top.sources(), top.confidence)
+    b.put("environment.cuda", version, top.sources(), "low" if note else top.confidence)
     return version
 
 
@@ -381,7 +412,7 @@ def _environment_rest(
         {
             f.key
             for f in by_kind["system_library"]
-            if f.confidence != "low" and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_'-]*", f.key)
+            if f.confidence != "low" and re.fullmatch(NIX_ATTR_PATTERN, f.key)
         }
     )
     skipped = sorted({f.key for f in by_kind["system_library"]} - set(system))

@@ -9,6 +9,7 @@ of the data file are *inferred* unless verified.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -150,3 +151,17 @@ def choose_pin(
         attrs_inferred=inferred,
         reasons=reasons,
     )
+
+
+def default_cuda(major: str) -> str | None:
+    """The CUDA ``X.Y`` that the newest closed release's ``cudaPackages_<major>`` points to."""
+    finals = sorted(
+        (r for r in _releases().values() if r.get("is_final")),
+        key=lambda r: int(r["lastModified"]),
+        reverse=True,
+    )
+    for rel in finals:
+        m = re.match(r"cudaPackages_(\d+) \((\d+\.\d+)\)", str(rel.get("cuda_default", "")))
+        if m and m.group(1) == major:
+            return m.group(2)
+    return None

@@ -13,7 +13,7 @@ from reprobridge import _fs, errors
 from reprobridge.initializer import init_repository
 from reprobridge.manifest.io import load_manifest
 
-TRAIN = '''\
+TRAIN = """\
 import argparse
 
 def main():
@@ -26,7 +26,7 @@ def main():
 
 if __name__ == "__main__":
     main()
-'''
+"""
 README = """# Demo
 
 ## Train
@@ -88,19 +88,20 @@ def test_writes_every_artifact(make_repo) -> None:
     for rel in ["reprobridge.toml", "flake.nix", "REPRODUCE.md", "repro/launchers/train.sh"]:
         assert "rb init" in (root / rel).read_text()[:600], rel
     # New files are known to git (intent to add), so the flake can see them.
-    listed = subprocess.run(["git", "-C", str(root), "ls-files"], capture_output=True, text=True).stdout
+    listed = subprocess.run(
+        ["git", "-C", str(root), "ls-files"], capture_output=True, text=True
+    ).stdout
     assert "reprobridge.toml" in listed and "flake.nix" in listed
 
 
-def test_same_input_same_bytes(tmp_path: Path) -> None:
-    from conftest import git_init, write_tree
-
+def test_same_input_same_bytes(tmp_path: Path, repo_at) -> None:
     snaps = []
     for parent in ("a", "b"):
-        root = tmp_path / parent / "paper-repo"  # same name: the project name comes from it
-        root.mkdir(parents=True)
-        write_tree(root, {"train.py": TRAIN, "README.md": README, "paper.md": PAPER})
-        git_init(root)
+        # Same directory name: the project name comes from it.
+        root = repo_at(
+            tmp_path / parent / "paper-repo",
+            {"train.py": TRAIN, "README.md": README, "paper.md": PAPER},
+        )
         init_repository(root, paper=root / "paper.md", lock="never", git_add=False)
         snaps.append(_snapshot(root))
     assert snaps[0] == snaps[1]
@@ -173,7 +174,9 @@ def test_huge_requirements_file(make_repo) -> None:
     root = _repo(make_repo)
     with open(root / "requirements.txt", "wb") as fh:
         fh.truncate(50 * 1024 * 1024)  # sparse: 50 MB without the disk cost
-    with pytest.raises(errors.DetectionError, match=r"requirements.txt: is 52.4 MB, above the 5 MB limit"):
+    with pytest.raises(
+        errors.DetectionError, match=r"requirements.txt: is 52.4 MB, above the 5 MB limit"
+    ):
         init_repository(root, lock="never")
 
 
@@ -182,7 +185,9 @@ def test_symlink_out_of_repo(make_repo, tmp_path: Path) -> None:
     outside.write_text("numpy\n")
     root = _repo(make_repo)
     (root / "requirements.txt").symlink_to(outside)
-    with pytest.raises(errors.UnsafePathError, match="requirements.txt: is a symlink that points outside"):
+    with pytest.raises(
+        errors.UnsafePathError, match="requirements.txt: is a symlink that points outside"
+    ):
         init_repository(root, lock="never")
 
 
