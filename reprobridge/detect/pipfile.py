@@ -1,0 +1,127 @@
+"""Pipfile (Pipenv): ``[packages]``, ``[requires] python_version`` and ``[[source]]`` indexes.
+
+``"*"`` means any version; a table may carry ``version``, ``extras``, ``markers``, ``git``
+(+ ``ref``) or a local ``path`` (skipped: installed from the tree). ``[dev-packages]`` are
+development tools and are ignored. The first ``[[source]]`` is Pipenv's primary index.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from typing import Any
+
+from reprobridge.detect._text import skip_path
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.pyproject import toml_error
+from reprobridge.detect.requirements import (
+    index_finding,
+    is_default_index,
+    parse_requirement,
+    requirement_finding,
+)
+from reprobridge.errors import DetectionError, UnsafePathError
+
+_MAJOR_MINOR_RE = re.compile(r"^(\d+)\.(\d+)")
+
+
+def _pipfile_requirement(name: str, spec: Any) -> str | None:
+    """The PEP 508 string of one ``[packages]`` entry (None: a local path)."""
+    if isinstance(spec, str):
+        return name if spec.strip() in ("", "*") else name + spec.strip()
+    if not isinstance(spec, dict):
+        return name
+    if "path" in spec or ("file" in spec and not str(spec["file"]).startswith("http")):
+        return None
+    extras = spec.get("extras") or []
+    head = name + (f"[{','.join(extras)}]" if extras else "")
+    if "git" in spec:
+        url = str(spec["git"])
+        url = url if url.startswith("git+") else f"git+{url}"
+        ref = spec.get("ref")
+        body = f"{head} @ {url}" + (f"@{ref}" if ref else "")
+    elif "file" in spec:
+        body = f"{head} @ {spec['file']}"
+    else:
+        version = str(spec.get("version", "*")).strip()
+        body = head + ("" if version == "*" else version)
+    markers = spec.get("markers")
+    return body + (f" ; {markers}" if markers else "")
+
+
+class PipfileDetector(Detector):
+    """Requirements, Python version and indexes of every ``Pipfile``.
+
+    In the root Pipfile, invalid TOML or an invalid requirement raises DetectionError with
+    the path and line; a broken Pipfile in a subdirectory is skipped with a warning.
+    """
+
+    name = "pipfile"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        findings: list[Finding] = []
+        for path in ctx.index.named("Pipfile"):
+            if skip_path(path):
+                continue
+            if "/" not in path:
+                findings += self._one(ctx, path)
+                continue
+            try:
+                findings += self._one(ctx, path)
+            except (DetectionError, UnsafePathError) as exc:
+                ctx.warn(f"skipped: {exc}", path)
+        return findings
+
+    def _one(self, ctx: DetectContext, path: str) -> list[Finding]:
+        text = ctx.index.read_text(path)
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise toml_error(exc, path) from exc
+        lines = text.splitlines()
+        findings: list[Finding] = []
+
+        def line_of(pattern: str, section: str) -> int:
+            start = next((i for i, ln in enumerate(lines) if ln.strip() == f"[{section}]"), 0)
+            rx = re.compile(r"""^\s*["']?""" + re.escape(pattern) + r"""["']?\s*=""", re.I)
+            for i in range(start, len(lines)):
+                if rx.match(lines[i]):
+                    return i + 1
+            return start + 1
+
+        for number, source in enumerate(data.get("source", []) or []):
+            url = source.get("url") if isinstance(source, dict) else None
+            if isinstance(url, str) and not is_default_index(url):
+                role = "index" if number == 0 else "extra"
+                # [[source]] tables have no key to find; the url line is unique enough.
+                line = next((i + 1 for i, ln in enumerate(lines) if url in ln), 1)
+                findings.append(index_finding(url, role, Evidence(path, line), self.name))
+
+        requires = data.get("requires", {})
+        if isinstance(requires, dict):
+            for key in ("python_full_version", "python_version"):
+                match = _MAJOR_MINOR_RE.match(str(requires.get(key, "")))
+                if match:
+                    findings.append(
+                        Finding(
+                            kind="python_version",
+                            key="python",
+                            value={"exact": f"{match.group(1)}.{match.group(2)}"},
+                            evidence=(Evidence(path, line_of(key, "requires")),),
+                            detector=self.name,
+                            note=f"Pipfile [requires] {key}",
+                        )
+                    )
+                    break
+
+        packages = data.get("packages", {})
+        if not isinstance(packages, dict):
+            raise DetectionError("[packages] must be a table", path=path, field="packages")
+        for name, spec in packages.items():
+            line = line_of(name, "packages")
+            text_req = _pipfile_requirement(name, spec)
+            if text_req is None:
+                continue
+            req = parse_requirement(text_req, path=path, line=line)
+            findings.append(requirement_finding(req, Evidence(path, line), self.name))
+        return findings

@@ -1,0 +1,129 @@
+"""setup.cfg: ``[options] install_requires`` and ``python_requires`` (setuptools' declarative form).
+
+Read with :mod:`configparser` (no interpolation: ``%`` is common in markers and URLs). A
+value's line is found by a cheap scan of the text, since configparser does not keep lines.
+``install_requires = file: requirements.txt`` defers to that file.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+
+from packaging.specifiers import InvalidSpecifier
+
+from reprobridge.detect._text import skip_path
+from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.requirements import (
+    parse_requirement,
+    python_spec_finding,
+    read_deferred,
+    requirement_finding,
+)
+from reprobridge.errors import DetectionError, UnsafePathError
+
+_SECTION_RE = re.compile(r"^\s*\[([^\]]+)\]")
+_KEY_RE = re.compile(r"^([A-Za-z0-9_.-]+)\s*[=:]")
+
+
+def _option_lines(text: str, section: str) -> dict[str, int]:
+    """Line number of each ``key =`` in ``[section]`` (first occurrence)."""
+    lines: dict[str, int] = {}
+    current = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        head = _SECTION_RE.match(raw)
+        if head:
+            current = head.group(1).strip()
+            continue
+        key = _KEY_RE.match(raw)
+        if current == section and key:
+            lines.setdefault(key.group(1).lower().replace("-", "_"), number)
+    return lines
+
+
+class SetupCfgDetector(Detector):
+    """Declared dependencies and Python bound of every ``setup.cfg``.
+
+    A root setup.cfg that configparser cannot read raises DetectionError with its line; a
+    nested one is skipped with a warning. Findings carry ``setup.cfg:line`` of the value's
+    own line inside the multi-line ``install_requires``.
+    """
+
+    name = "setupcfg"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        findings: list[Finding] = []
+        for path in ctx.index.named("setup.cfg"):
+            if skip_path(path):
+                continue
+            if "/" in path:
+                try:
+                    findings += self._one(ctx, path, "medium")
+                except (DetectionError, UnsafePathError) as exc:
+                    ctx.warn(f"skipped: {exc}", path)
+            else:
+                findings += self._one(ctx, path, "high")
+        return findings
+
+    def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
+        text = ctx.index.read_text(path)
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(text, source=path)
+        except configparser.ParsingError as exc:
+            line = exc.errors[0][0] if exc.errors else None
+            raise DetectionError(
+                "is not a valid INI file", path=path, field=f"line {line}" if line else None
+            ) from exc
+        except configparser.Error as exc:
+            line = getattr(exc, "lineno", None)
+            raise DetectionError(
+                f"is not a valid INI file: {exc.message}",
+                path=path,
+                field=f"line {line}" if line else None,
+            ) from exc
+        if not parser.has_section("options"):
+            return []
+        lines = _option_lines(text, "options")
+        findings: list[Finding] = []
+        python = parser.get("options", "python_requires", fallback="").strip()
+        if python:
+            line = lines.get("python_requires", 1)
+            try:
+                findings.append(
+                    python_spec_finding(
+                        python, Evidence(path, line), self.name, "setup.cfg python_requires"
+                    )
+                )
+            except InvalidSpecifier as exc:
+                raise DetectionError(
+                    f"python_requires {python!r} is not a version specifier",
+                    path=path,
+                    field=f"line {line}",
+                ) from exc
+        raw = parser.get("options", "install_requires", fallback="")
+        start = lines.get("install_requires", 1)
+        if raw.strip().startswith("file:"):
+            source = Evidence(path, start)
+            for target in raw.strip()[len("file:") :].replace(",", " ").split():
+                findings += read_deferred(ctx, self.name, source, target, "install_requires")
+            return findings
+        text_lines = text.splitlines()
+        for value in raw.splitlines():
+            value = re.split(r"(?:^|\s)[#;]", value, maxsplit=1)[0].strip()
+            if not value:
+                continue
+            line = _find_line(text_lines, value, start)
+            req = parse_requirement(value, path=path, line=line)
+            findings.append(
+                requirement_finding(req, Evidence(path, line), self.name, confidence=confidence)
+            )
+        return findings
+
+
+def _find_line(lines: list[str], value: str, start: int) -> int:
+    """The first line at or after ``start`` containing ``value`` (else ``start``)."""
+    for number in range(start, len(lines) + 1):
+        if value in lines[number - 1]:
+            return number
+    return start

@@ -1,0 +1,85 @@
+"""CondaDetector: conda match specs, name mapping, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprobridge.detect import detect_repo
+from reprobridge.detect.conda import conda_version
+from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.registry import detectors
+from reprobridge.errors import DetectionError
+
+
+def run(make_repo, env: str, name: str = "environment.yml"):
+    root = make_repo({name: env}, git=False)
+    return detect_repo(RepoIndex.from_directory(root), only=detectors({"conda"}))
+
+
+@pytest.mark.parametrize(
+    ("rest", "spec"),
+    [
+        ("=1.21", "==1.21.*"),
+        ("=1.21=py38h1234_0", "==1.21.*"),
+        ("==1.21.5", "==1.21.5"),
+        (">=1.20,<2", ">=1.20,<2"),
+        (" 1.21 py38_0", "==1.21"),
+        (" 1.21.*", "==1.21.*"),
+        ("=1.21*", "==1.21.*"),
+        ("", ""),
+        (">=1.2|<0.5", ">=1.2"),
+        ("[version='>=1.2']", ">=1.2"),
+    ],
+)
+def test_conda_version_syntax(rest: str, spec: str) -> None:
+    assert conda_version(rest) == spec
+
+
+def test_top_level_must_be_a_mapping(make_repo) -> None:
+    with pytest.raises(DetectionError, match=r"^environment\.yml: is not a conda environment"):
+        run(make_repo, "- numpy\n- scipy\n")
+
+
+def test_dependencies_must_be_a_list(make_repo) -> None:
+    with pytest.raises(DetectionError, match=r"^conda\.yaml: line 2: dependencies must be a list"):
+        run(make_repo, "name: x\ndependencies: numpy\n", "conda.yaml")
+
+
+def test_bad_pip_line_names_the_environment_file(make_repo) -> None:
+    env = "dependencies:\n  - pip:\n    - numpy\n    - torch=2.1\n"
+    with pytest.raises(DetectionError, match=r"^environment\.yml: line 4: not a valid requirement"):
+        run(make_repo, env)
+
+
+def test_empty_file_gives_nothing(make_repo) -> None:
+    assert run(make_repo, "").findings == []
+
+
+def test_python_range_channel_cuda_and_unknown_native_library(make_repo) -> None:
+    env = (
+        "channels:\n"
+        "  - nvidia/label/cuda-11.8.0\n"
+        "dependencies:\n"
+        "  - python>=3.9,<3.11\n"
+        "  - libfoo=1.0\n"
+        "  - conda-forge::scikit-learn\n"
+        "  - pytorch-cuda=11.8\n"
+    )
+    ctx = run(make_repo, env)
+    (python,) = ctx.of_kind("python_version")
+    assert python.value == {"specifier": ">=3.9,<3.11"}
+    assert {f.value["version"] for f in ctx.of_kind("cuda")} == {"11.8"}
+    assert [f.sources() for f in ctx.of_kind("cuda")] == [
+        ["environment.yml:2"],
+        ["environment.yml:7"],
+    ]
+    assert [f.key for f in ctx.of_kind("python_requirement")] == ["scikit-learn"]
+    assert "libfoo" in ctx.warnings[0].message
+
+
+def test_non_pep440_version_is_dropped_with_a_note(make_repo) -> None:
+    ctx = run(make_repo, "dependencies:\n  - weirdpkg=1.0a.b\n")
+    (req,) = ctx.of_kind("python_requirement")
+    assert req.value["requirement"] == "weirdpkg"
+    assert req.confidence == "medium"
+    assert "not PEP 440" in req.note
