@@ -62,6 +62,7 @@ MARKERS: tuple[str, ...] = (
     "savetxt",
     "torch.save",
     "np.save",
+    "savefig",
     "open(",
     "print(",
     "logging",
@@ -114,6 +115,7 @@ class RepoIndex:
         self.files: tuple[FileEntry, ...] = tuple(sorted(files, key=lambda f: f.path))
         self._by_path = {f.path: f for f in self.files}
         self._texts: OrderedDict[str, str] = OrderedDict()
+        self._asts: OrderedDict[str, ast.Module | None] = OrderedDict()
         self._py: dict[str, PyScan] | None = None
 
     # -- construction -------------------------------------------------------------------
@@ -239,14 +241,25 @@ class RepoIndex:
             return None
 
     def parse_python(self, path: str) -> ast.Module | None:
-        """The AST of a Python file, or None when it cannot be read or parsed."""
+        """The AST of a Python file, or None when it cannot be read or parsed.
+
+        Cached (bounded LRU): several detectors parse the same entry points. Callers must
+        not mutate the tree.
+        """
+        if path in self._asts:
+            self._asts.move_to_end(path)
+            return self._asts[path]
         text = self.try_read_text(path)
-        if text is None:
-            return None
-        try:
-            return ast.parse(text, filename=path)
-        except (SyntaxError, ValueError, RecursionError):
-            return None
+        tree: ast.Module | None = None
+        if text is not None:
+            try:
+                tree = ast.parse(text, filename=path)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                tree = None
+        self._asts[path] = tree
+        if len(self._asts) > 128:
+            self._asts.popitem(last=False)
+        return tree
 
     # -- the cheap pass over Python files ------------------------------------------------
     def py_scan(self) -> dict[str, PyScan]:

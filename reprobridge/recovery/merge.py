@@ -540,10 +540,37 @@ def _coerce(value: str) -> Any:
     return value
 
 
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HYDRA_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=(.+)$")
+
+
+def _join_words(words: list[str]) -> str:
+    """shlex.join, but ``{name}`` placeholders stay bare so the launcher can fill them."""
+    out = []
+    for w in words:
+        parts = _PLACEHOLDER.split(w)  # literal, name, literal, name, ..., literal
+        if len(parts) == 1:
+            out.append(shlex.quote(w))
+            continue
+        out.append(
+            "".join(
+                ("{" + part + "}") if i % 2 else (shlex.quote(part) if part else "")
+                for i, part in enumerate(parts)
+            )
+        )
+    return " ".join(out)
+
+
 def _parameterize(
     command: str, seed_flags: set[str]
 ) -> tuple[str, dict[str, Any], list[int] | None, str | None]:
-    """``python t.py --lr 0.1 --seed 3`` -> (``python t.py --lr {lr} --seed {seed}``, {lr: 0.1}, [3], "--seed")."""
+    """Literal arguments of a Python command become placeholders.
+
+    ``python t.py --lr 0.1 --seed 3 model.depth=4`` ->
+    (``python t.py --lr {lr} --seed {seed} model.depth={model_depth}``,
+    {lr: 0.1, model_depth: 4}, [3], "--seed"). ``--flag value``, ``--flag=value`` and hydra
+    ``key=value`` overrides are handled; other commands are returned unchanged.
+    """
     try:
         words = shlex.split(command)
     except ValueError:
@@ -561,30 +588,37 @@ def _parameterize(
         w = words[i]
         flag, eq, inline = w.partition("=")
         is_flag = flag.startswith("--") and len(flag) > 2
-        if is_flag and (eq or (i + 1 < len(words) and not words[i + 1].startswith("-"))):
-            value = inline if eq else words[i + 1]
-            name = flag[2:].replace("-", "_")
-            if flag in seed_flags or name in _SEED_NAMES:
-                try:
-                    seeds = [int(value)]
-                    seed_flag = flag
-                    out.append(f"{flag}={{seed}}" if eq else flag)
-                    if not eq:
-                        out.append("{seed}")
-                    i += 1 if eq else 2
-                    continue
-                except ValueError:
-                    pass
+        hydra = None if flag.startswith("-") else _HYDRA_OVERRIDE.match(w)
+        if hydra is not None and i > 1:
+            key, value = hydra.group(1), hydra.group(2)
+            name = key.replace(".", "_")
+            prefix = w[: len(w) - len(value)]
+            if name in _SEED_NAMES and re.fullmatch(r"-?\d+", value) and seeds is None:
+                seeds, seed_flag = [int(value)], key
+                out.append(prefix + "{seed}")
+                i += 1
+                continue
             if re.fullmatch(PARAM_PATTERN, name) and "{" not in value and name not in params:
                 params[name] = _coerce(value)
-                out.append(f"{flag}={{{name}}}" if eq else flag)
-                if not eq:
-                    out.append(f"{{{name}}}")
+                out.append(prefix + "{" + name + "}")
+                i += 1
+                continue
+        if is_flag and (eq or (i + 1 < len(words) and not words[i + 1].startswith("-"))):
+            value = inline if eq else words[i + 1]
+            name = flag[2:].replace("-", "_").replace(".", "_")
+            if (flag in seed_flags or name in _SEED_NAMES) and re.fullmatch(r"-?\d+", value):
+                seeds, seed_flag = [int(value)], flag
+                out += [f"{flag}={{seed}}"] if eq else [flag, "{seed}"]
+                i += 1 if eq else 2
+                continue
+            if re.fullmatch(PARAM_PATTERN, name) and "{" not in value and name not in params:
+                params[name] = _coerce(value)
+                out += [f"{flag}={{{name}}}"] if eq else [flag, f"{{{name}}}"]
                 i += 1 if eq else 2
                 continue
         out.append(w)
         i += 1
-    return shlex.join(out).replace("'{", "{").replace("}'", "}"), params, seeds, seed_flag
+    return _join_words(out), params, seeds, seed_flag
 
 
 def _experiments(
@@ -727,6 +761,16 @@ def _one_experiment(
                     f"{pf.sources()[0]}) so the smoke tier can lower it"
                 )
                 break
+    for name in _PLACEHOLDER.findall(command):
+        if name != "seed" and name not in params:
+            required = param_f.get(name)
+            default = required.value.get("default") if required else None
+            params[name] = default if isinstance(default, str | int | float | bool) else ""
+            if not isinstance(default, str | int | float | bool):
+                res.warnings.append(
+                    f"{exp_id}: required argument {{{name}}} has no default; set "
+                    f"experiments.{exp_id}.params.{name}"
+                )
     b.put(f"{p}.command", command, src, f.confidence)
     if f.value.get("description"):
         b.put(f"{p}.description", str(f.value["description"]), src, f.confidence)
@@ -764,7 +808,11 @@ def _one_experiment(
                     f"{exp_id}: {u.sources()[0]} loops until {flag} is given; add it to the command"
                 )
         b.put(f"{p}.unbounded", text, u.sources(), u.confidence)
-    hw = _for_entry(by_kind["hardware"], entry)
+    hw = [
+        h
+        for h in by_kind["hardware"]
+        if entry and (h.key == entry or h.value.get("entry") == entry)
+    ]
     if hw:
         b.put(
             f"{p}.hardware.gpus", int(hw[0].value.get("gpus", 1)), hw[0].sources(), hw[0].confidence

@@ -1,0 +1,229 @@
+"""Jupyter notebooks as experiments, with the metrics and seeds they show.
+
+Every ``*.ipynb`` (outside vendored directories and ``.ipynb_checkpoints``) becomes an
+experiment of kind ``notebook`` run headless as ``jupyter nbconvert --to notebook
+--execute --output <stem>.executed.ipynb <path>`` (nbconvert writes the output next to the
+notebook), medium confidence. A notebook that is not valid JSON (or not nbformat) is
+``ctx.warn``-ed and skipped.
+
+Imports are left to the imports detector. What this detector adds from the cells:
+
+* ``metric`` candidates from saved outputs (stream text and ``text/plain`` results): lines
+  such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
+  source that matches the printed text (the value seen is in the note);
+* a ``seed`` finding from a seeding call with a literal in a code cell
+  (``torch.manual_seed(0)``).
+
+Evidence lines point into the ``.ipynb`` JSON (the line holding the matched text).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shlex
+from pathlib import PurePosixPath
+from typing import Any
+
+from reprobridge.detect._pyast import call_name, import_map, seed_calls
+from reprobridge.detect._text import (
+    is_counter_label,
+    label_regex,
+    looks_like_metric,
+    metric_name,
+    skip_path,
+    slugify,
+    unique_id,
+)
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+
+#: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
+_OUTPUT_RE = re.compile(
+    r"(?P<label>[^\W\d_][\w@./\- ]{0,40}?)\s*(?P<sep>[:=])\s*"
+    r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])"
+)
+_MAGIC_RE = re.compile(r"^\s*[%!?]")
+
+
+def _source(cell: dict[str, Any]) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _output_texts(cell: dict[str, Any]) -> list[str]:
+    texts: list[str] = []
+    for out in cell.get("outputs") or []:
+        if not isinstance(out, dict):
+            continue
+        if out.get("output_type") == "stream":
+            raw = out.get("text", "")
+        else:
+            raw = (out.get("data") or {}).get("text/plain", "")
+        texts.append("".join(raw) if isinstance(raw, list) else str(raw))
+    return texts
+
+
+def _line_of(raw_lines: list[str], needle: str, start: int) -> int | None:
+    # The JSON escapes quotes and backslashes; search for the escaped form.
+    escaped = json.dumps(needle)[1:-1]
+    for i in range(start, len(raw_lines)):
+        if escaped in raw_lines[i]:
+            return i + 1
+    for i, line in enumerate(raw_lines):
+        if escaped in line:
+            return i + 1
+    return None
+
+
+def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
+    """(metric name, regex, printed value, matched text) of result-like lines in ``text``."""
+    found: list[tuple[str, str, str, str]] = []
+    for line in text.splitlines():
+        for match in _OUTPUT_RE.finditer(line):
+            label = match.group("label").strip(" -./")
+            # Keep only the last words after a separator ("Epoch 3 | val acc" -> "val acc").
+            label = re.split(r"[|,;()\[\]]", label)[-1].strip()
+            if not label or is_counter_label(label) or not looks_like_metric(label):
+                continue
+            name = metric_name(label)
+            if name is None:
+                continue
+            found.append(
+                (name, label_regex(label, match.group("sep")), match.group("value"), match.group(0))
+            )
+    return found
+
+
+def _code_seed(source: str) -> tuple[int, int] | None:
+    """(line within the cell, literal seed) of the first literal seeding call in ``source``."""
+    code = "\n".join("" if _MAGIC_RE.match(line) else line for line in source.splitlines())
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    imports = import_map(tree)
+    for call, value in seed_calls(tree, imports):
+        if value is not None and call_name(call, imports):
+            return call.lineno, value
+    return None
+
+
+class NotebooksDetector(Detector):
+    """Notebooks as headless experiments, plus their printed metrics and seeds."""
+
+    name = "notebooks"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        findings: list[Finding] = []
+        taken: set[str] = set()
+        for path in ctx.index.with_suffix(".ipynb"):
+            if skip_path(path):
+                continue
+            text = ctx.index.try_read_text(path)
+            if text is None:
+                ctx.warn(
+                    "skipped notebook: not readable as text (binary, too large or unsafe)", path
+                )
+                continue
+            try:
+                nb = json.loads(text)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                ctx.warn(f"skipped notebook: not valid JSON ({exc})", path)
+                continue
+            cells = nb.get("cells") if isinstance(nb, dict) else None
+            if not isinstance(cells, list):
+                ctx.warn("skipped notebook: no `cells` list (not nbformat 4)", path)
+                continue
+            findings.extend(
+                self._notebook(path, text, [c for c in cells if isinstance(c, dict)], taken)
+            )
+        return findings
+
+    def _notebook(
+        self, path: str, text: str, cells: list[dict[str, Any]], taken: set[str]
+    ) -> list[Finding]:
+        pure = PurePosixPath(path)
+        exp_id = unique_id(slugify(pure.stem) or "notebook", taken)
+        title = ""
+        for cell in cells:
+            if cell.get("cell_type") == "markdown":
+                heading = next(
+                    (
+                        ln.lstrip("#").strip()
+                        for ln in _source(cell).splitlines()
+                        if ln.startswith("#")
+                    ),
+                    "",
+                )
+                if heading:
+                    title = heading[:200]
+                    break
+        output = shlex.quote(f"{pure.stem}.executed.ipynb")
+        command = f"jupyter nbconvert --to notebook --execute --output {output} {shlex.quote(path)}"
+        findings = [
+            Finding(
+                kind="experiment",
+                key=exp_id,
+                value={
+                    "command": command,
+                    "kind": "notebook",
+                    "description": title,
+                    "entry": path,
+                    "workdir": ".",
+                },
+                evidence=(Evidence(path, 1),),
+                detector=self.name,
+                confidence="medium",
+            )
+        ]
+        raw_lines = text.splitlines()
+        metrics: dict[str, Finding] = {}
+        seed: Finding | None = None
+        cursor = 0
+        for cell in cells:
+            if cell.get("cell_type") != "code":
+                continue
+            source = _source(cell)
+            first = source.splitlines()[0] if source.strip() else ""
+            src_line = _line_of(raw_lines, first, cursor) if first else None
+            if src_line:
+                cursor = src_line
+            if seed is None:
+                hit = _code_seed(source)
+                if hit is not None:
+                    line_in_cell, value = hit
+                    cell_lines = source.splitlines()
+                    needle = (
+                        cell_lines[line_in_cell - 1].strip()
+                        if line_in_cell <= len(cell_lines)
+                        else ""
+                    )
+                    seed = Finding(
+                        kind="seed",
+                        key=path,
+                        value={"entry": path, "flag": None, "default": value},
+                        evidence=(
+                            Evidence(path, _line_of(raw_lines, needle, cursor) if needle else None),
+                        ),
+                        detector=self.name,
+                        confidence="medium",
+                        note="literal seed in a code cell",
+                    )
+            for out_text in _output_texts(cell):
+                for name, regex, shown, matched in output_metrics(out_text):
+                    if name in metrics:
+                        continue
+                    metrics[name] = Finding(
+                        kind="metric",
+                        key=name,
+                        value={"entry": path, "source": {"regex": regex}},
+                        evidence=(Evidence(path, _line_of(raw_lines, matched, cursor)),),
+                        detector=self.name,
+                        confidence="medium",
+                        note=f"saved output shows {matched.strip()!r} (value {shown})",
+                    )
+        if seed is not None:
+            findings.append(seed)
+        findings.extend(metrics[name] for name in sorted(metrics))
+        return findings

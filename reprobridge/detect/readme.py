@@ -1,0 +1,386 @@
+"""Experiments the README (and docs/) tells a reader to run.
+
+Reads the shell code blocks of ``README*.md``/``README.rst`` files and ``docs/**.md``:
+fenced blocks tagged ``bash``/``sh``/``shell``/``console``/``zsh`` or untagged, and reST
+``code-block``/``::`` literal blocks. ``$ `` prompts are stripped (in a block with prompts,
+lines without one are program output), ``\\`` continuations joined, ``cd dir`` tracked as
+the working directory, and ``export NAME=value`` lines recorded in the finding's note.
+Every command :func:`~reprobridge.detect._text.parse_run` recognises (``python x.py``,
+``python -m pkg``, ``torchrun``/``accelerate launch``/``deepspeed``, ``bash x.sh``,
+``make target``) becomes an ``experiment`` finding with high confidence; install lines
+(``pip``, ``conda``, ``git clone``...) are not commands it recognises.
+
+Ids come from the nearest preceding heading; when one heading covers several commands,
+from the comment above each command or else the script and config names. A command that
+appears in several files (translated READMEs) is reported once, with every place as
+evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from reprobridge.detect._text import (
+    RunCommand,
+    parse_run,
+    skip_path,
+    slugify,
+    split_shell,
+    unique_id,
+)
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.index import RepoIndex
+
+_SHELL_LANGS = frozenset(
+    {
+        "",
+        "bash",
+        "sh",
+        "shell",
+        "console",
+        "zsh",
+        "shell-session",
+        "shellsession",
+        "terminal",
+        "cmd",
+    }
+)
+_FENCE_RE = re.compile(r"^(\s{0,8})(`{3,}|~{3,})\s*([\w+-]*)")
+_ATX_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_SETEXT_RE = re.compile(r"^\s{0,3}(=+|-+)\s*$")
+_RST_UNDERLINE_RE = re.compile(r"^([=\-~^*#+`'\"])\1{2,}\s*$")
+_RST_DIRECTIVE_RE = re.compile(r"^(\s*)\.\.\s+(?:code-block|code|sourcecode)::\s*([\w+-]*)\s*$")
+_PROMPT_RE = re.compile(r"^\s*(?:\(\w[\w.-]*\)\s*)?[$%]\s+")
+_CONFIG_FLAGS = frozenset(
+    {"--config", "--configs", "--cfg", "--config-file", "--config_file", "-c"}
+)
+_CONFIG_OVERRIDE_RE = re.compile(r"^(?:\+?experiment|--config-name|--config_name|config)=(.+)$")
+_MD_MARKUP_RE = re.compile(r"[*_`\[\]]|<[^>]+>|\(http[^)]*\)")
+
+
+@dataclass
+class _Block:
+    path: str
+    heading: str
+    lines: list[tuple[int, str]]  # (line number, text)
+
+
+@dataclass
+class _Command:
+    run: RunCommand
+    path: str
+    line: int
+    heading: str
+    comment: str
+    workdir: str
+    env: list[str] = field(default_factory=list)
+    more: list[Evidence] = field(default_factory=list)
+
+
+def _clean_heading(text: str) -> str:
+    return " ".join(_MD_MARKUP_RE.sub("", text).split())
+
+
+def _markdown_blocks(path: str, text: str) -> list[_Block]:
+    blocks: list[_Block] = []
+    heading = ""
+    lines = text.splitlines()
+    i = 0
+    prev = ""
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE_RE.match(line)
+        if fence:
+            indent, marker, lang = len(fence.group(1)), fence.group(2), fence.group(3).lower()
+            body: list[tuple[int, str]] = []
+            i += 1
+            while i < len(lines) and not lines[i].strip().startswith(marker[0] * len(marker)):
+                body.append((i + 1, lines[i][indent:] if lines[i][:indent].isspace() else lines[i]))
+                i += 1
+            if lang in _SHELL_LANGS:
+                blocks.append(_Block(path, heading, body))
+            i += 1
+            prev = ""
+            continue
+        atx = _ATX_RE.match(line)
+        if atx:
+            heading = _clean_heading(atx.group(1))
+        elif _SETEXT_RE.match(line) and prev.strip() and not prev.startswith((" ", "\t")):
+            heading = _clean_heading(prev)
+        prev = line
+        i += 1
+    return blocks
+
+
+def _rst_blocks(path: str, text: str) -> list[_Block]:
+    blocks: list[_Block] = []
+    heading = ""
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        if (
+            line.strip()
+            and not line[0].isspace()
+            and _RST_UNDERLINE_RE.match(nxt)
+            and len(nxt.strip()) >= len(line.strip())
+            and not _RST_UNDERLINE_RE.match(line)
+        ):
+            heading = _clean_heading(line)
+            i += 2
+            continue
+        directive = _RST_DIRECTIVE_RE.match(line)
+        literal = line.rstrip().endswith("::") and not line.lstrip().startswith("..")
+        if directive or literal:
+            if directive and directive.group(2).lower() not in _SHELL_LANGS:
+                i += 1
+                continue
+            base = len(line) - len(line.lstrip())
+            body: list[tuple[int, str]] = []
+            i += 1
+            while i < len(lines):
+                cur = lines[i]
+                if cur.strip() and len(cur) - len(cur.lstrip()) <= base:
+                    break
+                if cur.strip() and not cur.lstrip().startswith(":"):  # directive options
+                    body.append((i + 1, cur.strip()))
+                i += 1
+            blocks.append(_Block(path, heading, body))
+            continue
+        i += 1
+    return blocks
+
+
+def _logical_lines(block: _Block) -> list[tuple[int, str]]:
+    """Prompt-stripped, continuation-joined lines of a block (with their first line number)."""
+    prompted = any(_PROMPT_RE.match(t) for _, t in block.lines)
+    out: list[tuple[int, str]] = []
+    start = 0
+    parts: list[str] = []
+    for number, raw in block.lines:
+        if parts:
+            text = raw.strip()
+            if prompted and text.startswith("> "):
+                text = text[2:].strip()  # the shell's continuation prompt (PS2)
+        elif prompted:
+            match = _PROMPT_RE.match(raw)
+            if not match:
+                continue  # program output in a console transcript
+            text = raw[match.end() :].strip()
+        else:
+            text = raw.strip()
+        if not parts:
+            start = number
+        if text.endswith("\\"):
+            parts.append(text[:-1].rstrip())
+            continue
+        parts.append(text)
+        joined = " ".join(p for p in parts if p)
+        parts = []
+        if joined:
+            out.append((start, joined))
+    if parts:
+        out.append((start, " ".join(p for p in parts if p)))
+    return out
+
+
+def _norm(path: str) -> str:
+    parts: list[str] = []
+    for part in PurePosixPath(path).parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in {".", ""}:
+            parts.append(part)
+    return "/".join(parts) or "."
+
+
+def _commands(block: _Block, base_dir: str) -> list[_Command]:
+    found: list[_Command] = []
+    workdir = base_dir
+    comment = ""
+    env: list[str] = []
+    for number, text in _logical_lines(block):
+        if text.startswith("#"):
+            comment = text.lstrip("#").strip()
+            continue
+        for segment in split_shell(text):
+            words = segment.split()
+            if words[0] == "cd" and len(words) == 2:
+                target = words[1]
+                if target.startswith(("/", "~", "$")):
+                    continue  # outside the repository (or unknowable): keep the last one
+                workdir = _norm(f"{workdir}/{target}") if target != "-" else base_dir
+                continue
+            if words[0] == "export" and len(words) >= 2:
+                env.extend(w for w in words[1:] if "=" in w)
+                continue
+            run = parse_run(segment)
+            if run is not None:
+                found.append(
+                    _Command(run, block.path, number, block.heading, comment, workdir, [*env])
+                )
+        comment = ""
+    return found
+
+
+def entry_path(index: RepoIndex, run: RunCommand, workdir: str) -> tuple[str, bool]:
+    """(path of the thing ``run`` executes, whether that path is in the index)."""
+    if run.kind == "module":
+        stem = run.entry.replace(".", "/")
+        candidates = [
+            f"{stem}.py",
+            f"{stem}/__main__.py",
+            f"src/{stem}.py",
+            f"src/{stem}/__main__.py",
+        ]
+        for cand in candidates:
+            full = _norm(f"{workdir}/{cand}")
+            if full in index:
+                return full, True
+        return _norm(f"{workdir}/{candidates[0]}"), False
+    if run.kind == "make":
+        full = _norm(f"{workdir}/Makefile")
+        return full, full in index
+    full = _norm(f"{workdir}/{run.entry}")
+    return full, full in index
+
+
+def entry_label(run: RunCommand) -> str:
+    """A short name for what ``run`` runs: script/module/target stem plus its config name."""
+    if run.kind == "module":
+        stem = run.entry.rsplit(".", 1)[-1]
+        if stem == "__main__":
+            stem = run.entry.split(".")[-2] if "." in run.entry else run.entry
+    elif run.kind == "make":
+        stem = run.entry
+    else:
+        stem = PurePosixPath(run.entry).stem
+    config = ""
+    words = list(run.words)
+    for i, word in enumerate(words):
+        name, eq, value = word.partition("=")
+        if name in _CONFIG_FLAGS:
+            config = value if eq else (words[i + 1] if i + 1 < len(words) else "")
+        override = _CONFIG_OVERRIDE_RE.match(word)
+        if override:
+            config = override.group(1)
+        if config:
+            break
+    if config:
+        config_stem = PurePosixPath(config).stem
+        if config_stem and config_stem != stem:
+            return f"{stem}-{config_stem}"
+    return stem
+
+
+def _doc_files(index: RepoIndex) -> list[str]:
+    readmes = [
+        p
+        for p in index.files
+        if p.name.lower().startswith("readme")
+        and p.suffix in {".md", ".markdown", ".rst", ""}
+        and not skip_path(p.path)
+    ]
+    docs = [p for p in index.glob("docs/*.md", "doc/*.md") if not skip_path(p)]
+    ordered = sorted(
+        (f.path for f in readmes),
+        key=lambda p: (p.count("/"), PurePosixPath(p).name != "README.md", p),
+    )
+    return ordered + [d for d in docs if d not in ordered]
+
+
+class ReadmeCommandsDetector(Detector):
+    """Experiments from the shell commands in README and docs code blocks (see module doc)."""
+
+    name = "readme"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        index = ctx.index
+        commands: list[_Command] = []
+        seen: dict[tuple[str, str], _Command] = {}
+        for path in _doc_files(index):
+            text = index.try_read_text(path)
+            if text is None:
+                ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
+                continue
+            blocks = (
+                _rst_blocks(path, text)
+                if path.lower().endswith(".rst")
+                else _markdown_blocks(path, text)
+            )
+            base_dir = str(PurePosixPath(path).parent)
+            for block in blocks:
+                for cmd in _commands(block, base_dir):
+                    # A subdirectory README's relative script may be meant from the root.
+                    if base_dir != "." and not entry_path(index, cmd.run, cmd.workdir)[1]:
+                        rooted = _norm(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
+                        if entry_path(index, cmd.run, rooted)[1]:
+                            cmd.workdir = rooted
+                    key = (" ".join(cmd.run.command.split()), cmd.workdir)
+                    if key in seen:
+                        seen[key].more.append(Evidence(cmd.path, cmd.line))
+                        continue
+                    seen[key] = cmd
+                    commands.append(cmd)
+        return self._findings(index, commands)
+
+    def _findings(self, index: RepoIndex, commands: list[_Command]) -> list[Finding]:
+        per_heading: dict[tuple[str, str], int] = {}
+        for cmd in commands:
+            per_heading[(cmd.path, cmd.heading)] = per_heading.get((cmd.path, cmd.heading), 0) + 1
+        taken: set[str] = set()
+        findings: list[Finding] = []
+        for cmd in commands:
+            label = entry_label(cmd.run)
+            alone = per_heading[(cmd.path, cmd.heading)] == 1
+            base = (
+                (slugify(cmd.heading) if alone else None)
+                or slugify(cmd.comment)
+                or slugify(label)
+                or slugify(cmd.heading)
+                or "experiment"
+            )
+            exp_id = unique_id(base, taken)
+            entry, exists = entry_path(index, cmd.run, cmd.workdir)
+            description = ": ".join(p for p in (cmd.heading, cmd.comment) if p)
+            notes: list[str] = []
+            if not exists:
+                notes.append(f"{cmd.path} runs {entry}, which is not in the repository")
+            env = [*cmd.env, *cmd.run.env]
+            if env:
+                notes.append("environment: " + " ".join(env))
+            evidence = (Evidence(cmd.path, cmd.line), *cmd.more)
+            findings.append(
+                Finding(
+                    kind="experiment",
+                    key=exp_id,
+                    value={
+                        "command": cmd.run.command,
+                        "kind": cmd.run.kind,
+                        "description": description,
+                        "entry": entry,
+                        "workdir": cmd.workdir,
+                    },
+                    evidence=evidence,
+                    detector=self.name,
+                    confidence="high" if exists else "medium",
+                    note="; ".join(notes),
+                )
+            )
+            if cmd.run.gpus:
+                findings.append(
+                    Finding(
+                        kind="hardware",
+                        key=entry,
+                        value={"gpus": cmd.run.gpus},
+                        evidence=evidence,
+                        detector=self.name,
+                        confidence="medium",
+                        note=f"process count of the launcher in experiment {exp_id}",
+                    )
+                )
+        return findings

@@ -1,0 +1,147 @@
+"""Experiments packaged as shell scripts (``scripts/train.sh``, ``run_all.sh``).
+
+Every ``*.sh`` file (outside vendored directories; ReproBridge's own ``repro/`` is never
+indexed) that runs Python — ``python x.py``, ``python -m pkg``, ``torchrun``, ``accelerate
+launch``, ``deepspeed`` — is one experiment run as ``bash path/to/x.sh`` from the
+repository root, kind ``shell``, medium confidence (the script is declared, but whether it
+is an experiment is inferred). Scripts named for installing, linting or testing are not
+experiments; data download/preparation scripts are reported with low confidence.
+
+The id is the script's stem (``train_cifar``); a stem already taken gets its directory
+prepended. The description is the first comment under the shebang. A distributed
+launcher's literal process count becomes a ``hardware`` finding keyed on the script.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import PurePosixPath
+
+from reprobridge.detect._text import (
+    RunCommand,
+    parse_run,
+    skip_path,
+    slugify,
+    split_shell,
+    unique_id,
+)
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+
+_NOT_EXPERIMENT = re.compile(
+    r"^(?:install|setup|lint|format|fmt|test|tests|check|clean|env|docker)"
+)
+_PREPARE = re.compile(r"^(?:download|prepare|preprocess|get|fetch|make_data|build_data)")
+_PY_KINDS = frozenset({"script", "module", "notebook"})
+
+
+def script_lines(text: str) -> list[tuple[int, str]]:
+    """Continuation-joined, non-comment lines of a shell script with their first line number."""
+    out: list[tuple[int, str]] = []
+    parts: list[str] = []
+    start = 0
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not parts:
+            start = number
+            if not line or line.startswith("#"):
+                continue
+        if line.endswith("\\"):
+            parts.append(line[:-1].rstrip())
+            continue
+        parts.append(line)
+        out.append((start, " ".join(p for p in parts if p)))
+        parts = []
+    if parts:
+        out.append((start, " ".join(p for p in parts if p)))
+    return out
+
+
+def runs_in(text: str) -> list[tuple[int, RunCommand]]:
+    """Every Python-running command in a shell script, in file order."""
+    found: list[tuple[int, RunCommand]] = []
+    for number, line in script_lines(text):
+        for segment in split_shell(line):
+            run = parse_run(segment)
+            if run is not None and run.kind in _PY_KINDS:
+                found.append((number, run))
+    return found
+
+
+def _description(text: str) -> str:
+    for line in text.splitlines()[:20]:
+        stripped = line.strip()
+        if stripped.startswith("#!") or not stripped:
+            continue
+        if stripped.startswith("#"):
+            comment = stripped.lstrip("#").strip()
+            if comment:
+                return comment[:200]
+            continue
+        break
+    return ""
+
+
+class ShellScriptsDetector(Detector):
+    """Shell scripts that run Python, each an experiment (see module docstring)."""
+
+    name = "shell"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        findings: list[Finding] = []
+        taken: set[str] = set()
+        for path in ctx.index.with_suffix(".sh"):
+            if skip_path(path):
+                continue
+            stem = PurePosixPath(path).stem
+            if _NOT_EXPERIMENT.match(stem.lower()):
+                continue
+            text = ctx.index.try_read_text(path)
+            if text is None:
+                ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
+                continue
+            runs = runs_in(text)
+            if not runs:
+                continue
+            parent = PurePosixPath(path).parent.name
+            base = slugify(stem) or "script"
+            if base in taken and parent:
+                base = slugify(f"{parent}-{stem}") or base
+            exp_id = unique_id(base, taken)
+            entries = sorted({r.entry for _, r in runs})
+            prepare = bool(_PREPARE.match(stem.lower()))
+            note = "runs " + ", ".join(entries[:8])
+            if prepare:
+                note += "; looks like data preparation rather than an experiment"
+            evidence = tuple(Evidence(path, n) for n, _ in runs[:5])
+            findings.append(
+                Finding(
+                    kind="experiment",
+                    key=exp_id,
+                    value={
+                        "command": f"bash {shlex.quote(path)}",
+                        "kind": "shell",
+                        "description": _description(text),
+                        "entry": path,
+                        "workdir": ".",
+                    },
+                    evidence=evidence,
+                    detector=self.name,
+                    confidence="low" if prepare else "medium",
+                    note=note,
+                )
+            )
+            gpus = max((r.gpus or 0 for _, r in runs), default=0)
+            if gpus:
+                findings.append(
+                    Finding(
+                        kind="hardware",
+                        key=path,
+                        value={"gpus": gpus},
+                        evidence=evidence,
+                        detector=self.name,
+                        confidence="medium",
+                        note="process count of the distributed launcher",
+                    )
+                )
+        return findings

@@ -1,0 +1,86 @@
+"""OutputsMetricsDetector: printed metrics, json-dumped metrics, output paths."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from reprobridge.detect import detect_repo
+from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.outputs import _print_tokens, printed_metrics
+from reprobridge.detect.registry import detectors
+from reprobridge.manifest.schema import METRIC_PATTERN, MetricSource
+
+
+def run(make_repo, files: dict[str, str | bytes]):
+    root = make_repo(files, git=False)
+    return detect_repo(RepoIndex.from_directory(root), only=detectors({"outputs"}))
+
+
+def metrics_of(src: str) -> list[tuple[str, str, bool]]:
+    call = ast.parse(src).body[0]
+    assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
+    tokens = _print_tokens(call.value, {})
+    return printed_metrics(tokens or [])
+
+
+def test_printed_regexes_match_what_the_program_prints() -> None:
+    cases = {
+        'print(f"[eval] Top-1 Acc: {a:.2f}%")': "[eval] Top-1 Acc: -12.50%",
+        'print("mIoU", miou, sep="=")': "mIoU=3e-2",
+        'logging.getLogger().info("step %d: val loss %.4f", s, l)': "step 3: val loss 0.1234",
+        'print(f"Épreuve précision={p}")': "Épreuve précision=0.5",
+    }
+    for src, printed in cases.items():
+        found = metrics_of(src)
+        assert found, src
+        _label, regex, _ = found[-1]
+        match = re.search(regex, printed)
+        assert match is not None, (src, regex)
+        float(match.group(1))
+
+
+def test_counters_and_unlabelled_values_are_not_metrics() -> None:
+    assert metrics_of('print(f"Epoch: {e} step={s} lr: {lr} time {t:.1f}s")') == []
+    assert metrics_of("print(value)") == []
+    assert metrics_of('print("x", "y")') == []
+
+
+def test_metric_names_are_valid_and_sources_validate(make_repo) -> None:
+    src = (
+        "import json\n"
+        'print(f"Naïve Bayes acc: {a}")\n'
+        'print(f"1-shot accuracy = {b}")\n'
+        "with open(f'out/{run}/m.json', 'w') as f:\n    json.dump({'acc': 1}, f)\n"
+        "with open('out/m.json', 'w') as g:\n    json.dump(metrics, g)\n"
+    )
+    ctx = run(make_repo, {"e.py": src})
+    metrics = [f for f in ctx.findings if f.kind == "metric"]
+    assert [m.key for m in metrics] == ["naive_bayes_acc", "m_1_shot_accuracy"]
+    for m in metrics:
+        assert re.match(METRIC_PATTERN, m.key)
+        MetricSource(**m.value["source"])
+    outputs = [f.value["path"] for f in ctx.findings if f.kind == "output"]
+    assert outputs == ["out", "out/m.json"]
+
+
+def test_handles_are_matched_to_the_nearest_open(make_repo) -> None:
+    src = (
+        "import json\n"
+        "def a():\n    with open('r/a.json', 'w') as f:\n        json.dump({'f1': 1}, f)\n"
+        "def b():\n    with open('r/b.json', 'w') as f:\n        json.dump({'recall': 1}, f)\n"
+    )
+    ctx = run(make_repo, {"e.py": src})
+    sources = {f.key: f.value["source"] for f in ctx.findings if f.kind == "metric"}
+    assert sources == {
+        "f1": {"file": "r/a.json", "key": "f1"},
+        "recall": {"file": "r/b.json", "key": "recall"},
+    }
+
+
+def test_unparsable_and_test_files_are_skipped(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {"bad.py": "print(f'acc: {a}'\n", "tests/test_x.py": "print(f'acc: {a}')\n"},
+    )
+    assert ctx.findings == []

@@ -1,0 +1,101 @@
+"""ReadmeCommandsDetector: code blocks of README and docs become experiments."""
+
+from __future__ import annotations
+
+import re
+
+from reprobridge.detect import detect_repo
+from reprobridge.detect.index import MAX_TEXT_BYTES, RepoIndex
+from reprobridge.detect.registry import detectors
+from reprobridge.manifest.schema import ID_PATTERN, Experiment
+
+
+def run(make_repo, files: dict[str, str | bytes]):
+    root = make_repo(files, git=False)
+    return detect_repo(RepoIndex.from_directory(root), only=detectors({"readme"}))
+
+
+def experiments(ctx):
+    return {f.key: f for f in ctx.findings if f.kind == "experiment"}
+
+
+def test_rst_readme_literal_and_code_blocks(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {
+            "README.rst": "FastMix\n=======\n\nTraining\n--------\n\nRun::\n\n    python train.py --lr 0.1\n\n"
+            "Evaluation\n----------\n\n.. code-block:: bash\n   :caption: eval\n\n   python eval.py\n\n"
+            ".. code-block:: python\n\n   import os\n",
+            "train.py": "",
+            "eval.py": "",
+        },
+    )
+    found = experiments(ctx)
+    assert found["training"].value["command"] == "python train.py --lr 0.1"
+    assert found["training"].sources() == ["README.rst:9"]
+    assert found["evaluation"].value["entry"] == "eval.py"
+    assert len(found) == 2
+
+
+def test_missing_script_is_medium_with_a_note(make_repo) -> None:
+    ctx = run(make_repo, {"README.md": "## Go\n```bash\npython nowhere.py\n```\n"})
+    (finding,) = experiments(ctx).values()
+    assert finding.confidence == "medium"
+    assert "not in the repository" in finding.note
+
+
+def test_exports_are_noted_and_non_commands_ignored(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {
+            "README.md": "# T\n```\nexport DATA=/data\necho hi\nls -la\npython t.py\n```\n",
+            "t.py": "",
+        },
+    )
+    (finding,) = experiments(ctx).values()
+    assert "DATA=/data" in finding.note
+    assert finding.key == "t"
+
+
+def test_ids_unique_valid_and_deterministic(make_repo) -> None:
+    block = "```bash\npython train.py\npython train.py --config configs/a.yaml\npython train.py --cfg b.yaml\n```\n"
+    files = {
+        "README.md": "## Train\n" + block + "## Train\n```bash\npython train.py --x 1\n```\n",
+        "train.py": "",
+    }
+    first = run(make_repo, files)
+    second = run(make_repo, files)
+    keys = [f.key for f in first.findings]
+    assert keys == [f.key for f in second.findings]
+    assert len(set(keys)) == len(keys) == 4
+    assert all(re.match(ID_PATTERN, k) for k in keys)
+    assert keys == ["train", "train-a", "train-b", "train-2"]
+
+
+def test_subdirectory_readme_runs_from_its_directory(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {"exp/cifar/README.md": "# CIFAR\n```bash\npython run.py\n```\n", "exp/cifar/run.py": ""},
+    )
+    (finding,) = experiments(ctx).values()
+    assert finding.value["workdir"] == "exp/cifar"
+    assert finding.value["entry"] == "exp/cifar/run.py"
+
+
+def test_huge_readme_is_skipped_with_a_warning(make_repo) -> None:
+    ctx = run(make_repo, {"README.md": b"# x\n" + b"a" * (MAX_TEXT_BYTES + 10)})
+    assert not ctx.findings
+    assert ctx.warnings and ctx.warnings[0].path == "README.md"
+
+
+def test_commands_are_valid_manifest_experiments(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {
+            "README.md": "# Ünïcode ☃ heading\n```console\n(env) $ python -m pkg.main \\\n>   --seed 1\nok\n```\n"
+        },
+    )
+    (finding,) = experiments(ctx).values()
+    assert finding.key == "unicode-heading"
+    assert finding.value["command"] == "python -m pkg.main --seed 1"
+    Experiment(**{k: v for k, v in finding.value.items() if k != "entry"})
