@@ -34,6 +34,7 @@ import os
 import re
 import subprocess
 from pathlib import Path
+
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"

@@ -159,14 +159,14 @@ def test_broken_manifest_is_not_overwritten(make_repo) -> None:
 def test_malformed_requirements_leaves_repo_untouched(make_repo) -> None:
     root = _repo(make_repo, **{"requirements.txt": "numpy==1.2.3\ntorch>>=2\n"})
     before = _snapshot(root)
-    with pytest.raises(errors.DetectionError, match="requirements.txt"):
+    with pytest.raises(errors.DetectionError, match=r"requirements\.txt"):
         init_repository(root, lock="never")
     assert _snapshot(root) == before
 
 
 def test_binary_requirements_file(make_repo) -> None:
     root = _repo(make_repo, **{"requirements.txt": b"\x00\x01\x02binary"})  # type: ignore[dict-item]
-    with pytest.raises(errors.DetectionError, match="requirements.txt: is a binary file"):
+    with pytest.raises(errors.DetectionError, match=r"requirements\.txt: is a binary file"):
         init_repository(root, lock="never")
 
 
@@ -186,7 +186,7 @@ def test_symlink_out_of_repo(make_repo, tmp_path: Path) -> None:
     root = _repo(make_repo)
     (root / "requirements.txt").symlink_to(outside)
     with pytest.raises(
-        errors.UnsafePathError, match="requirements.txt: is a symlink that points outside"
+        errors.UnsafePathError, match=r"requirements\.txt: is a symlink that points outside"
     ):
         init_repository(root, lock="never")
 
@@ -221,7 +221,7 @@ def test_full_disk_restores_everything(make_repo, monkeypatch: pytest.MonkeyPatc
         init_repository(root, lock="never")
     monkeypatch.setattr(_fs, "write_atomic", real)
     assert _snapshot(root) == before
-    assert not [p for p in root.rglob(".*.tmp")]
+    assert not list(root.rglob(".*.tmp"))
 
 
 def test_hostile_git_config_runs_nothing(make_repo, tmp_path: Path) -> None:

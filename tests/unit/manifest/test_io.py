@@ -58,7 +58,7 @@ def test_round_trip_renders_deterministically() -> None:
 
 
 def test_missing_file(tmp_path: Path) -> None:
-    with pytest.raises(ManifestNotFoundError, match="reprobridge.toml: not found"):
+    with pytest.raises(ManifestNotFoundError, match=r"reprobridge\.toml: not found"):
         load_manifest(tmp_path / "reprobridge.toml")
 
 
@@ -140,7 +140,7 @@ def test_refresh_keeps_edits_and_comments() -> None:
     assert "experiments.base.metrics.acc.target" in report.kept_edits
     assert "experiments.base.params.lr" in report.updated
     # The edited value is now the person's: the next refresh still keeps it.
-    merged2, report2 = refresh_document(merged, _derived(new_data), path="x")
+    merged2, _ = refresh_document(merged, _derived(new_data), path="x")
     assert merged2.unwrap()["experiments"]["base"]["metrics"]["acc"]["target"] == 0.95
     assert merged2.as_string() == out
 
