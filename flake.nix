@@ -95,8 +95,13 @@
       # `nix flake init -t github:reprobridge/reprobridge` writes the same flake.nix that
       # `rb init` writes (plus a starter manifest); rb renders only the nixpkgs pin into it.
       templates.default = {
-        path = ./reprobridge/templates/flake;
+        path = ./reprobridge/templates;
         description = "A ReproBridge flake that reads reprobridge.toml (run `rb init` to fill the manifest)";
+        welcomeText = ''
+          Wrote flake.nix (it reads reprobridge.toml) and a starter reprobridge.toml.
+          Run `rb init` to recover the real environment and experiments, then
+          `git add flake.nix reprobridge.toml` and `nix run .#reproduce-<experiment>`.
+        '';
       };
     };
 }
