@@ -75,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     from reprobridge.errors import ReproBridgeError
 
     try:
-        cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        # With standalone_mode=False click returns a command's Exit code instead of raising.
+        code = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
     except ReproBridgeError as exc:
         click.echo(f"error: {exc}", err=True)
         if exc.hint:
@@ -92,4 +93,4 @@ def main(argv: Sequence[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("interrupted", err=True)
         sys.exit(130)
-    sys.exit(0)
+    sys.exit(code if isinstance(code, int) else 0)

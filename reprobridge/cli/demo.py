@@ -46,11 +46,11 @@ def demo_command(dest: Path | None, backend: str, no_run: bool, tier: str) -> No
     print_init_summary(result)
     if no_run:
         return
-    executor = choose_executor(backend, repo)  # type: ignore[arg-type]
+    executor, why_not_nix = choose_executor(backend, repo)  # type: ignore[arg-type]
     click.echo(
         click.style(
             f"Running {len(result.manifest.experiments)} experiment(s) on the {executor.name} backend"
-            + (" (not hermetic: no nix here)" if executor.name == "host" else ""),
+            + (f" (not hermetic: {why_not_nix or '--backend host'})" if executor.name == "host" else ""),
             bold=True,
         )
     )

@@ -52,16 +52,21 @@ class Executor(Protocol):
     def run(self, request: RunRequest, *, echo: bool = False) -> RunOutcome: ...
 
 
-def choose_executor(backend: Backend, root: Path) -> Executor:
-    """The executor for ``backend``; ``auto`` prefers nix when it can evaluate the flake."""
+def choose_executor(backend: Backend, root: Path) -> tuple[Executor, str | None]:
+    """The executor for ``backend`` and, when ``auto`` fell back to the host, why.
+
+    ``auto`` prefers nix when it is recent enough for current nixpkgs; ``nix`` raises
+    MachineError when it is not.
+    """
     from reprobridge.execute.host import HostExecutor
     from reprobridge.execute.nix import NixExecutor
 
+    reason: str | None = None
     if backend in ("nix", "auto"):
         nix = NixExecutor(root)
         reason = nix.unavailable()
         if reason is None:
-            return nix
+            return nix, None
         if backend == "nix":
             raise MachineError(f"the nix backend cannot run here: {reason}", hint="see `rb doctor`")
-    return HostExecutor(root)
+    return HostExecutor(root), reason

@@ -120,7 +120,9 @@ def _first_non_finite(value: Any, loc: tuple[str, ...]) -> str | None:
 
 
 def _validation_error(exc: ValidationError, path: str) -> ManifestError:
-    err = exc.errors()[0]
+    # A misspelt key also makes the real one "missing": report the misspelling.
+    errs = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
+    err = errs[0]
     loc = tuple(str(p) for p in err["loc"])
     where = ".".join(loc) or None
     if err["type"] == "extra_forbidden":

@@ -1,0 +1,17 @@
+"""`rb schema`: print the JSON Schema of reprobridge.toml (stable: sorted keys).
+
+Editors point their TOML language server at this output; docs/manifest-reference.md is
+rendered from the same schema.
+"""
+
+from __future__ import annotations
+
+import click
+
+
+@click.command("schema")
+def schema_command() -> None:
+    """Print the JSON Schema of reprobridge.toml."""
+    from reprobridge.manifest.reference import dumps_schema, manifest_json_schema
+
+    click.echo(dumps_schema(manifest_json_schema()), nl=False)

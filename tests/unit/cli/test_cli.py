@@ -1,0 +1,91 @@
+"""CLI wiring: exit codes, one-line errors, --json. Behaviour is tested in the library tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprobridge.cli import main
+
+
+def rb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reprobridge", *args],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        check=False,
+    )
+
+
+def test_help_lists_every_verb() -> None:
+    out = rb("--help")
+    assert out.returncode == 0
+    for verb in ("init", "demo", "doctor", "schema", "check"):
+        assert verb in out.stdout
+
+
+def test_usage_error_exits_2() -> None:
+    assert rb("init", "--no-such-flag").returncode == 2
+
+
+def test_not_a_repository_is_one_line_exit_4(tmp_path: Path) -> None:
+    out = rb("init", str(tmp_path))
+    assert out.returncode == 4
+    lines = out.stderr.strip().splitlines()
+    assert lines[0] == f"error: {tmp_path}: is not a git repository"
+    assert lines[1].startswith("hint: ")
+
+
+def test_broken_manifest_exit_3(make_repo) -> None:
+    root = make_repo(
+        {"train.py": "print('acc=1')\n", "reprobridge.toml": "schema = 1\n[project]\nnmae = 'x'\n"}
+    )
+    out = rb("init", str(root), "--no-lock")
+    assert out.returncode == 3
+    assert out.stderr.startswith(
+        "error: reprobridge.toml: project.nmae: unknown key (did you mean 'name'?)"
+    )
+
+
+def test_init_json_and_check(make_repo) -> None:
+    root = make_repo(
+        {"train.py": "print('acc=1')\n", "README.md": "```bash\npython train.py --seed 1\n```\n"}
+    )
+    out = rb("init", str(root), "--no-lock", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert "reprobridge.toml" in doc["files"]["created"]
+    assert doc["manifest"]["experiments"]
+    assert rb("check", str(root)).returncode == 0
+    launcher = next((root / "repro/launchers").glob("*.sh"))
+    launcher.write_text(launcher.read_text() + "# hand edit\n")
+    stale = rb("check", str(root), "--json")
+    assert stale.returncode == 1
+    assert json.loads(stale.stdout)["stale"] == [f"repro/launchers/{launcher.name}"]
+
+
+def test_schema_is_json() -> None:
+    out = rb("schema")
+    assert out.returncode == 0
+    schema = json.loads(out.stdout)
+    assert "experiments" in schema["properties"]
+
+
+def test_demo_runs_the_example_on_the_host(tmp_path: Path) -> None:
+    out = rb("demo", "--dir", str(tmp_path / "demo"), "--backend", "host")
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert out.stdout.count("verdict: PASS") == 2
+    assert "claim        mixup.test_accuracy > baseline.test_accuracy" in out.stdout
+    assert (tmp_path / "demo" / "REPRODUCE.md").is_file()
+
+
+def test_main_maps_errors_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["init", str(tmp_path)])
+    assert exc.value.code == 4
+    assert capsys.readouterr().err.startswith("error: ")
