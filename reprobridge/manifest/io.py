@@ -129,9 +129,9 @@ def _validation_error(exc: ValidationError, path: str) -> ManifestError:
         known = _fields_at(loc[:-1])
         close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
         hint = (
-            f"did you mean {close[0]!r}?"
-            if close
-            else (f"known keys here: {', '.join(sorted(known))}" if known else None)
+            f"known keys here: {', '.join(sorted(known))}"
+            if known and not close
+            else "see `rb schema` or docs/manifest-reference.md"
         )
         msg = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
         return ManifestError(msg, path=path, field=where, hint=hint)

@@ -47,9 +47,8 @@ def test_broken_manifest_exit_3(make_repo) -> None:
     )
     out = rb("init", str(root), "--no-lock")
     assert out.returncode == 3
-    assert out.stderr.startswith(
-        "error: reprobridge.toml: project.nmae: unknown key (did you mean 'name'?)"
-    )
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: reprobridge.toml: project.nmae: unknown key (did you mean 'name'?)"]
 
 
 def test_init_json_and_check(make_repo) -> None:
