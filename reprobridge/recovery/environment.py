@@ -1,0 +1,353 @@
+"""Merge rules for the environment: requirements, Python, CUDA, compilers, system libraries
+and the nixpkgs pin (rules stated in :mod:`reprobridge.recovery.merge`)."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from reprobridge.detect.base import Finding
+from reprobridge.errors import RenderError
+from reprobridge.manifest.schema import NIX_ATTR_PATTERN
+from reprobridge.recovery import pins
+from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
+
+_REQ_PRIORITY = {
+    "requirements": 0,
+    "pyproject": 1,
+    "setupcfg": 2,
+    "setuppy": 3,
+    "pipfile": 4,
+    "conda": 5,
+    "imports": 6,
+}
+_EXACT_PY_PRIORITY = {"pyversion": 0, "conda": 1, "pipfile": 2, "pyproject": 3}
+_FRAMEWORK_MAX_PY = {
+    "torch": [("1.11", "3.10"), ("1.13", "3.10"), ("2.1", "3.11"), ("2.4", "3.12"), ("9", "3.13")],
+    "tensorflow": [("2.11", "3.10"), ("2.15", "3.11"), ("9", "3.12")],
+}
+DEFAULT_PYTHON = "3.11"
+PYTHON_CAP = "3.12"
+
+
+def merge_requirements(
+    b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult
+) -> dict[str, Requirement]:
+    """One requirement per distribution (the more specific file wins; undeclared imports flagged); returns them by name."""
+    groups: dict[str, list[Finding]] = defaultdict(list)
+    for f in by_kind["python_requirement"]:
+        groups[canonicalize_name(f.key)].append(f)
+    chosen: dict[str, Requirement] = {}
+    for name in sorted(groups):
+        ranked = best(groups[name], _REQ_PRIORITY)
+        ranked.sort(key=lambda f: (_REQ_PRIORITY.get(f.detector, 99), f.sources()))
+        top = ranked[0]
+        try:
+            req = Requirement(str(top.value["requirement"]))
+        except InvalidRequirement:
+            res.warnings.append(
+                f"{top.sources()[0]}: ignored invalid requirement {top.value['requirement']!r}"
+            )
+            continue
+        chosen[name] = req
+        specs = {str(f.value["requirement"]) for f in ranked}
+        if len(specs) > 1:
+            others = [
+                f"{f.value['requirement']} ({', '.join(f.sources())})"
+                for f in ranked[1:]
+                if str(f.value["requirement"]) != str(top.value["requirement"])
+            ]
+            res.conflicts.append(
+                Conflict(
+                    f"environment.python_requirements[{name}]",
+                    f"{top.value['requirement']} ({', '.join(top.sources())})",
+                    others,
+                    "the more specific dependency file wins",
+                )
+            )
+        if not top.value.get("declared", True):
+            res.flagged_imports.append(f"{name} (imported at {top.sources()[0]}, declared nowhere)")
+    if chosen:
+        sources = sorted({s for g in groups.values() for f in g for s in f.sources()})
+        conf = "medium" if res.flagged_imports else "high"
+        b.put(
+            "environment.python_requirements",
+            [str(chosen[n]) for n in sorted(chosen)],
+            sources,
+            conf,
+        )
+    indexes = sorted({str(f.value["url"]) for f in by_kind["python_index"]})
+    if indexes:
+        b.put(
+            "environment.python_indexes",
+            indexes,
+            [s for f in by_kind["python_index"] for s in f.sources()],
+        )
+    return chosen
+
+
+def _py_key(v: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in v.split("."))
+
+
+def merge_python(
+    b: Builder, by_kind: dict[str, list[Finding]], reqs: dict[str, Requirement], res: MergeResult
+) -> str:
+    """The Python ``X.Y`` of the environment (exact version files first, then the specifiers)."""
+    exact = [f for f in by_kind["python_version"] if "exact" in f.value]
+    specs: list[tuple[SpecifierSet, Finding | str]] = []
+    for f in by_kind["python_version"]:
+        if "specifier" in f.value:
+            try:
+                specs.append((SpecifierSet(str(f.value["specifier"])), f))
+            except InvalidSpecifier:
+                res.warnings.append(
+                    f"{f.sources()[0]}: ignored invalid Python specifier {f.value['specifier']!r}"
+                )
+    for fw, table in _FRAMEWORK_MAX_PY.items():
+        req = reqs.get(fw)
+        pinned = _pinned_version(req) if req else None
+        if pinned:
+            for upto, maxpy in table:
+                if _py_key(f"{pinned.major}.{pinned.minor}") <= _py_key(upto):
+                    specs.append(
+                        (
+                            SpecifierSet(f"<={maxpy}.99"),
+                            f"{fw}=={pinned} has wheels up to Python {maxpy}",
+                        )
+                    )
+                    break
+    sources: list[str] = []
+    if exact:
+        ranked = sorted(exact, key=lambda f: (_EXACT_PY_PRIORITY.get(f.detector, 9), f.sources()))
+        choice = _major_minor(str(ranked[0].value["exact"]))
+        sources = ranked[0].sources()
+        others = sorted({_major_minor(str(f.value["exact"])) for f in ranked[1:]} - {choice})
+        if others:
+            res.conflicts.append(
+                Conflict(
+                    "environment.python",
+                    f"{choice} ({', '.join(sources)})",
+                    others,
+                    "an exact version file wins",
+                )
+            )
+        for spec, why in specs:
+            if not spec.contains(f"{choice}.0", prereleases=True):
+                src = ", ".join(why.sources()) if isinstance(why, Finding) else why
+                res.conflicts.append(
+                    Conflict(
+                        "environment.python",
+                        choice,
+                        [f"{spec} ({src})"],
+                        "kept the exact version; check it",
+                    )
+                )
+        confidence = "high"
+    else:
+        candidates = [v for v in pins.available_pythons() if _py_key(v) <= _py_key(PYTHON_CAP)]
+        admitted = [
+            v for v in candidates if all(s.contains(f"{v}.0", prereleases=True) for s, _ in specs)
+        ]
+        if specs and admitted:
+            choice = admitted[-1]
+            sources = sorted(
+                {s for _, w in specs for s in (w.sources() if isinstance(w, Finding) else [w])}
+            )
+            if _py_key(choice) > _py_key(DEFAULT_PYTHON) and all(
+                s.contains(f"{DEFAULT_PYTHON}.0") for s, _ in specs
+            ):
+                choice = DEFAULT_PYTHON
+            confidence = "medium"
+        else:
+            if specs:
+                res.warnings.append(
+                    "no Python version satisfies every constraint found; using the default"
+                )
+            choice, sources, confidence = (
+                DEFAULT_PYTHON,
+                ["rb default (no Python version declared)"],
+                "low",
+            )
+    b.put("environment.python", choice, sources, confidence)
+    return choice
+
+
+def _major_minor(version: str) -> str:
+    parts = re.findall(r"\d+", version)
+    return ".".join(parts[:2]) if len(parts) >= 2 else f"{parts[0]}.0" if parts else DEFAULT_PYTHON
+
+
+def _pinned_version(req: Requirement) -> Version | None:
+    for spec in req.specifier:
+        if spec.operator in {"==", "==="} and "*" not in spec.version:
+            try:
+                return Version(spec.version)
+            except ValueError:
+                return None
+    return None
+
+
+def _cuda_version(raw: str) -> tuple[str, str | None]:
+    """``"12.1.105"`` -> ``"12.1"``; a bare major (``"12"``, from ``nvidia-*-cu12`` wheels)
+    becomes the CUDA that the newest closed release defaults to for that major, with a note."""
+    parts = re.findall(r"\d+", raw)
+    if len(parts) >= 2:
+        return f"{parts[0]}.{parts[1]}", None
+    major = parts[0] if parts else "12"
+    known = [v for v in pins.available_cudas() if v.split(".")[0] == major]
+    default = pins.default_cuda(major)
+    chosen = default or (known[-1] if known else f"{major}.0")
+    return (
+        chosen,
+        f"only CUDA {major} is known (wheel names); chose {chosen}, the newest release's default",
+    )
+
+
+def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> str | None:
+    """The CUDA ``X.Y`` (highest-confidence source), or None for CPU only."""
+    found = best(by_kind["cuda"], {})
+    if not found:
+        return None
+    top = found[0]
+    version, note = _cuda_version(str(top.value["version"]))
+    if note:
+        res.decisions.append(note)
+    others = sorted(
+        {
+            _cuda_version(str(f.value["version"]))[0]
+            for f in found[1:]
+            if "." in str(f.value["version"])
+        }
+        - {version}
+    )
+    if others:
+        res.conflicts.append(
+            Conflict(
+                "environment.cuda",
+                f"{version} ({', '.join(top.sources())})",
+                others,
+                "the highest-confidence source wins",
+            )
+        )
+    b.put("environment.cuda", version, top.sources(), "low" if note else top.confidence)
+    return version
+
+
+def merge_environment(
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    python: str,
+    cuda: str | None,
+    python_lock: str | None,
+    res: MergeResult,
+) -> None:
+    """nvcc, gcc, system libraries and the nixpkgs pin (with the pin's reasons as decisions)."""
+    nvcc = by_kind["nvcc"]
+    if nvcc:
+        b.put("environment.nvcc", True, [s for f in nvcc for s in f.sources()])
+        if cuda is None:
+            res.warnings.append(
+                "CUDA sources are compiled but no CUDA version was found: set environment.cuda"
+            )
+    gcc_f = best(by_kind["compiler"], {})
+    gcc = _major_minor(str(gcc_f[0].value["version"])).split(".")[0] if gcc_f else None
+    system = sorted(
+        {
+            f.key
+            for f in by_kind["system_library"]
+            if f.confidence != "low" and re.fullmatch(NIX_ATTR_PATTERN, f.key)
+        }
+    )
+    skipped = sorted({f.key for f in by_kind["system_library"]} - set(system))
+    for name in skipped:
+        res.warnings.append(
+            f"system library {name!r} has no known nixpkgs attribute; add it by hand if needed"
+        )
+    if system:
+        b.put(
+            "environment.system",
+            system,
+            [s for f in by_kind["system_library"] if f.key in system for s in f.sources()],
+        )
+    choice = _choose_pin(python, cuda, gcc, bool(nvcc), res)
+    if choice.python_attr != pins.python_attr(python):
+        b.put(
+            "environment.python",
+            choice.python_attr.removeprefix("python").replace("3", "3.", 1),
+            ["no known nixpkgs release carries the recovered Python; nearest newer one"],
+            "low",
+        )
+    if choice.cuda_attr and cuda and choice.cuda_attr != pins.cuda_attr(cuda):
+        b.put(
+            "environment.cuda",
+            choice.cuda_attr.removeprefix("cudaPackages_").replace("_", "."),
+            ["no known nixpkgs release carries the recovered CUDA; nearest newer one"],
+            "low",
+        )
+    gcc_final = gcc or choice.gcc
+    if gcc_final:
+        src = gcc_f[0].sources() if gcc_f else [f"nvcc {cuda} host-compiler limit (pin data)"]
+        b.put("environment.compilers.gcc", gcc_final, src, "high" if gcc_f else "medium")
+    b.put(
+        "environment.nixpkgs",
+        {
+            "release": choice.release,
+            "rev": choice.rev,
+            "narHash": choice.narHash,
+            "lastModified": choice.lastModified,
+        },
+        [f"pin data: {choice.release}"],
+        "medium" if choice.attrs_inferred else "high",
+    )
+    res.decisions += choice.reasons
+    res.pin = choice
+    if python_lock:
+        b.put("environment.python_lock", python_lock, ["uv lock"])
+
+
+def _choose_pin(
+    python: str, cuda: str | None, gcc: str | None, nvcc: bool, res: MergeResult
+) -> pins.PinChoice:
+    try:
+        return pins.choose_pin(python, cuda, gcc, nvcc=nvcc)
+    except RenderError:
+        pass
+    pythons = [v for v in pins.available_pythons() if _py_key(v) >= _py_key(python)] or [python]
+    cudas = (
+        [None]
+        if cuda is None
+        else [
+            v
+            for v in pins.available_cudas()
+            if v.split(".")[0] == cuda.split(".")[0] and _py_key(v) >= _py_key(cuda)
+        ]
+    )
+    for py in pythons:
+        for cu in cudas or [cuda]:
+            try:
+                choice = pins.choose_pin(py, cu, None, nvcc=nvcc)
+            except RenderError:
+                continue
+            res.conflicts.append(
+                Conflict(
+                    "environment",
+                    f"python {py}" + (f", CUDA {cu}" if cu else ""),
+                    [
+                        f"python {python}"
+                        + (f", CUDA {cuda}" if cuda else "")
+                        + (f", gcc {gcc}" if gcc else "")
+                    ],
+                    "no known nixpkgs release carries the recovered versions; nearest newer ones",
+                )
+            )
+            return choice
+    return pins.choose_pin(python, cuda, gcc, nvcc=nvcc)  # raises the clear error
+
+
+# -- datasets -----------------------------------------------------------------------------

@@ -1,0 +1,371 @@
+"""Merge rules for datasets and experiments: commands become parameterized, seeds and tiers
+are derived, duplicates folded (rules stated in :mod:`reprobridge.recovery.merge`)."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Any
+
+from reprobridge.detect.base import Finding
+from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN
+from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
+
+_EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
+_BOUND_PARAMS = {
+    "epochs": 1, "num_epochs": 1, "n_epochs": 1, "max_epochs": 1, "epoch": 1,
+    "max_steps": 20, "steps": 20, "num_steps": 20, "train_steps": 20, "total_steps": 20,
+    "iters": 20, "iterations": 20, "max_iters": 20, "n_iter": 20, "num_iters": 20,
+}  # fmt: skip
+_SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
+
+
+#: Newest Python a framework release has wheels for (older frameworks cap the interpreter).
+def merge_datasets(b: Builder, by_kind: dict[str, list[Finding]]) -> dict[str, Finding]:
+    """One dataset per slugified id; returns the findings by id for the experiments to reference."""
+    out: dict[str, Finding] = {}
+    for f in sorted(by_kind["dataset"], key=lambda f: (f.key, CONF_RANK[f.confidence])):
+        ds_id = _slug(f.key)
+        if not ds_id or ds_id in out:
+            continue
+        out[ds_id] = f
+        for key in ("path", "url", "name", "description"):
+            if f.value.get(key):
+                b.put(f"datasets.{ds_id}.{key}", str(f.value[key]), f.sources(), f.confidence)
+        if f.value.get("generated"):
+            b.put(f"datasets.{ds_id}.generated", True, f.sources(), f.confidence)
+        if not any(f.value.get(k) for k in ("path", "url", "name", "description", "generated")):
+            b.put(f"datasets.{ds_id}.description", f"referenced as {f.key!r}", f.sources(), "low")
+    return out
+
+
+# -- experiments --------------------------------------------------------------------------
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-_")[:64].strip("-_")
+    return s if re.fullmatch(ID_PATTERN, s) else ""
+
+
+def _coerce(value: str) -> Any:
+    if value.lower() in {"true", "false"}:
+        return value.lower() == "true"
+    for cast in (int, float):
+        try:
+            return cast(value)
+        except ValueError:
+            continue
+    return value
+
+
+_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_HYDRA_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=(.+)$")
+
+
+def _join_words(words: list[str]) -> str:
+    """shlex.join, but ``{name}`` placeholders stay bare so the launcher can fill them."""
+    out = []
+    for w in words:
+        parts = _PLACEHOLDER.split(w)  # literal, name, literal, name, ..., literal
+        if len(parts) == 1:
+            out.append(shlex.quote(w))
+            continue
+        out.append(
+            "".join(
+                ("{" + part + "}") if i % 2 else (shlex.quote(part) if part else "")
+                for i, part in enumerate(parts)
+            )
+        )
+    return " ".join(out)
+
+
+def _parameterize(
+    command: str, seed_flags: set[str]
+) -> tuple[str, dict[str, Any], list[int] | None, str | None]:
+    """Literal arguments of a Python command become placeholders.
+
+    ``python t.py --lr 0.1 --seed 3 model.depth=4`` ->
+    (``python t.py --lr {lr} --seed {seed} model.depth={model_depth}``,
+    {lr: 0.1, model_depth: 4}, [3], "--seed"). ``--flag value``, ``--flag=value`` and hydra
+    ``key=value`` overrides are handled; other commands are returned unchanged.
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return command, {}, None, None
+    if not words or not re.match(
+        r"^(python[\d.]*|torchrun|accelerate|deepspeed)$", words[0].rsplit("/", 1)[-1]
+    ):
+        return command, {}, None, None
+    params: dict[str, Any] = {}
+    seeds: list[int] | None = None
+    seed_flag: str | None = None
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        w = words[i]
+        flag, eq, inline = w.partition("=")
+        is_flag = flag.startswith("--") and len(flag) > 2
+        hydra = None if flag.startswith("-") else _HYDRA_OVERRIDE.match(w)
+        if hydra is not None and i > 1:
+            key, value = hydra.group(1), hydra.group(2)
+            name = key.replace(".", "_")
+            prefix = w[: len(w) - len(value)]
+            if name in _SEED_NAMES and re.fullmatch(r"-?\d+", value) and seeds is None:
+                seeds, seed_flag = [int(value)], key
+                out.append(prefix + "{seed}")
+                i += 1
+                continue
+            if re.fullmatch(PARAM_PATTERN, name) and "{" not in value and name not in params:
+                params[name] = _coerce(value)
+                out.append(prefix + "{" + name + "}")
+                i += 1
+                continue
+        if is_flag and (eq or (i + 1 < len(words) and not words[i + 1].startswith("-"))):
+            value = inline if eq else words[i + 1]
+            name = flag[2:].replace("-", "_").replace(".", "_")
+            if (flag in seed_flags or name in _SEED_NAMES) and re.fullmatch(r"-?\d+", value):
+                seeds, seed_flag = [int(value)], flag
+                out += [f"{flag}={{seed}}"] if eq else [flag, "{seed}"]
+                i += 1 if eq else 2
+                continue
+            if re.fullmatch(PARAM_PATTERN, name) and "{" not in value and name not in params:
+                params[name] = _coerce(value)
+                out += [f"{flag}={{{name}}}"] if eq else [flag, f"{{{name}}}"]
+                i += 1 if eq else 2
+                continue
+        out.append(w)
+        i += 1
+    return _join_words(out), params, seeds, seed_flag
+
+
+def merge_experiments(
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    datasets: dict[str, Finding],
+    cuda: str | None,
+    res: MergeResult,
+) -> None:
+    """Experiments from the candidates, deduplicated and folded (see the merge rules)."""
+    cands = sorted(
+        by_kind["experiment"],
+        key=lambda f: (
+            CONF_RANK[f.confidence],
+            _EXP_PRIORITY.get(f.detector, 9),
+            f.sources(),
+            f.key,
+        ),
+    )
+    has_declared = any(f.confidence != "low" for f in cands)
+    seen_cmds: set[str] = set()
+    covered_entries: set[str] = set()
+    kept: list[tuple[Finding, str, str, dict[str, Any]]] = []
+    smoke: dict[str, tuple[str, Any, list[str]]] = {}
+    for f in cands:
+        cmd = " ".join(str(f.value["command"]).split())
+        entry = str(f.value.get("entry") or "")
+        if cmd in seen_cmds:
+            continue
+        if f.confidence == "low" and has_declared:
+            res.dropped_experiments.append(f"{cmd} ({', '.join(f.sources())})")
+            continue
+        if f.detector == "entrypoints" and entry in covered_entries:
+            continue
+        seen_cmds.add(cmd)
+        params = _parameterize(cmd, set())[1]
+        defaults = {
+            str(x.value["name"]): x.value.get("default")
+            for x in _for_entry(by_kind["param"], entry)
+        }
+        folded = _reduced_variant(params, [(k[3], defaults) for k in kept if k[2] == entry])
+        if folded is not None:
+            # "python train.py ... --epochs 2" beside the full command: the README's quick
+            # check, which is what the smoke tier is for.
+            smoke[entry] = (folded, params[folded], f.sources())
+            res.decisions.append(
+                f"{cmd} ({', '.join(f.sources())}) is a reduced run of another experiment: "
+                f"it became the smoke tier ({folded} = {params[folded]})"
+            )
+            continue
+        covered_entries.add(entry)
+        kept.append((f, cmd, entry, params))
+    used_ids: set[str] = set()
+    for f, cmd, entry, _ in kept:
+        exp_id = _slug(f.key) or _slug(entry.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "experiment"
+        exp_id = re.sub(r"-(ours|proposed|our-method)$", "", exp_id) or exp_id
+        base, n = exp_id, 2
+        while exp_id in used_ids:
+            exp_id, n = f"{base[:60]}-{n}", n + 1
+        used_ids.add(exp_id)
+        _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+
+
+def _reduced_variant(
+    params: dict[str, Any], others: list[tuple[dict[str, Any], dict[str, Any]]]
+) -> str | None:
+    """The bound parameter (epochs, steps) by which ``params`` is a smaller copy of one of
+    ``others`` — (explicit arguments, the script's defaults) pairs — with every other
+    argument equal, or None."""
+    for explicit, defaults in others:
+        full = {**defaults, **explicit}
+        rest = {k: v for k, v in params.items() if k not in _BOUND_PARAMS}
+        same_rest = all(full.get(k) == v for k, v in rest.items()) and all(
+            params.get(k, defaults.get(k)) == v
+            for k, v in explicit.items()
+            if k not in _BOUND_PARAMS
+        )
+        if not same_rest:
+            continue
+        for k in (k for k in params if k in _BOUND_PARAMS):
+            a, b = params[k], full.get(k)
+            if isinstance(a, int | float) and isinstance(b, int | float) and a < b:
+                return k
+    return None
+
+
+def _for_entry(findings: list[Finding], entry: str) -> list[Finding]:
+    return [f for f in findings if f.value.get("entry") == entry]
+
+
+def _one_experiment(
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    exp_id: str,
+    f: Finding,
+    cmd: str,
+    entry: str,
+    datasets: dict[str, Finding],
+    cuda: str | None,
+    res: MergeResult,
+    smoke: tuple[str, Any, list[str]] | None = None,
+) -> None:
+    p = f"experiments.{exp_id}"
+    src = f.sources()
+    kind = str(f.value.get("kind", "script"))
+    seed_f = _for_entry(by_kind["seed"], entry)
+    seed_flags = {str(s.value["flag"]) for s in seed_f if s.value.get("flag")}
+    command, params, seeds, _ = _parameterize(cmd, seed_flags)
+    param_f = {str(x.value["name"]): x for x in _for_entry(by_kind["param"], entry)}
+    if seeds is None and seed_f:
+        flagged = [s for s in seed_f if s.value.get("flag")]
+        if flagged:
+            s0 = flagged[0]
+            command += f" {s0.value['flag']} {{seed}}"
+            default = s0.value.get("default")
+            seeds = [int(default)] if isinstance(default, int) else [0]
+            b.put(f"{p}.seeds", seeds, s0.sources(), "medium")
+        else:
+            lit = [s for s in seed_f if isinstance(s.value.get("default"), int)]
+            if lit:
+                b.put(f"{p}.seeds", [int(lit[0].value["default"])], lit[0].sources(), "medium")
+                res.decisions.append(
+                    f"{exp_id}: the seed is fixed in code at {lit[0].sources()[0]}"
+                )
+    elif seeds is not None:
+        b.put(f"{p}.seeds", seeds, src)
+    # A flag that bounds training gives the smoke tier (and keeps unbounded loops finite).
+    bound = next((n for n in params if n in _BOUND_PARAMS), None)
+    if bound is None:
+        for name, pf in sorted(param_f.items()):
+            if (
+                name in _BOUND_PARAMS
+                and pf.value.get("flag")
+                and isinstance(pf.value.get("default"), int)
+            ):
+                command += f" {pf.value['flag']} {{{name}}}"
+                params[name] = int(pf.value["default"])
+                bound = name
+                res.decisions.append(
+                    f"{exp_id}: {pf.value['flag']} made explicit (default {pf.value['default']}, "
+                    f"{pf.sources()[0]}) so the smoke tier can lower it"
+                )
+                break
+    for name in _PLACEHOLDER.findall(command):
+        if name != "seed" and name not in params:
+            required = param_f.get(name)
+            default = required.value.get("default") if required else None
+            params[name] = default if isinstance(default, str | int | float | bool) else ""
+            if not isinstance(default, str | int | float | bool):
+                res.warnings.append(
+                    f"{exp_id}: required argument {{{name}}} has no default; set "
+                    f"experiments.{exp_id}.params.{name}"
+                )
+    b.put(f"{p}.command", command, src, f.confidence)
+    if f.value.get("description"):
+        b.put(f"{p}.description", str(f.value["description"]), src, f.confidence)
+    if kind in {"script", "module", "notebook", "make", "shell"}:
+        b.put(f"{p}.kind", kind, src, f.confidence)
+    if f.value.get("workdir") and f.value["workdir"] != ".":
+        b.put(f"{p}.workdir", str(f.value["workdir"]), src, f.confidence)
+    for name, value in params.items():
+        psrc = param_f[name].sources() if name in param_f else src
+        b.put(f"{p}.params.{name}", value, [*src, *psrc] if name in param_f else src)
+    b.put(f"{p}.timeout", "1h", ["rb default: edit to the paper's runtime"], "low")
+    if smoke is not None and smoke[0] in params:
+        name, value, sources = smoke
+        b.put(f"{p}.tiers.smoke.params.{name}", value, sources)
+        b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+    elif bound is not None:
+        small = _BOUND_PARAMS[bound]
+        if isinstance(params[bound], int) and params[bound] > small:
+            b.put(
+                f"{p}.tiers.smoke.params.{bound}",
+                small,
+                [f"rb rule: smoke tier lowers {bound}"],
+                "medium",
+            )
+            b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+    unb = _for_entry(by_kind["unbounded"], entry)
+    if unb:
+        u = unb[0]
+        flag = u.value.get("flag")
+        text = str(u.value.get("reason", "loop without an end"))
+        if flag:
+            text += f"; bounded by {flag}"
+            if str(flag).lstrip("-").replace("-", "_") not in params:
+                res.warnings.append(
+                    f"{exp_id}: {u.sources()[0]} loops until {flag} is given; add it to the command"
+                )
+        b.put(f"{p}.unbounded", text, u.sources(), u.confidence)
+    hw = [
+        h
+        for h in by_kind["hardware"]
+        if entry and (h.key == entry or h.value.get("entry") == entry)
+    ]
+    if hw:
+        b.put(
+            f"{p}.hardware.gpus", int(hw[0].value.get("gpus", 1)), hw[0].sources(), hw[0].confidence
+        )
+    elif cuda:
+        b.put(f"{p}.hardware.gpus", 1, ["environment.cuda is set: assumed one GPU"], "low")
+    ds_ids = sorted(
+        i for i, d in datasets.items() if entry and any(e.path == entry for e in d.evidence)
+    )
+    if ds_ids:
+        b.put(f"{p}.datasets", ds_ids, [s for i in ds_ids for s in datasets[i].sources()], "medium")
+    outs = sorted(
+        {
+            str(o.value["path"])
+            for o in _for_entry(by_kind["output"], entry)
+            if "{" not in str(o.value["path"])
+        }
+    )
+    if outs:
+        b.put(
+            f"{p}.outputs",
+            [{"path": o} for o in outs],
+            [s for o in _for_entry(by_kind["output"], entry) for s in o.sources()],
+            "medium",
+        )
+    metrics: dict[str, Finding] = {}
+    for m in sorted(
+        _for_entry(by_kind["metric"], entry),
+        key=lambda m: ("regex" not in m.value["source"], m.sources()),
+    ):
+        metrics.setdefault(m.key, m)
+    for name, m in sorted(metrics.items()):
+        source = {k: str(v) for k, v in m.value["source"].items() if k in {"regex", "file", "key"}}
+        b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+
+
+# -- paper targets and claims -------------------------------------------------------------

@@ -1,0 +1,165 @@
+"""Merge rules for the paper: table cells become metric targets, sentences become claims
+(rules stated in :mod:`reprobridge.recovery.merge`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from reprobridge.detect.base import Finding
+from reprobridge.recovery._common import Builder, MergeResult
+
+_SYNONYMS = {"acc": "accuracy", "err": "error", "ppl": "perplexity", "top1": "top1", "f1": "f1"}
+_STOP = {
+    "ours",
+    "the",
+    "of",
+    "a",
+    "an",
+    "with",
+    "w",
+    "test",
+    "val",
+    "mean",
+    "std",
+    "our",
+    "method",
+    "model",
+}
+
+
+def _tokens(text: str, *, keep_test: bool = False) -> set[str]:
+    words = re.findall(r"[a-z0-9]+", text.lower().replace("_", " "))
+    out = {_SYNONYMS.get(w, w) for w in words}
+    return out if keep_test else out - _STOP
+
+
+def _match(label: str, options: dict[str, set[str]]) -> str | None:
+    want = _tokens(label)
+    if not want:
+        return None
+    scored = sorted(
+        ((len(want & toks) / len(want), k) for k, toks in options.items()), reverse=True
+    )
+    if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return scored[0][1]
+
+
+def _seeds_in(caption: str) -> list[int] | None:
+    """Seeds a table caption names: "seeds 0-2", "seeds 0, 1 and 2", "over 3 seeds" (0..2)."""
+    m = re.search(r"seeds?\s+(\d+)\s*(?:-|–|to|\.\.)\s*(\d+)", caption, re.I)
+    if m and int(m.group(1)) <= int(m.group(2)) <= int(m.group(1)) + 99:
+        return list(range(int(m.group(1)), int(m.group(2)) + 1))
+    m = re.search(r"seeds?\s+((?:\d+\s*(?:,|and|,\s*and)\s*)+\d+)", caption, re.I)
+    if m:
+        return [int(x) for x in re.findall(r"\d+", m.group(1))]
+    m = re.search(r"(\d+)\s+(?:random\s+)?seeds", caption, re.I)
+    if m and 1 <= int(m.group(1)) <= 100:
+        return list(range(int(m.group(1))))
+    return None
+
+
+def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> None:
+    """Paper table cells become metric targets and sentences become claims; unmatched ones are reported."""
+    exps: dict[str, Any] = b.data.get("experiments", {})
+    exp_tokens = {
+        e: _tokens(e)
+        | _tokens(str(d.get("description", "")))
+        | {t for v in d.get("params", {}).values() if isinstance(v, str) for t in _tokens(v)}
+        for e, d in exps.items()
+    }
+    row_to_exp: dict[str, str | None] = {}
+    seeded: set[str] = set()
+    for f in sorted(by_kind["target"], key=lambda f: f.sources()):
+        row, col = str(f.value["row"]), str(f.value["column"])
+        exp = row_to_exp.setdefault(row, _match(row, exp_tokens))
+        metrics = exps.get(exp, {}).get("metrics", {}) if exp else {}
+        metric = _match(col, {m: _tokens(m) for m in metrics}) if metrics else None
+        where = f"{', '.join(f.sources())} ({f.value.get('table', 'table')}, row {row!r}, column {col!r})"
+        if exp is None or metric is None:
+            res.unmatched_targets.append(
+                f"{f.value['value']} at {where}: no "
+                + ("experiment" if exp is None else f"metric of {exp}")
+                + " matches"
+            )
+            continue
+        value = float(f.value["value"])
+        spread = f.value.get("spread")
+        note = ""
+        if f.value.get("percent") and 1.0 < value <= 100.0:
+            value, note = (
+                value / 100.0,
+                f"; the paper's {f.value['value']}% read as the fraction {value / 100.0:g}",
+            )
+            spread = float(spread) / 100.0 if isinstance(spread, int | float) else spread
+        mp = f"experiments.{exp}.metrics.{metric}"
+        if b.has(f"{mp}.target"):
+            continue
+        seeds = _seeds_in(str(f.value.get("caption", "")))
+        if seeds and exp not in seeded:
+            seeded.add(exp)
+            b.put(
+                f"experiments.{exp}.seeds",
+                seeds,
+                [*f.sources(), "the table caption names the seeds"],
+            )
+        b.put(f"{mp}.target", round(value, 10), f.sources(), "medium")
+        if isinstance(spread, int | float) and spread > 0:
+            b.put(
+                f"{mp}.tolerance",
+                round(max(3 * float(spread), 0.01 * abs(value)), 10),
+                [*f.sources(), "rb rule: 3 x the paper's ± spread (at least 1% of the target)"],
+                "medium",
+            )
+        else:
+            b.put(
+                f"{mp}.relative_tolerance",
+                0.05,
+                ["rb default: the paper gives no spread; edit it"],
+                "low",
+            )
+        if f.value.get("higher_is_better") is not None:
+            b.put(
+                f"{mp}.higher_is_better", bool(f.value["higher_is_better"]), f.sources(), "medium"
+            )
+        b.put(f"{mp}.provenance", f"{where}{note}", f.sources(), "medium")
+    claims: list[dict[str, str]] = []
+    sources: list[str] = []
+    for f in sorted(by_kind["claim"], key=lambda f: f.sources()):
+        better = row_to_exp.get(str(f.value["better"])) or _match(
+            str(f.value["better"]), exp_tokens
+        )
+        worse = row_to_exp.get(str(f.value["worse"])) or _match(str(f.value["worse"]), exp_tokens)
+        if not better or not worse or better == worse:
+            res.unmatched_targets.append(
+                f"claim at {', '.join(f.sources())}: experiments not matched"
+            )
+            continue
+        common = sorted(set(exps[better].get("metrics", {})) & set(exps[worse].get("metrics", {})))
+        metric = None
+        if f.value.get("metric"):
+            metric = _match(str(f.value["metric"]), {m: _tokens(m) for m in common})
+        targeted = [m for m in common if "target" in exps[better]["metrics"][m]]
+        metric = metric or (
+            targeted[0] if len(targeted) == 1 else common[0] if len(common) == 1 else None
+        )
+        if metric is None:
+            res.unmatched_targets.append(
+                f"claim at {', '.join(f.sources())}: no common metric of {better} and {worse}"
+            )
+            continue
+        hib = exps[better]["metrics"][metric].get("higher_is_better", True)
+        op = ">" if hib is not False else "<"
+        claims.append(
+            {
+                "expr": f"{better}.{metric} {op} {worse}.{metric}",
+                "provenance": ", ".join(f.sources()),
+            }
+        )
+        sources += f.sources()
+    if claims:
+        b.put("claims", claims, sources, "medium")
+
+
+# -- finishing ----------------------------------------------------------------------------
