@@ -1,0 +1,506 @@
+"""What this machine can do for ReproBridge: nix, flakes, sandboxing, uv, git, GPUs, disk.
+
+Contract: :func:`run_checks` never raises for a missing or broken tool; every probe turns
+what it finds into :class:`Check` rows (``ok``, ``warn`` or ``missing``), and every row that
+is not ``ok`` carries a concrete ``fix``. Nothing here prints; ``rb doctor`` renders the rows.
+
+Every side effect goes through :class:`Probes` (a command runner, ``which``, NVML, disk
+usage), so tests inject fakes and never depend on the machine they run on. Commands run
+through :mod:`reprobridge._proc`; NVML is read through a pynvml-shaped object (the real
+``pynvml`` module by default) whose errors are mapped here, at one boundary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from reprobridge import _proc
+from reprobridge.errors import CommandFailed, MachineError
+
+Status = Literal["ok", "warn", "missing"]
+
+#: Checks whose absence makes ``rb doctor --strict`` fail: without them rb cannot do its job.
+REQUIRED: frozenset[str] = frozenset({"nix", "git"})
+#: nixpkgs 25.11 and later refuse older Nix (``lib/minfeatures.nix``).
+MIN_NIX_FOR_CURRENT_NIXPKGS = (2, 18)
+#: Below this much free space in the working directory a CUDA closure will not fit.
+MIN_FREE_DISK_BYTES = 10 * 10**9
+BWRAP = "/usr/bin/bwrap"
+
+_NIX_UPGRADE_FIX = (
+    "install Nix >= 2.18: the official installer "
+    "(`curl -L https://nixos.org/nix/install | sh -s -- --daemon`), or on Debian 12 unpack "
+    "Debian 13's nix-bin beside 2.8 with tools/nix-trixie-install.sh"
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One row of the doctor's report.
+
+    ``fix`` is a command or instruction for the user; it is set whenever ``status`` is not
+    ``ok``. ``facts`` holds the structured values behind ``detail`` (versions, GPU memory)
+    for ``--json`` readers; its keys are stable.
+    """
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict."""
+        return {
+            "name": self.name,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix,
+            "facts": self.facts,
+        }
+
+
+class Runner(Protocol):
+    """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
+
+    Raises :class:`MachineError` when the program does not exist and
+    :class:`CommandFailed` on a timeout; a non-zero exit is a normal result.
+    """
+
+    def __call__(self, argv: Sequence[str], *, timeout: float) -> _proc.Result: ...
+
+
+def _default_run(argv: Sequence[str], *, timeout: float) -> _proc.Result:
+    try:
+        return _proc.run(argv, timeout=timeout, check=False)
+    except PermissionError as exc:  # _proc maps only FileNotFoundError; a non-executable is as bad
+        raise MachineError(f"{argv[0]} cannot be executed: {exc.strerror}") from exc
+
+
+@dataclass(frozen=True)
+class Probes:
+    """The doctor's window on the machine; every field has a real default and a test fake.
+
+    ``nvml`` is a pynvml-shaped object (``nvmlInit``, ``nvmlDeviceGetCount``, ... and
+    raising ``pynvml.NVMLError`` subclasses); None means "import the real pynvml".
+    """
+
+    run: Runner = _default_run
+    which: Callable[[str], str | None] = _proc.which
+    is_executable: Callable[[str], bool] = lambda path: os.access(path, os.X_OK)
+    nvml: Any = None
+    disk_usage: Callable[[Path], Any] = shutil.disk_usage
+    cwd: Path = field(default_factory=Path.cwd)
+    python_version: tuple[int, int, int] = (
+        sys.version_info.major,
+        sys.version_info.minor,
+        sys.version_info.micro,
+    )
+    python_executable: str = sys.executable
+    timeout: float = 20.0
+
+
+def run_checks(probes: Probes | None = None) -> list[Check]:
+    """Every check, in report order. Never raises for what the machine lacks."""
+    p = probes or Probes()
+    checks: list[Check] = [check_python(p)]
+    checks += check_nix(p)
+    checks += [check_bwrap(p), check_uv(p), check_git(p)]
+    checks += check_gpus(p)
+    checks.append(check_disk(p))
+    return checks
+
+
+def missing_required(checks: Sequence[Check]) -> list[Check]:
+    """The rows of :data:`REQUIRED` tools that are missing (what ``--strict`` fails on)."""
+    return [c for c in checks if c.name in REQUIRED and c.status == "missing"]
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _try(p: Probes, argv: Sequence[str]) -> _proc.Result | str:
+    """The result of ``argv``, or a one-line reason it could not run at all."""
+    try:
+        return p.run(argv, timeout=p.timeout)
+    except (MachineError, CommandFailed) as exc:
+        return str(exc)
+
+
+def _first_line(result: _proc.Result) -> str:
+    text = (result.stdout or result.stderr).decode("utf-8", "replace").strip()
+    return text.splitlines()[0] if text else f"exit {result.returncode}"
+
+
+def _err_line(result: _proc.Result) -> str:
+    text = result.stderr.decode("utf-8", "replace").strip() or result.text.strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else f"exit {result.returncode}"
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """The last ``X.Y[.Z]`` in ``text`` as a tuple: ``nix (Nix) 2.8.0`` -> ``(2, 8, 0)``.
+
+    The last one, because forks name themselves first: ``nix (Determinate Nix 3.6.2) 2.29.0``.
+    """
+    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not found:
+        return None
+    return tuple(int(part) for part in found[-1] if part != "")
+
+
+def _dotted(version: tuple[int, ...]) -> str:
+    return ".".join(map(str, version))
+
+
+# -- probes ---------------------------------------------------------------------------------
+
+
+def check_python(p: Probes) -> Check:
+    """The interpreter rb runs on (the experiments' Python comes from the flake, not this)."""
+    version = _dotted(p.python_version)
+    facts = {"version": version, "executable": p.python_executable}
+    if p.python_version[:2] < (3, 11):
+        return Check(
+            "python", "warn", f"{version}: rb needs 3.11+", "install rb with Python 3.11+", facts
+        )
+    return Check("python", "ok", f"{version} ({p.python_executable})", None, facts)
+
+
+def check_nix(p: Probes) -> list[Check]:
+    """``nix`` and its version, then flakes, the store and the sandbox setting."""
+    path = p.which("nix")
+    if path is None:
+        fix = "install Nix >= 2.18: `curl -L https://nixos.org/nix/install | sh -s -- --daemon`"
+        return [
+            Check("nix", "missing", "nix is not on PATH (rb can still write the flake)", fix),
+            Check("flakes", "missing", "needs nix", fix),
+            Check("nix-store", "missing", "needs nix", fix),
+        ]
+    got = _try(p, ["nix", "--version"])
+    if isinstance(got, str) or got.returncode != 0:
+        reason = got if isinstance(got, str) else _err_line(got)
+        return [Check("nix", "missing", f"{path} does not run: {reason}", _NIX_UPGRADE_FIX)]
+    line = _first_line(got)
+    version = parse_version(line)
+    facts: dict[str, Any] = {"path": path, "version": _dotted(version) if version else None}
+    if version is None:
+        nix = Check("nix", "warn", f"cannot read a version in {line!r}", _NIX_UPGRADE_FIX, facts)
+    elif version[:2] < MIN_NIX_FOR_CURRENT_NIXPKGS:
+        newer = p.which("nix-trixie")
+        also = f"; {newer} is a newer Nix beside it" if newer else ""
+        nix = Check(
+            "nix",
+            "warn",
+            f"{_dotted(version)} ({path}): nixpkgs 25.11+ needs Nix >= 2.18, so only flakes "
+            f"pinned to nixos-25.05 or older evaluate with it{also}",
+            _NIX_UPGRADE_FIX,
+            facts,
+        )
+    else:
+        nix = Check("nix", "ok", f"{_dotted(version)} ({path})", None, facts)
+    return [nix, *_nix_config_checks(p, version or (0, 0))]
+
+
+def _nix_config(p: Probes, version: tuple[int, ...]) -> dict[str, str] | str:
+    # `nix config show` replaced `nix show-config` in 2.20; 2.8 knows only the latter.
+    sub = ["config", "show"] if version[:2] >= (2, 20) else ["show-config"]
+    got = _try(p, ["nix", "--extra-experimental-features", "nix-command", *sub])
+    if isinstance(got, str):
+        return got
+    if got.returncode != 0:
+        return _err_line(got)
+    config: dict[str, str] = {}
+    for line in got.text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            config[key.strip()] = value.strip()
+    return config
+
+
+def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
+    config = _nix_config(p, version)
+    rows: list[Check] = []
+    enable = "add `experimental-features = nix-command flakes` to ~/.config/nix/nix.conf"
+    features = config.get("experimental-features", "").split() if isinstance(config, dict) else []
+    if "flakes" in features:
+        rows.append(Check("flakes", "ok", "enabled in nix.conf", None, {"enabled": True}))
+    else:
+        # Not enabled by config: does this nix support them at all when asked to?
+        got = _try(
+            p,
+            [
+                "nix",
+                "--extra-experimental-features",
+                "nix-command flakes",
+                "eval",
+                "--expr",
+                "builtins ? getFlake",
+            ],
+        )
+        if not isinstance(got, str) and got.returncode == 0 and got.text.strip() == "true":
+            rows.append(
+                Check(
+                    "flakes",
+                    "warn",
+                    "supported but not enabled in nix.conf; rb passes "
+                    "--extra-experimental-features itself, `nix run .#...` by hand needs them",
+                    enable,
+                    {"enabled": False, "supported": True},
+                )
+            )
+        else:
+            reason = got if isinstance(got, str) else _err_line(got)
+            rows.append(
+                Check(
+                    "flakes",
+                    "missing",
+                    f"this nix cannot evaluate flakes: {reason}",
+                    _NIX_UPGRADE_FIX,
+                    {"enabled": False, "supported": False},
+                )
+            )
+    rows.append(_nix_store_check(p, version))
+    if isinstance(config, dict) and "sandbox" in config:
+        sandbox = config["sandbox"]
+        if sandbox == "true":
+            rows.append(Check("nix-sandbox", "ok", "sandbox = true", None, {"sandbox": sandbox}))
+        else:
+            rows.append(
+                Check(
+                    "nix-sandbox",
+                    "warn",
+                    f"sandbox = {sandbox}: builds can read host paths, so they are less "
+                    "hermetic (Debian's nix-bin ships it off)",
+                    "set `sandbox = true` in /etc/nix/nix.conf where the kernel allows it "
+                    "(multi-user install); rb audits record the setting either way",
+                    {"sandbox": sandbox},
+                )
+            )
+    elif isinstance(config, str):
+        rows.append(
+            Check("nix-sandbox", "warn", f"cannot read nix config: {config}", _NIX_UPGRADE_FIX)
+        )
+    return rows
+
+
+def _nix_store_check(p: Probes, version: tuple[int, ...]) -> Check:
+    # `nix store info` replaced `nix store ping` in 2.19.
+    sub = "info" if version[:2] >= (2, 19) else "ping"
+    got = _try(p, ["nix", "--extra-experimental-features", "nix-command", "store", sub])
+    if isinstance(got, str) or got.returncode != 0:
+        reason = got if isinstance(got, str) else _err_line(got)
+        return Check(
+            "nix-store",
+            "missing",
+            f"the Nix store is not reachable: {reason}",
+            "start the daemon (`sudo systemctl start nix-daemon`) or check /nix permissions",
+        )
+    # 2.8 logs "Store URL: ..." on stderr, newer versions print it on stdout.
+    both = (got.text + "\n" + got.stderr.decode("utf-8", "replace")).splitlines()
+    url = next((ln.split(":", 1)[1].strip() for ln in both if ln.startswith("Store URL:")), "?")
+    kind = "through the daemon" if url == "daemon" or url.startswith("unix:") else "directly"
+    return Check("nix-store", "ok", f"{url} (reached {kind})", None, {"url": url})
+
+
+def check_bwrap(p: Probes) -> Check:
+    """bubblewrap by absolute path (PATH may hold a wrapper), and whether namespaces work."""
+    if not p.is_executable(BWRAP):
+        return Check(
+            "bubblewrap",
+            "missing",
+            f"{BWRAP} not found: audits cannot isolate runs from the host",
+            "apt-get install bubblewrap (or your distribution's bubblewrap package)",
+        )
+    got = _try(p, [BWRAP, "--ro-bind", "/", "/", "true"])
+    if isinstance(got, str) or got.returncode != 0:
+        reason = got if isinstance(got, str) else _err_line(got)
+        return Check(
+            "bubblewrap",
+            "warn",
+            f"{BWRAP} cannot create a sandbox (user namespaces?): {reason}",
+            "allow unprivileged user namespaces: `sysctl kernel.unprivileged_userns_clone=1`, "
+            "or on Ubuntu 24.04+ `sysctl kernel.apparmor_restrict_unprivileged_userns=0`",
+            {"path": BWRAP, "works": False},
+        )
+    return Check("bubblewrap", "ok", f"{BWRAP} (user namespaces work)", None, {"path": BWRAP})
+
+
+def check_uv(p: Probes) -> Check:
+    """uv on PATH, else ``python -m uv`` (uv installed into rb's own environment)."""
+    path = p.which("uv")
+    argv = [path, "--version"] if path else [p.python_executable, "-m", "uv", "--version"]
+    got = _try(p, argv)
+    if isinstance(got, str) or got.returncode != 0:
+        return Check(
+            "uv",
+            "missing",
+            "uv not on PATH nor importable: the host backend cannot build Python environments",
+            "pip install uv (or `curl -LsSf https://astral.sh/uv/install.sh | sh`)",
+        )
+    line = _first_line(got)
+    version = parse_version(line)
+    where = path or f"{p.python_executable} -m uv"
+    facts = {"path": where, "version": _dotted(version) if version else None}
+    return Check("uv", "ok", f"{facts['version'] or line} ({where})", None, facts)
+
+
+def check_git(p: Probes) -> Check:
+    """git, which rb needs to index a repository and record its commit."""
+    got = _try(p, ["git", "--version"])
+    if isinstance(got, str) or got.returncode != 0:
+        return Check(
+            "git",
+            "missing",
+            "git is not installed: rb indexes repositories with `git ls-files`",
+            "apt-get install git (or your distribution's git package)",
+        )
+    version = parse_version(_first_line(got))
+    text = _dotted(version) if version else _first_line(got)
+    return Check("git", "ok", text, None, {"version": text})
+
+
+def check_disk(p: Probes) -> Check:
+    """Free space where rb runs: a CUDA-enabled closure alone is several GB."""
+    try:
+        usage = p.disk_usage(p.cwd)
+    except OSError as exc:
+        return Check("disk", "warn", f"cannot read free space of {p.cwd}: {exc}", "check the path")
+    free_gb = usage.free / 1e9
+    facts = {"path": str(p.cwd), "free_bytes": int(usage.free), "total_bytes": int(usage.total)}
+    detail = f"{free_gb:.1f} GB free of {usage.total / 1e9:.0f} GB in {p.cwd}"
+    if usage.free < MIN_FREE_DISK_BYTES:
+        return Check(
+            "disk",
+            "warn",
+            f"{detail}: under {MIN_FREE_DISK_BYTES / 1e9:.0f} GB",
+            "free space (`nix-collect-garbage -d`, `uv cache clean`) or work on a larger disk",
+            facts,
+        )
+    return Check("disk", "ok", detail, None, facts)
+
+
+# -- NVML -----------------------------------------------------------------------------------
+
+
+def _text(value: Any) -> str:
+    # Older nvidia-ml-py returns bytes, newer str.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def check_gpus(p: Probes) -> list[Check]:
+    """The NVIDIA driver (and CUDA driver API version), then one row per GPU.
+
+    No NVML library or no loaded driver is a ``missing`` row ("CPU only"), never an
+    exception; an NVML error part-way through keeps the GPUs read so far and adds a warning.
+    """
+    nvml: Any = p.nvml
+    if nvml is None:
+        try:
+            import pynvml
+        except ImportError:
+            return [_no_driver("the pynvml module is not installed")]
+        nvml = pynvml
+    errors = _nvml_errors(nvml)
+    try:
+        nvml.nvmlInit()
+    except errors.unavailable as exc:
+        return [_no_driver(_text(exc))]
+    except errors.base as exc:
+        return [_no_driver(f"NVML failed to start: {_text(exc)}")]
+    try:
+        return _query_gpus(nvml, errors)
+    finally:
+        # The report is complete; a failing shutdown changes nothing in it.
+        with contextlib.suppress(*errors.base):
+            nvml.nvmlShutdown()
+
+
+def _no_driver(reason: str) -> Check:
+    return Check(
+        "nvidia",
+        "missing",
+        "no NVIDIA driver (CPU only)",
+        "on a GPU machine install the NVIDIA driver (nvidia-smi must work); "
+        f"CPU-only experiments need nothing ({reason})",
+        {"gpus": [], "reason": reason},
+    )
+
+
+@dataclass(frozen=True)
+class _NvmlErrors:
+    base: tuple[type[BaseException], ...]
+    unavailable: tuple[type[BaseException], ...]
+
+
+def _nvml_errors(nvml: Any) -> _NvmlErrors:
+    """pynvml's error classes, looked up on the module (or fake) in use."""
+    base: tuple[type[BaseException], ...] = (getattr(nvml, "NVMLError", Exception),)
+    names = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded", "NVMLError_NoPermission")
+    unavailable = tuple(getattr(nvml, n) for n in names if hasattr(nvml, n)) or base
+    return _NvmlErrors(base=base, unavailable=unavailable)
+
+
+def _query_gpus(nvml: Any, errors: _NvmlErrors) -> list[Check]:
+    facts: dict[str, Any] = {"driver_version": None, "cuda_driver_version": None, "gpus": []}
+    gpu_rows: list[Check] = []
+    try:
+        facts["driver_version"] = _text(nvml.nvmlSystemGetDriverVersion())
+        cuda = int(nvml.nvmlSystemGetCudaDriverVersion())
+        # NVML encodes CUDA 12.4 as 12040.
+        facts["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+        count = int(nvml.nvmlDeviceGetCount())
+        for index in range(count):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            name = _text(nvml.nvmlDeviceGetName(handle))
+            memory = int(nvml.nvmlDeviceGetMemoryInfo(handle).total)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+            gpu = {
+                "index": index,
+                "name": name,
+                "memory_bytes": memory,
+                "compute_capability": f"{major}.{minor}",
+                "uuid": uuid,
+            }
+            facts["gpus"].append(gpu)
+            gpu_rows.append(
+                Check(
+                    f"gpu{index}",
+                    "ok",
+                    f"{name}, {memory / 2**30:.1f} GiB, sm_{major}{minor}, {uuid}",
+                    None,
+                    gpu,
+                )
+            )
+    except errors.base as exc:
+        done = len(facts["gpus"])
+        facts["error"] = _text(exc)
+        return [
+            Check(
+                "nvidia",
+                "warn",
+                f"NVML failed after {done} GPU(s) ({_text(exc)}); driver "
+                f"{facts['driver_version'] or '?'}",
+                "check `nvidia-smi`; a GPU that fails here usually needs a driver reload or reset",
+                facts,
+            ),
+            *gpu_rows,
+        ]
+    detail = (
+        f"driver {facts['driver_version']}, CUDA driver API {facts['cuda_driver_version']}, "
+        f"{len(gpu_rows)} GPU(s)"
+    )
+    if not gpu_rows:
+        return [
+            Check("nvidia", "warn", detail, "the driver sees no GPU: check `nvidia-smi`", facts)
+        ]
+    return [Check("nvidia", "ok", detail, None, facts), *gpu_rows]

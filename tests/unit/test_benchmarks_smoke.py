@@ -1,0 +1,39 @@
+"""The benchmark scripts run end to end at a tiny size (they are not tests themselves)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+def _run(*argv: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, *argv], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def test_cli_startup_smoke():
+    out = _run(str(BENCH / "cli_startup.py"), "--runs", "1", "--top", "3")
+    assert "rb --help" in out and "python -c pass" in out and "ratio" in out
+    assert "reprobridge.cli" in out
+
+
+def test_init_static_smoke():
+    out = _run(str(BENCH / "init_static.py"), "--files", "200", "--no-transformers")
+    assert "generated-200" in out and "ratio" in out
+    assert "detectors ran" in out
+
+
+def test_generated_repo_has_exactly_n_files(tmp_path):
+    sys.path.insert(0, str(BENCH))
+    try:
+        import init_static
+    finally:
+        sys.path.remove(str(BENCH))
+    init_static.generate_repo(tmp_path, 150)
+    assert sum(1 for p in tmp_path.rglob("*") if p.is_file()) == 150
