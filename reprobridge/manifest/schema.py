@@ -66,21 +66,23 @@ class StrictModel(BaseModel):
 class Paper(StrictModel):
     """Bibliographic facts of the paper the repository belongs to."""
 
-    title: str | None = None
-    url: str | None = None
-    doi: str | None = None
+    title: str | None = Field(None, description="The paper's title.")
+    url: str | None = Field(None, description="Where the paper is (arXiv, proceedings).")
+    doi: str | None = Field(None, description="DOI without the https://doi.org/ prefix.")
     path: str | None = Field(
         None, description="Paper file given to `rb init --paper`, relative to the repo."
     )
-    authors: list[str] = Field(default_factory=list)
+    authors: list[str] = Field(default_factory=list, description="Author names, in order.")
 
 
 class Project(StrictModel):
     """The repository being reproduced."""
 
-    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
-    paper: Paper = Field(default_factory=Paper)
-    license: str | None = None
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
+        description="Short name of the project (the repository's)."
+    )
+    paper: Paper = Field(default_factory=Paper, description="The paper this repository belongs to.")
+    license: str | None = Field(None, description="SPDX identifier of the code's licence.")
 
 
 class NixpkgsPin(StrictModel):
@@ -89,22 +91,26 @@ class NixpkgsPin(StrictModel):
     release: str = Field(description="Channel name, e.g. nixos-25.05.")
     rev: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{40}$")]
     narHash: Annotated[str, StringConstraints(pattern=r"^sha256-[A-Za-z0-9+/]{43}=$")]
-    lastModified: int = Field(ge=0)
+    lastModified: int = Field(
+        ge=0, description="Commit time of `rev` (Unix seconds), as in flake.lock."
+    )
 
 
 class Environment(StrictModel):
     """What the pinned environment contains."""
 
-    python: Annotated[str, StringConstraints(pattern=r"^3\.\d{1,2}$")] = "3.11"
-    cuda: Annotated[str, StringConstraints(pattern=r"^\d{2}\.\d$")] | None = Field(
+    python: Annotated[str, StringConstraints(pattern=r"^3\.\d{1,2}$")] = Field(
+        "3.11", description="Python major.minor; the flake uses nixpkgs `python3XY`."
+    )
+    cuda: Annotated[str, StringConstraints(pattern=r"^\d{1,2}\.\d$")] | None = Field(
         None, description="CUDA toolkit major.minor; absent means CPU only."
     )
     nvcc: bool = Field(False, description="The code compiles CUDA sources (.cu, cpp_extension).")
     compilers: dict[Literal["gcc"], Annotated[str, StringConstraints(pattern=r"^\d{1,2}$")]] = (
-        Field(default_factory=dict)
+        Field(default_factory=dict, description='Compiler major versions, e.g. `{gcc = "12"}`.')
     )
     system: list[NixAttr] = Field(default_factory=list, description="nixpkgs attribute names.")
-    nixpkgs: NixpkgsPin | None = None
+    nixpkgs: NixpkgsPin | None = Field(None, description="The nixpkgs commit the flake pins.")
     python_requirements: list[str] = Field(default_factory=list, description="PEP 508 strings.")
     python_indexes: list[str] = Field(
         default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
@@ -132,9 +138,13 @@ class Environment(StrictModel):
 class Dataset(StrictModel):
     """A dataset an experiment reads."""
 
-    path: str | None = None
-    url: str | None = None
-    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+    path: str | None = Field(
+        None, description="Where the experiments read it, relative to the repo."
+    )
+    url: str | None = Field(None, description="Where to download it.")
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
+        None, description="Checksum the auditor verifies before a run."
+    )
     name: str | None = Field(None, description="Library dataset name, e.g. torchvision CIFAR10.")
     generated: bool = Field(False, description="The code generates it; nothing to download.")
     description: str | None = None
@@ -173,13 +183,15 @@ class Metric(StrictModel):
     """A number an experiment produces and the band it must fall in."""
 
     source: MetricSource
-    target: float | None = None
+    target: float | None = Field(None, description="The value the paper reports.")
     tolerance: float | None = Field(None, ge=0, description="Absolute tolerance around `target`.")
     relative_tolerance: float | None = Field(None, ge=0, description="Fraction of |target|.")
-    min: float | None = None
-    max: float | None = None
-    higher_is_better: bool | None = None
-    provenance: str | None = None
+    min: float | None = Field(None, description="Lowest acceptable value.")
+    max: float | None = Field(None, description="Highest acceptable value.")
+    higher_is_better: bool | None = Field(None, description="Direction, for claims and reports.")
+    provenance: str | None = Field(
+        None, description="Where the target comes from (paper table, row, column)."
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Metric:
@@ -195,17 +207,19 @@ class Metric(StrictModel):
 class Output(StrictModel):
     """A file the experiment must write."""
 
-    path: str
-    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = None
+    path: str = Field(description="Relative to the experiment's workdir.")
+    sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
+        None, description="Expected content hash (checked in the full tier only)."
+    )
 
 
 class Hardware(StrictModel):
     """What the experiment needs to run as the paper ran it."""
 
-    gpus: int = Field(0, ge=0)
-    gpu_memory_gb: float | None = Field(None, gt=0)
-    cpus: int | None = Field(None, ge=1)
-    memory_gb: float | None = Field(None, gt=0)
+    gpus: int = Field(0, ge=0, description="NVIDIA GPUs per run.")
+    gpu_memory_gb: float | None = Field(None, gt=0, description="Memory per GPU.")
+    cpus: int | None = Field(None, ge=1, description="CPU cores.")
+    memory_gb: float | None = Field(None, gt=0, description="Host memory.")
 
 
 class Tier(StrictModel):
@@ -214,9 +228,13 @@ class Tier(StrictModel):
     Every field overrides the experiment's own; `params` are merged key by key.
     """
 
-    params: dict[ParamName, Scalar] = Field(default_factory=dict)
-    seeds: list[int] | None = None
-    timeout: Duration | None = None
+    params: dict[ParamName, Scalar] = Field(
+        default_factory=dict, description="Overrides of the experiment's params."
+    )
+    seeds: list[int] | None = Field(
+        None, description="Seeds of this tier (default: the experiment's)."
+    )
+    timeout: Duration | None = Field(None, description="Wall-clock limit of this tier.")
     metrics: dict[MetricName, Metric] | None = Field(
         None,
         description="Thresholds for this tier; absent: smoke checks values exist and are finite.",
@@ -231,17 +249,32 @@ class Experiment(StrictModel):
     command: str = Field(
         description="Shell words; `{seed}` and `{param}` placeholders are filled by the launcher."
     )
-    workdir: str = "."
-    kind: Literal["script", "module", "notebook", "make", "shell"] = "script"
-    params: dict[ParamName, Scalar] = Field(default_factory=dict)
-    seeds: list[int] = Field(default_factory=lambda: [0])
-    timeout: Duration = "1h"
-    hardware: Hardware = Field(default_factory=Hardware)
-    network: bool = False
-    datasets: list[ExpId] = Field(default_factory=list)
-    outputs: list[Output] = Field(default_factory=list)
-    metrics: dict[MetricName, Metric] = Field(default_factory=dict)
-    tiers: dict[Literal["full", "smoke"], Tier] = Field(default_factory=dict)
+    workdir: str = Field(".", description="Directory the command runs in, relative to the repo.")
+    kind: Literal["script", "module", "notebook", "make", "shell"] = Field(
+        "script", description="What the command runs (informational)."
+    )
+    params: dict[ParamName, Scalar] = Field(
+        default_factory=dict,
+        description="Values of the command's `{name}` placeholders (full tier).",
+    )
+    seeds: list[int] = Field(
+        default_factory=lambda: [0], description="Seeds to run; `{seed}` in the command."
+    )
+    timeout: Duration = Field("1h", description="Wall-clock limit: 90s, 30m, 2h, 1h30m, 2d.")
+    hardware: Hardware = Field(default_factory=Hardware, description="What one run needs.")
+    network: bool = Field(
+        False, description="Whether the run may use the network (else offline switches are set)."
+    )
+    datasets: list[ExpId] = Field(
+        default_factory=list, description="Ids of `[datasets.<id>]` it reads."
+    )
+    outputs: list[Output] = Field(default_factory=list, description="Files the run must write.")
+    metrics: dict[MetricName, Metric] = Field(
+        default_factory=dict, description="Numbers the run produces, with thresholds."
+    )
+    tiers: dict[Literal["full", "smoke"], Tier] = Field(
+        default_factory=dict, description="`full`: what the paper ran; `smoke`: CPU minutes."
+    )
     unbounded: str | None = Field(
         None,
         description="Why the command would not end on its own and which flag bounds it.",
@@ -294,12 +327,18 @@ class Derivation(StrictModel):
 class Manifest(StrictModel):
     """The whole reprobridge.toml."""
 
-    schema_: Literal[1] = Field(1, alias="schema")
-    project: Project
-    environment: Environment = Field(default_factory=Environment)
-    datasets: dict[ExpId, Dataset] = Field(default_factory=dict)
-    experiments: dict[ExpId, Experiment] = Field(default_factory=dict)
-    claims: list[Claim] = Field(default_factory=list)
+    schema_: Literal[1] = Field(1, alias="schema", description="Manifest schema version.")
+    project: Project = Field(description="The repository and its paper.")
+    environment: Environment = Field(
+        default_factory=Environment, description="The pinned environment."
+    )
+    datasets: dict[ExpId, Dataset] = Field(default_factory=dict, description="Datasets by id.")
+    experiments: dict[ExpId, Experiment] = Field(
+        default_factory=dict, description="Experiments by id."
+    )
+    claims: list[Claim] = Field(
+        default_factory=list, description="Comparisons between experiments."
+    )
     derived: dict[str, Derivation] = Field(
         default_factory=dict,
         description="Provenance of every value rb derived, keyed by dotted path.",
