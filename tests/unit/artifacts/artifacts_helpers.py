@@ -39,11 +39,13 @@ NIX_CONFIG = "\n".join(
         # nix 2.8's evaluation cache mangles string context ("path '...drv !out!...' is not
         # in the Nix store" on `nix eval .#drv.attr`), and the tests want fresh evaluations.
         "eval-cache = false",
-        # No remote builders; Debian 13's nix run from a private prefix cannot re-exec its hook.
-        "build-hook =",
         "",
     ]
 )
+#: Debian 13's nix run from a private prefix cannot re-exec its build hook, so it gets none.
+#: Never for 2.8: there an empty build-hook makes every real build fail with "executing '':
+#: No such file or directory" (hidden whenever the store already holds the outputs).
+NIX_CONFIG_NO_HOOK = NIX_CONFIG + "build-hook =\n"
 
 HOST_COREUTILS = [
     "basename",
@@ -142,10 +144,10 @@ def manifest_toml(manifest: Manifest) -> str:
     return tomlkit.dumps(manifest.model_dump(mode="json", by_alias=True, exclude_none=True))
 
 
-def nix_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    """The host environment minus any NIX_* settings, plus the offline NIX_CONFIG."""
+def nix_env(extra: dict[str, str] | None = None, *, binary: str = "nix") -> dict[str, str]:
+    """The host environment minus any NIX_* settings, plus the offline NIX_CONFIG for ``binary``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NIX_")}
-    env["NIX_CONFIG"] = NIX_CONFIG
+    env["NIX_CONFIG"] = NIX_CONFIG_NO_HOOK if binary == "nix-trixie" else NIX_CONFIG
     if os.geteuid() != 0:
         env["NIX_REMOTE"] = "daemon"  # only reached when a daemon socket exists (see below)
     env.update(extra or {})
@@ -199,7 +201,7 @@ class NixRunner:
         return subprocess.run(
             [*argv, f"path:{self.stub}", *args],
             cwd=cwd,
-            env=nix_env(),
+            env=nix_env(binary=self.binary),
             capture_output=True,
             text=True,
             timeout=timeout,

@@ -287,7 +287,9 @@ def test_warns_when_the_lock_leaves_the_manifest_pin(
     """A git input has a rev; it is not the manifest's pin, so the flake says so."""
     argv = [nix.binary, "eval", "--raw", "--no-write-lock-file", "--override-input", "nixpkgs"]
     argv += [f"git+file://{nixstub_dir}", ".#apps.x86_64-linux.reproduce-main.type"]
-    out = subprocess.run(argv, cwd=repo, env=nix_env(), capture_output=True, text=True, check=False)
+    out = subprocess.run(
+        argv, cwd=repo, env=nix_env(binary=nix.binary), capture_output=True, text=True, check=False
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout == "app"
     assert f"but reprobridge.toml pins {PIN['rev']}" in out.stderr
