@@ -192,6 +192,10 @@ class Metric(StrictModel):
     provenance: str | None = Field(
         None, description="Where the target comes from (paper table, row, column)."
     )
+    claimed: float | None = Field(
+        None,
+        description="A value someone claimed (the guide, an agent); kept beside the measured one, never decides.",
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> Metric:
@@ -201,6 +205,25 @@ class Metric(StrictModel):
             raise ValueError("a tolerance needs a `target`")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
+        return self
+
+
+class Stability(StrictModel):
+    """How the runs of an audit must agree for the metric level to pass.
+
+    ``all``: every run meets every threshold (the default); ``k_of_n``: at least ``k`` runs
+    do; ``mean_within``: the mean over runs meets the thresholds.
+    """
+
+    policy: Literal["all", "k_of_n", "mean_within"] = Field(
+        "all", description="all, k_of_n or mean_within."
+    )
+    k: int | None = Field(None, ge=1, description="Runs that must pass, for k_of_n.")
+
+    @model_validator(mode="after")
+    def _k_for_k_of_n(self) -> Stability:
+        if (self.policy == "k_of_n") != (self.k is not None):
+            raise ValueError("`k` is required with policy k_of_n and only there")
         return self
 
 
@@ -274,6 +297,9 @@ class Experiment(StrictModel):
     )
     tiers: dict[Literal["full", "smoke"], Tier] = Field(
         default_factory=dict, description="`full`: what the paper ran; `smoke`: CPU minutes."
+    )
+    stability: Stability = Field(
+        default_factory=Stability, description="How runs of an audit must agree."
     )
     unbounded: str | None = Field(
         None,
