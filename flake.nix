@@ -38,6 +38,8 @@
             py.packaging
             py.pyyaml
             py.pypdf
+            py.cryptography
+            py.filelock
           ];
           # rb calls these at run time; put them on its PATH.
           makeWrapperArgs = [

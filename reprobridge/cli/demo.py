@@ -50,7 +50,11 @@ def demo_command(dest: Path | None, backend: str, no_run: bool, tier: str) -> No
     click.echo(
         click.style(
             f"Running {len(result.manifest.experiments)} experiment(s) on the {executor.name} backend"
-            + (f" (not hermetic: {why_not_nix or '--backend host'})" if executor.name == "host" else ""),
+            + (
+                f" (not hermetic: {why_not_nix or '--backend host'})"
+                if executor.name == "host"
+                else ""
+            ),
             bold=True,
         )
     )

@@ -21,7 +21,6 @@ import shlex
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import PurePosixPath
 
 #: A printed number as one capturing group (sign, decimals, exponent).
 NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
@@ -60,17 +59,22 @@ _SKIP_DIRS = frozenset(
 _TEST_DIRS = frozenset({"tests", "test", "testing", "unittests"})
 
 
+def _parts(path: str) -> list[str]:
+    # PurePosixPath(path).parts without building a path object (called per file, per detector).
+    return [p for p in path.split("/") if p and p != "."]
+
+
 def skip_path(path: str) -> bool:
     """True for files under vendored, virtual-environment, build or cache directories."""
-    parts = PurePosixPath(path).parts[:-1]
+    parts = _parts(path)[:-1]
     return any(p in _SKIP_DIRS or p.endswith(".egg-info") for p in parts)
 
 
 def is_test_path(path: str) -> bool:
     """True for test files: under a tests/ directory, ``test_*.py``, ``*_test.py``, conftest."""
-    pure = PurePosixPath(path)
-    name = pure.name
-    if any(p in _TEST_DIRS for p in pure.parts[:-1]):
+    parts = _parts(path)
+    name = parts[-1] if parts else ""
+    if any(p in _TEST_DIRS for p in parts[:-1]):
         return True
     return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 

@@ -43,7 +43,8 @@ from reprobridge.detect._pyast import (
     static_path,
     str_arg,
 )
-from reprobridge.detect._text import is_test_path, skip_path, slugify
+from reprobridge.detect._select import procedure_files
+from reprobridge.detect._text import skip_path, slugify
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.configs import is_config_path
 from reprobridge.detect.params import argparse_params
@@ -78,6 +79,11 @@ _SAVE_CALLS = frozenset(
 )
 _RANDOM_PREFIXES = ("numpy.random.", "torch.rand", "random.", "torch.normal", "jax.random.")
 _URL_RE = re.compile(r"https?://[^\s\"'<>)\]`]+")
+_HTTP_RE = re.compile(rb"https?://")
+#: Bytes of a Python file that may load, write or name data.
+_CANDIDATE_RE = re.compile(
+    rb"load_dataset|add_argument|np\.save|to_csv|savetxt|torch\.save|[\"'](?:\./)?datasets?/"
+)
 _DATA_EXT_RE = re.compile(
     r"\.(?:zip|tar\.gz|tgz|tar|tar\.bz2|tar\.xz|gz|bz2|xz|7z|npz|npy|csv|tsv|h5|hdf5|pt|pth|"
     r"pkl|pickle|parquet|jsonl|mat|arff|feather)$",
@@ -228,14 +234,10 @@ class DatasetsDetector(Detector):
         index = ctx.index
         col = _Collector()
         scan = index.py_scan()
-        # URLs are found in the text; only files that load, write or name data are parsed.
-        markers = {"load_dataset", "add_argument", "np.save", "to_csv", "savetxt", "torch.save"}
-        for path in sorted(scan):
-            info = scan[path]
-            if skip_path(path) or is_test_path(path):
-                continue
-            if not (info.markers & markers or info.imports & _LIB_MODULES):
-                continue
+        # Only files that load, write or name data are parsed, and only among the files the
+        # experiments run (their entry points and what those import).
+        libs = {p for p, info in scan.items() if info.imports & _LIB_MODULES}
+        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, matched=libs)):
             tree = index.parse_python(path)
             if tree is None:
                 continue
@@ -243,16 +245,20 @@ class DatasetsDetector(Detector):
                 self._python(path, tree, col)
             except RecursionError:  # pathologically nested expressions (generated code)
                 ctx.warn("skipped: expressions nested too deeply to analyse", path)
-        for path in self._text_files(ctx):
+        # URLs: in the documentation, scripts and configs, and in the same Python files.
+        url_py = procedure_files(ctx, _HTTP_RE, self.name)
+        for path in sorted([*self._text_files(ctx), *url_py]):
             text = index.try_read_text(path, limit=1024 * 1024)
-            if text is None:
+            if text is None or "http" not in text:
                 continue
-            for number, line in enumerate(text.splitlines(), 1):
-                for match in _URL_RE.finditer(line):
-                    hit = url_dataset(match.group(0))
-                    if hit is not None:
-                        ident, value, note = hit
-                        col.add(ident, value, Evidence(path, number), "medium", note)
+            number, counted = 1, 0
+            for match in _URL_RE.finditer(text):
+                hit = url_dataset(match.group(0))
+                if hit is not None:
+                    ident, value, note = hit
+                    number += text.count("\n", counted, match.start())
+                    counted = match.start()
+                    col.add(ident, value, Evidence(path, number), "medium", note)
         return [
             Finding(
                 kind="dataset",
@@ -267,23 +273,14 @@ class DatasetsDetector(Detector):
         ]
 
     def _text_files(self, ctx: DetectContext) -> list[str]:
-        index = ctx.index
-        scan = index.py_scan()
+        """README/docs, shell scripts and configs (Python files are chosen separately)."""
         out: list[str] = []
-        for entry in index.files:
+        for entry in ctx.index.files:
             path = entry.path
-            if skip_path(path):
+            if skip_path(path) or entry.suffix == ".py":
                 continue
             name = entry.name.lower()
-            if entry.suffix == ".py":
-                info = scan.get(path)
-                if (
-                    info is not None
-                    and not is_test_path(path)
-                    and info.markers & {"http://", "https://"}
-                ):
-                    out.append(path)
-            elif (
+            if (
                 (name.startswith("readme") and entry.suffix in {".md", ".rst", ".txt", ""})
                 or (path.startswith(("docs/", "doc/")) and entry.suffix in {".md", ".rst"})
                 or entry.suffix == ".sh"

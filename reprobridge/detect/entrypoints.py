@@ -1,6 +1,8 @@
 """Python entry points that look like experiments (``train.py``, ``src/pkg/__main__.py``).
 
-Only files with the ``__main__`` index marker are parsed. A file is an entry point when it
+Only files with the ``__main__`` index marker are considered, and of those only the ones
+whose bytes show a module-level ``if ... __main__`` line and an experiment-like name or a
+command line are parsed. A file is an entry point when it
 has a module-level ``if __name__ == "__main__":`` block (or is a package's ``__main__.py``,
 run as ``python -m pkg``; a leading ``src/`` is dropped from the module path). It is
 reported as an experiment when its name says so (train, eval, run, main, experiment,
@@ -25,6 +27,7 @@ from pathlib import PurePosixPath
 from reprobridge.detect._pyast import import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.params import cli_params
 
 _NAME_RE = re.compile(
@@ -89,18 +92,19 @@ class EntryPointsDetector(Detector):
                 or pure.parts[0] in _SKIP_TOP
             ):
                 continue
+            is_pkg_main = pure.name == "__main__.py"
+            if not self._worth_parsing(index, path, is_pkg_main):
+                continue
             tree = index.parse_python(path)
             if tree is None:
                 continue
-            is_pkg_main = pure.name == "__main__.py"
             guard = main_guard(tree)
             if guard is None and not is_pkg_main:
                 continue
             imports = import_map(tree)
-            scan = index.py_scan().get(path)
             has_cli = bool(
                 {v.split(".")[0] for v in imports.values()} & _CLI_MODULES
-                or (scan is not None and "add_argument" in scan.markers)
+                or "add_argument" in (index.try_read_text(path) or "")
             )
             named = looks_like_experiment_name(path)
             if not (named or has_cli):
@@ -109,6 +113,30 @@ class EntryPointsDetector(Detector):
             if finding is not None:
                 findings.append(finding)
         return findings
+
+    @staticmethod
+    def _worth_parsing(index: RepoIndex, path: str, is_pkg_main: bool) -> bool:
+        """Whether ``path`` may be kept, decided from its bytes and the index's scan.
+
+        Necessary conditions only (the AST decides): a module-level ``if`` line naming
+        ``__main__`` (or a package ``__main__.py``), and an experiment-like name or a
+        command line (a CLI module imported, or ``add_argument`` in the text).
+        """
+        data = next((d for _, d in index.py_bytes([path])), None)
+        if data is None:
+            return False
+        if not is_pkg_main:
+            guard = False
+            pos = data.find(b"__main__")
+            while pos != -1 and not guard:
+                guard = data.startswith(b"if", data.rfind(b"\n", 0, pos) + 1)
+                pos = data.find(b"__main__", pos + 8)
+            if not guard:
+                return False
+        if looks_like_experiment_name(path):
+            return True
+        scan = index.py_scan().get(path)
+        return bool(scan is not None and scan.imports & _CLI_MODULES) or b"add_argument" in data
 
     def _finding(
         self,

@@ -11,18 +11,16 @@ are build requirements).
 
 What is left is mapped to a distribution (``cv2`` -> ``opencv-python``, see
 :mod:`~reprobridge.detect._pkgmap`); one that no earlier ``python_requirement`` declares
-(under any distribution providing that import) is confirmed by parsing at most a few of the
-files importing it (the scan's regex also matches docstrings), then reported with
+(under any distribution providing that import) is confirmed by re-reading at most a few of
+the files importing it (the scan also matches docstrings; no file is parsed), then reported with
 ``declared=False``, confidence medium, and the first ``file:line`` that imports it. Files of
 declared imports are never parsed.
 """
 
 from __future__ import annotations
 
-import ast
 import re
 import sys
-from pathlib import PurePosixPath
 
 from packaging.utils import canonicalize_name
 
@@ -38,7 +36,7 @@ from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 
 NOTE = "imported but not declared in any dependency file"
-#: Files parsed at most per undeclared import name, to confirm the scan's regex match.
+#: Files re-read at most per undeclared import name, to confirm the scan's match.
 _MAX_CONFIRM = 5
 #: Import names the tables know as third-party: never taken for a nested repo module.
 _KNOWN = frozenset(IMPORT_TO_DIST) | frozenset(PROVIDERS) | frozenset(NOT_ON_PYPI) | {"google"}
@@ -64,24 +62,22 @@ class _OwnModules:
         #: Every module and package name at any depth (for names no table knows).
         self.anywhere: set[str] = set()
         for entry in ctx.index:
-            pure = PurePosixPath(entry.path)
             if entry.suffix not in (".py", ".pyx", ".so", ".pyd", ".pyi"):
                 continue
-            parts = pure.parts
-            module = pure.name.split(".", 1)[0]
+            parts = entry.path.split("/")  # index paths are normalized POSIX paths
+            name = parts[-1]
+            module = name.split(".", 1)[0]
             self.anywhere.update([module, *parts[:-1]])
-            parent = str(pure.parent) if len(parts) > 1 else ""
+            parent = "/".join(parts[:-1])
             self.by_dir.setdefault(parent, set()).add(module)
             if len(parts) > 1:
-                self.by_dir.setdefault(
-                    str(pure.parent.parent) if len(parts) > 2 else "", set()
-                ).add(parts[-2])
+                self.by_dir.setdefault("/".join(parts[:-2]), set()).add(parts[-2])
             roots = [parts]
             if parts[0] == "src" and len(parts) > 1:
                 roots.append(parts[1:])
             for p in roots:
                 self.global_names.add(p[0] if len(p) > 1 else module)
-            if pure.name == "__init__.py" and len(parts) > 1:
+            if name == "__init__.py" and len(parts) > 1:
                 self.global_names.add(parts[-2])
         # Extension modules built by setup.py (CUDAExtension("fused_ops", ...)) import by a
         # name that exists only after the build.
@@ -92,10 +88,8 @@ class _OwnModules:
 
     def provides(self, name: str, importer: str) -> bool:
         """True when ``importer`` would find ``name`` in the repository itself."""
-        parent = str(PurePosixPath(importer).parent)
-        return name in self.global_names or name in self.by_dir.get(
-            "" if parent == "." else parent, set()
-        )
+        parent = importer.rpartition("/")[0]
+        return name in self.global_names or name in self.by_dir.get(parent, set())
 
 
 def _declared(name: str, dist: str, declared: set[str]) -> bool:
@@ -173,28 +167,23 @@ class ImportsDetector(Detector):
 
     @staticmethod
     def _confirm(ctx: DetectContext, paths: list[str], name: str) -> tuple[str, int | None] | None:
-        """The first (file, line) whose code really imports ``name``, parsing few files.
+        """The first (file, line) whose code really imports ``name``, reading few files.
 
-        The index's scan is a line regex, so ``import it`` inside a docstring counts; only
-        the files of otherwise-undeclared names are parsed to check. A file that does not
-        parse (Python 2) is trusted, with the line found by a text search.
+        The index's scan is a line search, so ``import it`` inside a docstring counts too;
+        the files of otherwise-undeclared names are re-read (never parsed) and an import
+        line counts only outside triple-quoted strings (an even number of each triple quote
+        before it: cheap, and right for docstrings and code templates alike).
         """
+        pattern = _import_line_re(name)
         for path in paths[:_MAX_CONFIRM]:
-            tree = ctx.index.parse_python(path)
-            if tree is None:
-                return path, None
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Import) and any(
-                    a.name.split(".")[0] == name for a in node.names
-                ):
-                    return path, node.lineno
-                if (
-                    isinstance(node, ast.ImportFrom)
-                    and node.level == 0
-                    and node.module
-                    and node.module.split(".")[0] == name
-                ):
-                    return path, node.lineno
+            text = ctx.index.try_read_text(path)
+            if text is None:
+                continue
+            for match in pattern.finditer(text):
+                start = match.start()
+                if text.count('"""', 0, start) % 2 or text.count("'''", 0, start) % 2:
+                    continue
+                return path, text.count("\n", 0, start) + 1
         return None
 
     @staticmethod

@@ -1,11 +1,12 @@
 """One pass over a repository that every detector reads.
 
 The index lists files once (``git ls-files``: tracked plus untracked-but-not-ignored), keeps
-each file's size and kind, and reads Python sources once, cheaply: a single compiled regex
-records which *markers* (``argparse``, ``__main__``, ``cpp_extension``, ...) and which
-top-level imports each file has. Detectors then parse (``ast``) only the few files whose
-markers say they matter. Memory is the file list plus those small per-file sets; texts and
-ASTs are cached in a bounded LRU.
+each file's size and kind, and reads Python sources once, cheaply: substring tests record a
+few *markers* (``__main__``, ``cpp_extension``) and a literal search for ``import`` the
+top-level imports of each file -- no regex runs over every byte (that alone costs ~20x
+reading them). Detectors then parse (``ast``) only the few files that matter (see
+:mod:`~reprobridge.detect._select`). Memory is the file list plus those small per-file sets;
+texts and ASTs are cached in LRUs bounded by source size, not entry count.
 
 Safety: symlinks are resolved against the repository root and never followed out of it;
 files above :data:`MAX_TEXT_BYTES` or with NUL bytes are not read as text. ReproBridge's own
@@ -23,7 +24,8 @@ import stat
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
+from typing import BinaryIO
 
 from reprobridge import _proc
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, GUIDE_FILE, MANIFEST_FILE, REPRO_DIR
@@ -42,44 +44,21 @@ MAX_SCAN_BYTES = 2 * 1024 * 1024
 
 _OWN_OUTPUTS = frozenset({MANIFEST_FILE, FLAKE_FILE, FLAKE_LOCK_FILE, GUIDE_FILE})
 
-#: Words whose presence in a Python file makes some detector want to parse it.
-MARKERS: tuple[str, ...] = (
-    "__main__",
-    "argparse",
-    "add_argument",
-    "click",
-    "typer",
-    "hydra",
-    "fire",
-    "ml_collections",
-    "yacs",
-    "cpp_extension",
-    "seed",
-    "while True",
-    "itertools.count",
-    "json.dump",
-    "to_csv",
-    "savetxt",
-    "torch.save",
-    "np.save",
-    "savefig",
-    "open(",
-    "print(",
-    "logging",
-    "load_dataset",
-    "datasets.",
-    "http://",
-    "https://",
-    "cuda",
-)
-_MARKER_RE = re.compile(
-    rb"(?:"
-    + b"|".join(re.escape(m.encode()) for m in sorted(MARKERS, key=len, reverse=True))
-    + rb")"
-)
-_IMPORT_RE = re.compile(
-    rb"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import\b|import[ \t]+([\w., \t]+))", re.M
-)
+#: Words the one pass records per Python file. Each is a C-level substring test (about the
+#: cost of reading the bytes once); a regex over every byte costs ~20x that, which is why
+#: this list is short and detectors test anything else only in the few files they select.
+MARKERS: tuple[str, ...] = ("__main__", "cpp_extension")
+#: Source bytes of the ASTs the index keeps (an AST is ~40x its source in memory).
+AST_CACHE_BYTES = 4 * 1024 * 1024
+#: Characters of the texts the index keeps.
+TEXT_CACHE_CHARS = 16 * 1024 * 1024
+
+# ``import`` is searched as a literal (fast), then its line is checked in Python: a plain
+# ``import a, b`` statement, or ``from x import``. Same matches as a ``^[ \t]*(from|import)``
+# multiline regex at a fraction of its cost (that regex tries every byte position).
+_IMPORT_KW_RE = re.compile(rb"import\b")
+_IMPORT_NAMES_RE = re.compile(rb"[ \t]+([\w., \t]+)")
+_FROM_HEAD_RE = re.compile(rb"[ \t]*from[ \t]+(\.*[\w.]*)[ \t]+")
 
 
 @dataclass(frozen=True)
@@ -90,13 +69,16 @@ class FileEntry:
     size: int
     symlink_escapes: bool = False
 
+    # String operations, not PurePosixPath: detectors ask every file for these.
     @property
     def name(self) -> str:
-        return PurePosixPath(self.path).name
+        return self.path.rpartition("/")[2]
 
     @property
     def suffix(self) -> str:
-        return PurePosixPath(self.path).suffix.lower()
+        name = self.path.rpartition("/")[2]
+        dot = name.rfind(".")
+        return name[dot:].lower() if 0 < dot < len(name) - 1 else ""
 
 
 @dataclass(frozen=True)
@@ -114,9 +96,17 @@ class RepoIndex:
         self.root = root
         self.files: tuple[FileEntry, ...] = tuple(sorted(files, key=lambda f: f.path))
         self._by_path = {f.path: f for f in self.files}
+        self._root_str = str(root)
         self._texts: OrderedDict[str, str] = OrderedDict()
-        self._asts: OrderedDict[str, ast.Module | None] = OrderedDict()
+        self._text_chars = 0
+        self._asts: OrderedDict[str, tuple[ast.Module | None, int]] = OrderedDict()
+        self._ast_bytes = 0
         self._py: dict[str, PyScan] | None = None
+        self._lazy_markers: dict[str, frozenset[str]] = {}
+        #: What detectors derive from the index and share (keyed by a name of their own).
+        self.memo: dict[str, object] = {}
+        #: ``ast.parse`` calls made by :meth:`parse_python` (tests bound it; cache hits excluded).
+        self.parse_count = 0
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -206,8 +196,8 @@ class RepoIndex:
                 path=path,
             )
         try:
-            with open(self.root / path, "rb") as fh:
-                data = fh.read(limit + 1)
+            with open(f"{self._root_str}/{path}", "rb") as fh:
+                data = _read_sized(fh, entry.size, limit + 1)
         except OSError as exc:
             raise DetectionError(f"cannot be read: {exc.strerror or exc}", path=path) from exc
         if len(data) > limit:
@@ -228,9 +218,12 @@ class RepoIndex:
         if b"\0" in data[:8192]:
             raise DetectionError("is a binary file, not text", path=path)
         text = data.decode("utf-8-sig", "replace")
-        self._texts[path] = text
-        if len(self._texts) > 64:
-            self._texts.popitem(last=False)
+        if len(text) <= TEXT_CACHE_CHARS // 4:
+            self._texts[path] = text
+            self._text_chars += len(text)
+            while self._text_chars > TEXT_CACHE_CHARS:
+                _, old = self._texts.popitem(last=False)
+                self._text_chars -= len(old)
         return text
 
     def try_read_text(self, path: str, *, limit: int = MAX_TEXT_BYTES) -> str | None:
@@ -243,60 +236,170 @@ class RepoIndex:
     def parse_python(self, path: str) -> ast.Module | None:
         """The AST of a Python file, or None when it cannot be read or parsed.
 
-        Cached (bounded LRU): several detectors parse the same entry points. Callers must
+        Cached in an LRU bounded by the *source bytes* of the trees it holds
+        (:data:`AST_CACHE_BYTES`; a tree is ~40x its source): several detectors parse the
+        same entry points, and one 300 KB module must not pin hundreds of MB. Callers must
         not mutate the tree.
         """
-        if path in self._asts:
+        cached = self._asts.get(path)
+        if cached is not None:
             self._asts.move_to_end(path)
-            return self._asts[path]
+            return cached[0]
         text = self.try_read_text(path)
         tree: ast.Module | None = None
         if text is not None:
+            self.parse_count += 1
             try:
                 tree = ast.parse(text, filename=path)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 tree = None
-        self._asts[path] = tree
-        if len(self._asts) > 128:
-            self._asts.popitem(last=False)
+        size = len(text) if text is not None else 0
+        if size <= AST_CACHE_BYTES // 2:
+            self._asts[path] = (tree, size)
+            self._ast_bytes += size
+            while self._ast_bytes > AST_CACHE_BYTES:
+                _, (_, old) = self._asts.popitem(last=False)
+                self._ast_bytes -= old
         return tree
 
     # -- the cheap pass over Python files ------------------------------------------------
     def py_scan(self) -> dict[str, PyScan]:
-        """Markers and imports of every Python file, computed once (one read per file)."""
+        """Markers and imports of every Python file, computed once (one read per file).
+
+        Cheap by construction: a substring test per :data:`MARKERS` word and a literal
+        search for ``import``; nothing here runs a regex over every byte.
+        """
         if self._py is None:
             self._py = {}
-            for entry in self.files:
-                if entry.suffix != ".py" or entry.symlink_escapes or entry.size > MAX_SCAN_BYTES:
-                    continue
-                try:
-                    with open(self.root / entry.path, "rb") as fh:
-                        data = fh.read(MAX_SCAN_BYTES)
-                except OSError:
-                    continue
-                markers = frozenset(m.decode() for m in _MARKER_RE.findall(data))
-                self._py[entry.path] = PyScan(markers, _scan_imports(data))
+            for path, data in self._py_bytes():
+                imports = _scan_imports(data)
+                markers = ["__main__"] if b"__main__" in data else []
+                # cpp_extension lives in torch: only files that import torch can use it.
+                if "torch" in imports and b"cpp_extension" in data:
+                    markers.append("cpp_extension")
+                self._py[path] = PyScan(
+                    _MARKER_SETS.setdefault(tuple(markers), frozenset(markers)), imports
+                )
         return self._py
 
+    def _py_bytes(self) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of every scannable Python file, one file in memory at a time."""
+        return self.py_bytes(e.path for e in self.files if e.suffix == ".py")
+
+    def py_bytes(self, paths: Iterable[str]) -> Iterator[tuple[str, bytes]]:
+        """(path, bytes) of those ``paths`` that are scannable Python files, in the given
+        order, one in memory at a time (not cached: a second read is cheaper than a copy
+        of the repository in memory)."""
+        for path in paths:
+            entry = self._by_path.get(path)
+            if (
+                entry is None
+                or entry.suffix != ".py"
+                or entry.symlink_escapes
+                or entry.size > MAX_SCAN_BYTES
+            ):
+                continue
+            try:
+                with open(f"{self._root_str}/{path}", "rb") as fh:  # cheaper than Path /
+                    yield entry.path, _read_sized(fh, entry.size, MAX_SCAN_BYTES)
+            except OSError:
+                continue
+
     def python_files_with(self, *markers: str) -> list[str]:
-        """Python files containing any of ``markers`` (each must be in :data:`MARKERS`)."""
-        unknown = set(markers) - set(MARKERS)
-        if unknown:
-            raise ValueError(f"not an index marker: {sorted(unknown)}")
-        return [p for p, s in self.py_scan().items() if s.markers.intersection(markers)]
+        """Python files containing any of ``markers`` (substrings), sorted.
+
+        :data:`MARKERS` come from the one pass. Any other word costs one more read of every
+        Python file (cached per word): prefer testing it only in files you already selected
+        (:meth:`files_containing`).
+        """
+        scan = self.py_scan()
+        indexed = set(markers) & set(MARKERS)
+        other = [m for m in markers if m not in indexed and m not in self._lazy_markers]
+        if other:
+            hits: dict[str, list[str]] = {m: [] for m in other}
+            for path, data in self._py_bytes():
+                for m in other:
+                    if m.encode() in data:
+                        hits[m].append(path)
+            for m in other:
+                self._lazy_markers[m] = frozenset(hits[m])
+        found = {p for p, s in scan.items() if s.markers.intersection(indexed)}
+        for m in markers:
+            if m not in indexed:
+                found |= self._lazy_markers[m]
+        return sorted(found)
+
+    def files_containing(self, paths: Iterable[str], pattern: re.Pattern[bytes]) -> list[str]:
+        """Those of ``paths`` (Python files) whose bytes match ``pattern``, sorted."""
+        return sorted(p for p, data in self.py_bytes(paths) if pattern.search(data))
+
+    def imported_modules(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
+        """``(module, names)`` of every import statement in ``path`` (cheap, textual).
+
+        ``module`` keeps its leading dots for relative imports; ``names`` are what a
+        ``from module import a, b`` imports (empty for ``import module``).
+        """
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for _, data in self.py_bytes([path]):
+            for frm, names in _import_statements(data):
+                if frm is None:
+                    out += [(n, ()) for n in names]
+                else:
+                    out.append((frm, tuple(names)))
+        return out
+
+
+_MARKER_SETS: dict[tuple[str, ...], frozenset[str]] = {}
+
+
+def _read_sized(fh: BinaryIO, size: int, limit: int) -> bytes:
+    """At most ``limit`` bytes of ``fh``, whose size the listing saw as ``size``.
+
+    ``read(limit)`` would allocate ``limit`` bytes per call (2 MB for a 2 KB file): read
+    the expected size (plus one byte, to see growth) and only then the rest.
+    """
+    data = fh.read(min(size + 1, limit))
+    if len(data) > size and len(data) < limit:
+        data += fh.read(limit - len(data))
+    return data
+
+
+def _import_statements(data: bytes) -> Iterator[tuple[str | None, list[str]]]:
+    """(``from`` module or None, imported names) of each import line of ``data``."""
+    for match in _IMPORT_KW_RE.finditer(data):
+        start = match.start()
+        line_start = data.rfind(b"\n", 0, start) + 1
+        head = data[line_start:start]
+        names_match = _IMPORT_NAMES_RE.match(data, match.end())
+        if not head.strip(b" \t"):
+            if names_match is None:
+                continue
+            frm = None
+        else:
+            from_match = _FROM_HEAD_RE.fullmatch(head)
+            if from_match is None:
+                continue
+            frm = from_match.group(1).decode("ascii", "replace")
+        names: list[str] = []
+        if names_match is not None:
+            for part in names_match.group(1).decode("ascii", "replace").split(","):
+                word = part.strip().split(" ")[0]
+                if word:
+                    names.append(word)
+        yield frm, names
 
 
 def _scan_imports(data: bytes) -> frozenset[str]:
     names: set[str] = set()
-    for frm, imp in _IMPORT_RE.findall(data):
-        if frm:
-            mod = frm.decode("ascii", "replace")
-            names.add("." if mod.startswith(".") else mod.split(".")[0])
-        elif imp:
-            for part in imp.decode("ascii", "replace").split(","):
-                word = part.strip().split(" ")[0].split(".")[0]
-                if word.isidentifier():
-                    names.add(word)
+    for frm, imported in _import_statements(data):
+        if frm is not None:
+            if frm:
+                names.add("." if frm.startswith(".") else frm.split(".")[0])
+        else:
+            for word in imported:
+                top = word.split(".")[0]
+                if top.isidentifier():
+                    names.add(top)
     return frozenset(names)
 
 

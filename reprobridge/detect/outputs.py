@@ -40,17 +40,23 @@ from reprobridge.detect._pyast import (
     static_path,
     walk_shallow,
 )
+from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import (
     is_counter_label,
-    is_test_path,
     label_regex,
     looks_like_metric,
     metric_name,
-    skip_path,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 
-_MARKERS = ("open(", "json.dump", "to_csv", "savetxt", "torch.save", "np.save", "print(", "logging")
+#: A file is parsed only when its bytes show a write call or a printed ``label<sep>value``
+#: (``acc: {``, ``loss=%``, ``"test_acc", x``); ``print(`` and ``logging`` alone are in
+#: nearly every file.
+_CANDIDATE_RE = re.compile(
+    rb"\.dump\(|\.save\(|\.savez|savetxt|savefig|\.to_(?:csv|json|parquet|pickle)\(|"
+    rb"save_pretrained|write_(?:text|bytes)\(|open\([^)\n]*[\"'][rwabt+]*[wax]|"
+    rb"\w[ \t]*[:=][ \t]*(?:\{|%)|\w[\"'][ \t]*,"
+)
 _WRITE_FIRST = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
 _WRITE_METHODS = frozenset(
     {"to_csv", "to_json", "to_parquet", "to_pickle", "savefig", "save_pretrained"}
@@ -234,14 +240,8 @@ class OutputsMetricsDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         index = ctx.index
-        scan = index.py_scan()
         findings: list[Finding] = []
-        for path in sorted(scan):
-            info = scan[path]
-            if skip_path(path) or is_test_path(path):
-                continue
-            if not (info.markers.intersection(_MARKERS) or "matplotlib" in info.imports):
-                continue
+        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name)):
             tree = index.parse_python(path)
             if tree is None:
                 continue

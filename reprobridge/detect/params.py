@@ -46,7 +46,8 @@ from reprobridge.detect._pyast import (
     short_source,
     str_arg,
 )
-from reprobridge.detect._text import is_test_path, key_line, param_name, skip_path
+from reprobridge.detect._select import procedure_files
+from reprobridge.detect._text import key_line, param_name
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.index import RepoIndex
 
@@ -70,19 +71,6 @@ _CLICK_TYPES = {
     "Choice": "str",
     "Path": "str",
 }
-_MARKERS = (
-    "argparse",
-    "add_argument",
-    "click",
-    "typer",
-    "fire",
-    "hydra",
-    "ml_collections",
-    "yacs",
-    "seed",
-    "while True",
-    "itertools.count",
-)
 
 
 @dataclass(frozen=True)
@@ -740,11 +728,21 @@ def unbounded_loops(tree: ast.AST, imports: dict[str, str]) -> list[Unbounded]:
 # -- the detector --------------------------------------------------------------------------
 
 
-def candidate_files(index: RepoIndex) -> list[str]:
-    """Python files whose markers say they may declare parameters, seeds or loops."""
-    return [
-        p for p in index.python_files_with(*_MARKERS) if not skip_path(p) and not is_test_path(p)
-    ]
+#: Bytes of a file that may declare parameters, seeds or loops (tested only on the files
+#: :func:`~reprobridge.detect._select.procedure_files` selects).
+_CANDIDATE_RE = re.compile(
+    rb"argparse|add_argument|click|typer|fire|hydra|ml_collections|yacs|seed|while True|"
+    rb"itertools\.count"
+)
+#: Imports of a config module, which declares parameters without being an entry point.
+_CONFIG_IMPORTS = frozenset({"ml_collections", "yacs"})
+
+
+def candidate_files(ctx: DetectContext) -> list[str]:
+    """The Python files worth parsing for parameters, seeds or loops, most relevant first:
+    the experiments' entry points and what they import, plus config modules."""
+    configs = [p for p, s in ctx.index.py_scan().items() if s.imports & _CONFIG_IMPORTS]
+    return procedure_files(ctx, _CANDIDATE_RE, "params", extra=configs)
 
 
 class ParamsDetector(Detector):
@@ -754,7 +752,7 @@ class ParamsDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
-        for path in sorted(candidate_files(ctx.index)):
+        for path in sorted(candidate_files(ctx)):
             tree = ctx.index.parse_python(path)
             if tree is None:
                 continue

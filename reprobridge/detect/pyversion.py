@@ -26,13 +26,37 @@ _VERSION_RE = re.compile(r"(?:^|[^\d.])(\d)\.(\d{1,2})(?:\.\d+)?")
 _DECLARED_DIRS = ("", "binder/", ".binder/")
 
 # Textual hints with the minor version each construct needs; a file is parsed only when it
-# has a hint for a version above the best bound found so far.
-_HINTS: tuple[tuple[int, re.Pattern[bytes]], ...] = (
-    (11, re.compile(rb"except[ \t]*\*")),
-    (10, re.compile(rb"^[ \t]*match[ \t(\[{\"'][^\n]*:[ \t]*(?:#[^\n]*)?\r?$", re.M)),
-    (9, re.compile(rb"^[ \t]*(?:async[ \t]+)?with[ \t]*\(", re.M)),
-    (8, re.compile(rb":=|[,(][ \t]*/[ \t]*[,)]")),
-)
+# has a hint for a version above the best bound found so far. Each pattern starts with a
+# literal (``except``, ``match``, ``with``, ``/``), which the regex engine finds at the speed
+# of a substring search; what must precede it on the line is then checked in Python
+# (a ``^[ \t]*`` multiline prefix would make the engine try every byte position).
+_EXCEPT_STAR = re.compile(rb"except[ \t]*\*")
+_MATCH = re.compile(rb"match[ \t(\[{\"'][^\n]*:[ \t]*(?:#[^\n]*)?\r?$", re.M)
+_WITH = re.compile(rb"with[ \t]*\(")
+_POSONLY = re.compile(rb"/[ \t]*[,)]")
+
+
+def _at_line_start(data: bytes, start: int, *, allow: bytes = b"") -> bool:
+    head = data[data.rfind(b"\n", 0, start) + 1 : start].strip(b" \t")
+    return not head or head == allow
+
+
+def _hinted(minor: int, data: bytes) -> bool:
+    if minor == 11:
+        return _EXCEPT_STAR.search(data) is not None
+    if minor == 10:
+        return any(_at_line_start(data, m.start()) for m in _MATCH.finditer(data))
+    if minor == 9:
+        return any(_at_line_start(data, m.start(), allow=b"async") for m in _WITH.finditer(data))
+    if b":=" in data:
+        return True
+    for m in _POSONLY.finditer(data):
+        before = data[max(0, m.start() - 80) : m.start()].rstrip(b" \t")[-1:]
+        if before in (b",", b"("):
+            return True
+    return False
+
+
 _FSTRING_HINT = re.compile(rb"=[ \t]*(?:![rsa])?(?::[^}\n]*)?\}")
 _FSTRING_DEBUG_RE = re.compile(r"(?<!\{)\{[^{}!:]*?[^=!<>\s{]\s*=\s*(?:![rsa])?(?::[^{}]*)?\}")
 
@@ -199,9 +223,7 @@ class PythonVersionDetector(Detector):
             except (DetectionError, UnsafePathError):
                 continue  # an unreadable source only loses a hint
             floor = best[1].minor if best is not None else 7
-            level = max(
-                (minor for minor, rx in _HINTS if minor > floor and rx.search(data)), default=0
-            )
+            level = next((m for m in (11, 10, 9, 8) if m > floor and _hinted(m, data)), 0)
             fstrings = floor < 8 and bool(_FSTRING_HINT.search(data))
             if not level and not fstrings:
                 continue

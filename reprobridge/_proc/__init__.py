@@ -1,7 +1,10 @@
-"""The one module that starts subprocesses.
+"""The one package that starts subprocesses.
 
 Every other module asks here, so there is one place that decides how argv is logged,
 how environments are scrubbed and how git is kept from running repository-controlled code.
+This module runs short commands to completion (:func:`run`, :func:`git`);
+:mod:`reprobridge._proc.monitored` runs experiments: long, untrusted, streamed to capped
+logs, timed out and killed as a whole tree.
 
 We use :mod:`subprocess` rather than ``sh``: the auditor needs process groups, byte-exact
 capture and timeouts with kill of the whole tree, which ``sh``'s threaded model hides.

@@ -1,0 +1,128 @@
+"""Which Python files the procedure detectors (params, datasets, outputs) parse.
+
+Parameters, seeds, outputs and metrics belong to the experiments, so the files that matter
+are, in order of relevance:
+
+1. the entries of earlier ``experiment`` findings (README, shell, Makefile, entry points);
+2. every other file with a ``__main__`` guard (or a package's ``__main__.py``);
+3. the repository modules those files import, one level deep (metrics are often printed
+   by a ``train()`` in another module), resolved from the import lines the way Python
+   would find them: relative to the file, from the root, from ``src/`` and from the
+   script's own directory;
+4. files a detector always wants (``extra``: config modules for params, say).
+
+A repository without any entry point (a library, a fixture of one file) falls back to
+every Python file. A detector then keeps the files whose bytes match its cheap pattern
+(a write call, a CLI declaration...), in that order, and parses at most
+:data:`MAX_PARSED` of them: when the cap cuts, it says so with ``ctx.warn``. Tests,
+vendored and build directories are never selected.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePosixPath
+
+from reprobridge.detect._text import is_test_path, skip_path
+from reprobridge.detect.base import DetectContext
+
+#: Files one procedure detector parses at most.
+MAX_PARSED = 200
+
+_MEMO = "procedure_files"
+
+
+def _usable(path: str) -> bool:
+    return path.endswith(".py") and not skip_path(path) and not is_test_path(path)
+
+
+def _resolve(index_paths: set[str], importer: str, module: str, names: tuple[str, ...]) -> set[str]:
+    """Repository files an import of ``module`` (``from module import names``) loads."""
+    level = len(module) - len(module.lstrip("."))
+    dotted = module[level:]
+    parts = [p for p in dotted.split(".") if p]
+    parent = PurePosixPath(importer).parent
+    bases: list[PurePosixPath] = []
+    if level:
+        base = parent
+        for _ in range(level - 1):
+            base = base.parent
+        bases.append(base)
+    else:
+        bases += [PurePosixPath("."), PurePosixPath("src"), parent]
+    found: set[str] = set()
+    for base in bases:
+        stem = base.joinpath(*parts) if parts else base
+        for cand in (f"{stem}.py", f"{stem}/__init__.py", *(f"{stem}/{n}.py" for n in names)):
+            norm = cand[2:] if cand.startswith("./") else cand
+            if norm in index_paths:
+                found.add(norm)
+    return found
+
+
+def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:
+    """(usable Python files in order of relevance, whether entry points were found).
+
+    Without any entry point the list is every usable Python file, sorted.
+    """
+    index = ctx.index
+    experiments = sorted(
+        str(f.value.get("entry", ""))
+        for f in ctx.of_kind("experiment")
+        if str(f.value.get("entry", "")).endswith(".py")
+    )
+    memo_key = tuple(experiments)
+    cached = index.memo.get(_MEMO)
+    if isinstance(cached, tuple) and cached[0] == memo_key:
+        return list(cached[1]), bool(cached[2])
+    scan = index.py_scan()
+    entries = [p for p in dict.fromkeys(experiments) if p in scan and _usable(p)]
+    mains = sorted(
+        p
+        for p, info in scan.items()
+        if ("__main__" in info.markers or p.endswith("/__main__.py") or p == "__main__.py")
+        and _usable(p)
+    )
+    first = list(dict.fromkeys([*entries, *mains]))
+    if not first:
+        ranked = sorted(p for p in scan if _usable(p))
+        has_entries = False
+    else:
+        py_paths = set(scan)
+        imported: set[str] = set()
+        for path in first:
+            for module, names in index.imported_modules(path):
+                imported |= _resolve(py_paths, path, module, names)
+        seen = set(first)
+        ranked = first + sorted(p for p in imported if p not in seen and _usable(p))
+        has_entries = True
+    index.memo[_MEMO] = (memo_key, tuple(ranked), has_entries)
+    return ranked, has_entries
+
+
+def procedure_files(
+    ctx: DetectContext,
+    pattern: re.Pattern[bytes],
+    detector: str,
+    *,
+    extra: Iterable[str] = (),
+    matched: frozenset[str] | set[str] = frozenset(),
+    cap: int = MAX_PARSED,
+) -> list[str]:
+    """The files ``detector`` should parse: relevant (see module docstring), matching
+    ``pattern`` (or listed in ``matched``), at most ``cap``, in order of relevance."""
+    ranked, _ = ranked_files(ctx)
+    order = list(dict.fromkeys([*ranked, *(p for p in sorted(extra) if _usable(p))]))
+    chosen: list[str] = []
+    for path, data in ctx.index.py_bytes(order):
+        if path not in matched and not pattern.search(data):
+            continue
+        if len(chosen) == cap:
+            ctx.warn(
+                f"{detector}: analysed only the {cap} most relevant Python files of more that "
+                "qualify (entry points first, then the modules they import)"
+            )
+            break
+        chosen.append(path)
+    return chosen
