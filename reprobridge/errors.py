@@ -60,6 +60,10 @@ class ReproBridgeError(Exception):
         parts = [p for p in (self.path, self.field) if p]
         return ": ".join([*parts, self.message])
 
+    def exit_status(self) -> int:
+        """The process exit status for this error (the class's code unless overridden)."""
+        return self.exit_code
+
 
 class ManifestError(ReproBridgeError):
     """The manifest (reprobridge.toml) is missing, not valid TOML, or not a valid manifest."""

@@ -63,7 +63,9 @@ def test_fixture_repo(case: Path) -> None:
             and ("evidence" not in want or want["evidence"] in f.sources())
             and ("confidence" not in want or want["confidence"] == f.confidence)
         ]
-        assert matches, f"no finding matches {want}\nfindings of that kind:\n{_describe(findings, want['kind'])}"
+        assert matches, (
+            f"no finding matches {want}\nfindings of that kind:\n{_describe(findings, want['kind'])}"
+        )
     for absent in spec.get("absent", []):
         hits = [
             f

@@ -21,12 +21,23 @@ Rules:
 - A regex source is searched in the log (stdout and stderr together, multiline mode); the
   value is the first capture group of the LAST match, because training logs print running
   values and the final one is the result. How many matches there were is reported.
+- Ambiguity. The line the value is read from must hold one value: ``train acc=0.99 val
+  acc=0.85`` matched by ``acc=([0-9.]+)`` is ambiguous (which one is meant?) and fails, quoting
+  the line. Across lines the last match wins (the rule above), so a result printed twice
+  on two lines cannot be told from a running value by default; a source with
+  ``select = "only"`` requires every match to carry the same value (B8's "exactly one
+  value"), for logs that print the result once. Repeats of one value are never ambiguous
+  (a logger teeing to stdout and stderr), and numbers compare as numbers (``0.8`` equals
+  ``0.80``). In a JSON file, a key on the path given twice in one object with different
+  values is ambiguous too.
 - A file source is read relative to the workdir: ``.json``; ``.yaml``/``.yml`` when PyYAML
   can be imported; ``.csv`` (``key`` is a column, the last non-empty row is read). The key
   is dotted (``eval.top1``; list indices as numbers); a literal key containing dots wins
   over a split one.
 - Values must be numbers (or strings that parse as one, e.g. ``"0.91"``); booleans, missing
   values and NaN/inf fail, with the reason printed.
+- Failures have a kind (:attr:`MetricError.kind`): ``missing`` (nothing where the source
+  points), ``invalid`` (not a finite number, or an unreadable file) or ``ambiguous``.
 - Thresholds: ``target`` with ``tolerance`` (absolute) and/or ``relative_tolerance`` (of
   ``|target|``; with both, the wider band applies, as in ``pytest.approx``); ``min`` and
   ``max`` are inclusive. A bare ``target`` means at least it when ``higher_is_better`` is
@@ -50,14 +61,18 @@ import json
 import math
 import re
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "CheckResult",
+    "MetricAmbiguous",
     "MetricError",
+    "MetricInvalid",
+    "MetricMissing",
     "check_experiment",
+    "describe_thresholds",
     "extract_metric",
     "judge_metric",
     "main",
@@ -65,13 +80,43 @@ __all__ = [
 ]
 
 TIERS = ("full", "smoke")
+#: How a regex source picks its value among several matches (``select``; default ``last``).
+SELECT = ("last", "only")
 #: Slack for float round-off when comparing against a threshold (values pass through
 #: decimal text in logs and JSON, and Nix's JSON printer keeps 6 significant digits).
 _EPS = 1e-9
 
 
 class MetricError(ValueError):
-    """A metric could not be extracted; the message says why, in one line."""
+    """A metric could not be extracted; the message says why, in one line.
+
+    ``kind`` is ``"missing"``, ``"invalid"`` or ``"ambiguous"`` (the subclasses below);
+    ``lines`` quotes the log lines involved (``line 7: 'acc=0.9x'``), empty for files.
+    """
+
+    kind = "invalid"
+
+    def __init__(self, message: str, lines: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.lines = list(lines)
+
+
+class MetricMissing(MetricError):
+    """No value where the source points: no regex match, no file, no key, no row."""
+
+    kind = "missing"
+
+
+class MetricInvalid(MetricError):
+    """A value that is not a finite number, a source that cannot be used, an unreadable file."""
+
+    kind = "invalid"
+
+
+class MetricAmbiguous(MetricError):
+    """One metric, several different values (a result printed twice, a duplicated JSON key)."""
+
+    kind = "ambiguous"
 
 
 class CheckResult:
@@ -90,39 +135,76 @@ class CheckResult:
 # -- extraction ---------------------------------------------------------------------------
 
 
-def _to_number(raw: Any, where: str) -> float:
+def _to_number(raw: Any, where: str, lines: Sequence[str] = ()) -> float:
+    """``raw`` as a finite float, or :class:`MetricInvalid` quoting ``lines`` at its end."""
+    quoted = " ({})".format("; ".join(lines)) if lines else ""
+    if isinstance(raw, _Duplicate):
+        raise MetricAmbiguous(f"{where}: {raw.describe()}")
     if isinstance(raw, bool) or raw is None:
-        raise MetricError(f"{where} is {raw!r}, not a number")
+        raise MetricInvalid(f"{where} is {raw!r}, not a number{quoted}", lines)
     if isinstance(raw, (int, float)):
         value = float(raw)
     elif isinstance(raw, str):
         try:
             value = float(raw.strip())
         except ValueError:
-            raise MetricError(f"{where} is {raw!r}, not a number") from None
+            raise MetricInvalid(f"{where} is {raw!r}, not a number{quoted}", lines) from None
     else:
-        raise MetricError(f"{where} is a {type(raw).__name__}, not a number")
+        raise MetricInvalid(f"{where} is a {type(raw).__name__}, not a number{quoted}", lines)
     if not math.isfinite(value):
-        raise MetricError(f"{where} is {value} (not finite)")
+        raise MetricInvalid(f"{where} is {value} (not finite){quoted}", lines)
     return value
+
+
+class _Duplicate:
+    """A JSON key given twice in one object with different values (kept to report it)."""
+
+    def __init__(self, key: str, values: list[Any]) -> None:
+        self.key = key
+        self.values = values
+
+    def describe(self) -> str:
+        shown = ", ".join(
+            json.dumps(v, sort_keys=True, default=lambda _: "?")[:40] for v in self.values[:3]
+        )
+        times = len(self.values)
+        return f"ambiguous: key {self.key!r} appears {times} times in one object with different values ({shown})"
+
+
+def _object_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of duplicated keys silently; a metric read through such a
+    # key has two candidate values, so the duplicate is kept as a marker and reported.
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key not in out:
+            out[key] = value
+            continue
+        seen = out[key]
+        values = seen.values if isinstance(seen, _Duplicate) else [seen]
+        if all(v == value for v in values):
+            continue
+        out[key] = _Duplicate(key, [*values, value])
+    return out
 
 
 def _lookup(data: Any, key: str, where: str) -> Any:
     """Follow a dotted ``key`` into nested dicts and lists."""
+    if isinstance(data, _Duplicate):
+        raise MetricAmbiguous(f"{where}: {data.describe()}")
     if isinstance(data, dict) and key in data:
         return data[key]
     head, dot, rest = key.partition(".")
     if isinstance(data, dict):
         if head not in data:
-            raise MetricError(f"{where}: no key {head!r}")
+            raise MetricMissing(f"{where}: no key {head!r}")
         node = data[head]
     elif isinstance(data, list):
         try:
             node = data[int(head)]
         except (ValueError, IndexError):
-            raise MetricError(f"{where}: no list index {head!r}") from None
+            raise MetricMissing(f"{where}: no list index {head!r}") from None
     else:
-        raise MetricError(f"{where}: {head!r} is not inside a table or list")
+        raise MetricMissing(f"{where}: {head!r} is not inside a table or list")
     return _lookup(node, rest, where) if dot else node
 
 
@@ -132,9 +214,9 @@ def _read_csv(path: Path, column: str, where: str) -> Any:
             row for row in csv.DictReader(handle) if any((v or "").strip() for v in row.values())
         ]
     if not rows:
-        raise MetricError(f"{where}: no data rows")
+        raise MetricMissing(f"{where}: no data rows")
     if column not in rows[-1]:
-        raise MetricError(f"{where}: no column {column!r}")
+        raise MetricMissing(f"{where}: no column {column!r}")
     return rows[-1][column]
 
 
@@ -146,15 +228,80 @@ def _read_structured(path: Path, where: str) -> Any:
         try:
             import yaml  # type: ignore[import-untyped,unused-ignore]
         except ImportError:
-            raise MetricError(f"{where}: PyYAML is not installed, cannot read YAML") from None
+            raise MetricInvalid(f"{where}: PyYAML is not installed, cannot read YAML") from None
         try:
             return yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise MetricError(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
+            raise MetricInvalid(f"{where}: not valid YAML ({str(exc).splitlines()[0]})") from None
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_object_pairs)
     except ValueError as exc:
-        raise MetricError(f"{where}: not valid JSON ({exc})") from None
+        raise MetricInvalid(f"{where}: not valid JSON ({exc})") from None
+
+
+def _line_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """Start and end of the line around ``text[start:end]``; ``\r`` ends a line too."""
+    head = max(text.rfind("\n", 0, start), text.rfind("\r", 0, start)) + 1
+    tails = [i for i in (text.find("\n", end), text.find("\r", end)) if i != -1]
+    return head, min(tails) if tails else len(text)
+
+
+def _quote(number: int, line: str) -> str:
+    shown = line if len(line) <= 200 else line[:200] + "..."
+    return f"line {number}: {shown!r}"
+
+
+def _same_value(raw: Any) -> Any:
+    """What two printed values are compared by: the number when there is one, else the text."""
+    try:
+        value = float(str(raw).strip())
+    except ValueError:
+        return str(raw).strip()
+    return value if math.isfinite(value) else str(raw).strip()
+
+
+def _regex_value(regex: str, log_text: str, select: str) -> float:
+    try:
+        pattern = re.compile(regex, re.MULTILINE)
+    except re.error as exc:
+        raise MetricInvalid(f"regex {regex!r} does not compile: {exc}") from None
+    if pattern.groups < 1:
+        raise MetricInvalid(f"regex {regex!r} has no capture group")
+    # (line number, offset where the line starts, line text, raw value), in log order
+    found: list[tuple[int, int, str, Any]] = []
+    line_no, counted_to = 1, 0
+    for match in pattern.finditer(log_text):
+        start, end = match.span(1) if match.start(1) != -1 else match.span()
+        line_no += log_text.count("\n", counted_to, start)
+        counted_to = start
+        head, tail = _line_bounds(log_text, start, end)
+        found.append((line_no, head, log_text[head:tail], match.group(1)))
+    if not found:
+        raise MetricMissing(f"regex {regex!r} does not match the log")
+    last_no, last_head, last_line, raw = found[-1]
+    where = f"regex {regex!r}"
+    if len(found) > 1:
+        where += f" (last of {len(found)} matches)"
+    value = _to_number(raw, where, [_quote(last_no, last_line)])
+    # "last": only the line the value is read from must be unambiguous; "only": every match.
+    rivals = found if select == "only" else [f for f in found if f[1] == last_head]
+    distinct: dict[Any, tuple[int, str]] = {}
+    for number, _, line, other in rivals:
+        distinct.setdefault(_same_value(other), (number, line))
+    if len(distinct) > 1:
+        shown = sorted(set(distinct.values()))
+        quoted = [_quote(n, text) for n, text in shown[:3]]
+        if len(shown) == 1:
+            what = f"{len(distinct)} different values on one line"
+        else:
+            what = f"{len(distinct)} different values"
+        raise MetricAmbiguous(
+            "ambiguous: regex {!r} matches {} ({}); make the regex match only the result".format(
+                regex, what, "; ".join(quoted)
+            ),
+            quoted,
+        )
+    return value
 
 
 def extract_metric(source: Mapping[str, Any], log_text: str, workdir: str) -> float:
@@ -162,38 +309,31 @@ def extract_metric(source: Mapping[str, Any], log_text: str, workdir: str) -> fl
 
     ``log_text`` is the run's stdout and stderr; ``workdir`` is where file sources and
     outputs are relative to. Raises :class:`MetricError` (a ``ValueError``) with a one-line
-    reason when the value is missing, not a number, or not finite.
+    reason when the value is missing, not a number, not finite, or ambiguous; the subclass
+    (:class:`MetricMissing`, :class:`MetricInvalid`, :class:`MetricAmbiguous`) says which,
+    and ``lines`` quotes the log lines involved.
     """
     regex = source.get("regex")
     if regex is not None:
-        try:
-            pattern = re.compile(regex, re.MULTILINE)
-        except re.error as exc:
-            raise MetricError(f"regex {regex!r} does not compile: {exc}") from None
-        if pattern.groups < 1:
-            raise MetricError(f"regex {regex!r} has no capture group")
-        matches = list(pattern.finditer(log_text))
-        if not matches:
-            raise MetricError(f"regex {regex!r} does not match the log")
-        where = f"regex {regex!r} (last of {len(matches)} matches)"
-        if len(matches) == 1:
-            where = f"regex {regex!r}"
-        return _to_number(matches[-1].group(1), where)
+        select = source.get("select") or "last"
+        if select not in SELECT:
+            raise MetricInvalid(f"`select` is {select!r}; use one of: {', '.join(SELECT)}")
+        return _regex_value(regex, log_text, select)
     path = source.get("file")
     key = source.get("key")
     if not path or not key:
-        raise MetricError("the source needs `regex`, or `file` and `key`")
+        raise MetricInvalid("the source needs `regex`, or `file` and `key`")
     full = Path(workdir, path)
     where = f"{path}:{key}"
     if not full.is_file():
-        raise MetricError(f"{where}: the file does not exist")
+        raise MetricMissing(f"{where}: the file does not exist")
     try:
         if path.lower().endswith(".csv"):
             raw = _read_csv(full, key, where)
         else:
             raw = _lookup(_read_structured(full, where), key, where)
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
-        raise MetricError(f"{where}: cannot read ({exc})") from None
+        raise MetricInvalid(f"{where}: cannot read ({exc})") from None
     return _to_number(raw, where)
 
 
@@ -211,6 +351,68 @@ def _fmt(value: float) -> str:
     return f"{value:.4f}"
 
 
+def _rules(metric_spec: Mapping[str, Any]) -> list[tuple[str, Callable[[float], str | None]]]:
+    """Each threshold of ``metric_spec``: its text and a test giving the failure or None."""
+    target = _num(metric_spec, "target")
+    tol = _num(metric_spec, "tolerance")
+    rel = _num(metric_spec, "relative_tolerance")
+    low = _num(metric_spec, "min")
+    high = _num(metric_spec, "max")
+    rules: list[tuple[str, Callable[[float], str | None]]] = []
+    if target is not None:
+        t = target
+        slack = _EPS * max(1.0, abs(t))
+        if tol is not None or rel is not None:
+            band = max(tol or 0.0, (rel or 0.0) * abs(t))
+            shown = f"{tol:g}" if rel is None else f"{rel * 100:g}%"
+            if tol is not None and rel is not None:
+                shown = f"max({tol:g}, {rel * 100:g}%)"
+            rules.append(
+                (
+                    f"target {t:g} ± {shown}",
+                    lambda v: (
+                        f"off target by {_fmt(abs(v - t))}" if abs(v - t) > band + slack else None
+                    ),
+                )
+            )
+        else:
+            better = metric_spec.get("higher_is_better")
+            if better is True:
+                rules.append(
+                    (f"target ≥ {t:g}", lambda v: "below target" if v < t - slack else None)
+                )
+            elif better is False:
+                rules.append(
+                    (f"target ≤ {t:g}", lambda v: "above target" if v > t + slack else None)
+                )
+            else:
+                rules.append(
+                    (
+                        f"target {t:g} exactly",
+                        lambda v: "not equal to target" if abs(v - t) > slack else None,
+                    )
+                )
+    if low is not None:
+        lo = low
+        rules.append(
+            (f"min {lo:g}", lambda v: "below min" if v < lo - _EPS * max(1.0, abs(lo)) else None)
+        )
+    if high is not None:
+        hi = high
+        rules.append(
+            (f"max {hi:g}", lambda v: "above max" if v > hi + _EPS * max(1.0, abs(hi)) else None)
+        )
+    return rules
+
+
+def describe_thresholds(metric_spec: Mapping[str, Any]) -> str:
+    """The thresholds of ``metric_spec`` as :func:`judge_metric` states them.
+
+    E.g. ``target 0.912 ± 0.005`` or ``min 0.8, max 1``; ``finite`` when there are none.
+    """
+    return ", ".join(text for text, _ in _rules(metric_spec)) or "finite"
+
+
 def judge_metric(metric_spec: Mapping[str, Any], value: float) -> tuple[bool, str]:
     """Whether ``value`` meets the thresholds of ``metric_spec``, and the rule applied.
 
@@ -219,46 +421,9 @@ def judge_metric(metric_spec: Mapping[str, Any], value: float) -> tuple[bool, st
     """
     if not math.isfinite(value):
         return False, "value is not finite"
-    target = _num(metric_spec, "target")
-    tol = _num(metric_spec, "tolerance")
-    rel = _num(metric_spec, "relative_tolerance")
-    low = _num(metric_spec, "min")
-    high = _num(metric_spec, "max")
-    rules: list[str] = []
-    failures: list[str] = []
-    if target is not None:
-        slack = _EPS * max(1.0, abs(target))
-        if tol is not None or rel is not None:
-            band = max(tol or 0.0, (rel or 0.0) * abs(target))
-            shown = f"{tol:g}" if rel is None else f"{rel * 100:g}%"
-            if tol is not None and rel is not None:
-                shown = f"max({tol:g}, {rel * 100:g}%)"
-            rules.append(f"target {target:g} ± {shown}")
-            if abs(value - target) > band + slack:
-                failures.append(f"off target by {_fmt(abs(value - target))}")
-        else:
-            better = metric_spec.get("higher_is_better")
-            if better is True:
-                rules.append(f"target ≥ {target:g}")
-                if value < target - slack:
-                    failures.append("below target")
-            elif better is False:
-                rules.append(f"target ≤ {target:g}")
-                if value > target + slack:
-                    failures.append("above target")
-            else:
-                rules.append(f"target {target:g} exactly")
-                if abs(value - target) > slack:
-                    failures.append("not equal to target")
-    if low is not None:
-        rules.append(f"min {low:g}")
-        if value < low - _EPS * max(1.0, abs(low)):
-            failures.append("below min")
-    if high is not None:
-        rules.append(f"max {high:g}")
-        if value > high + _EPS * max(1.0, abs(high)):
-            failures.append("above max")
-    reason = ", ".join(rules) if rules else "finite"
+    rules = _rules(metric_spec)
+    failures = [f for f in (test(value) for _, test in rules) if f]
+    reason = describe_thresholds(metric_spec)
     if failures:
         reason += "; " + ", ".join(failures)
     return not failures, reason

@@ -32,6 +32,19 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "schema": ("reprobridge.cli.schema", "Print the JSON Schema of reprobridge.toml."),
     "check": ("reprobridge.cli.check", "Validate reprobridge.toml and the generated artifacts."),
+    "audit": (
+        "reprobridge.cli.audit",
+        "Run experiments in isolation several times; judge the evidence.",
+    ),
+    "run": ("reprobridge.cli.audit", "Run one experiment once with live output, then judge it."),
+    "verify": (
+        "reprobridge.cli.verify",
+        "Re-check an evidence bundle: hashes, signature, re-derived verdicts.",
+    ),
+    "keygen": (
+        "reprobridge.cli.keygen",
+        "Create an Ed25519 key pair for signing evidence bundles.",
+    ),
 }
 
 
@@ -81,7 +94,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         click.echo(f"error: {exc}", err=True)
         if exc.hint:
             click.echo(f"hint: {exc.hint}", err=True)
-        sys.exit(exc.exit_code)
+        sys.exit(exc.exit_status())
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)

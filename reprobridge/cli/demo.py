@@ -1,9 +1,10 @@
-"""`rb demo`: init (and run) the bundled example paper repository."""
+"""`rb demo`: recover the bundled example paper repository, then audit it."""
 
 from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import cast
 
 import click
 
@@ -23,16 +24,20 @@ from reprobridge.cli._render import print_init_summary, progress_sink
     type=click.Choice(["auto", "nix", "host"]),
     default="auto",
     show_default=True,
-    help="Where the experiments run: nix when it can run the flake, else the host.",
+    help="Where the audit runs: nix when it can materialize the pinned devShell, else the host.",
+)
+@click.option(
+    "--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Runs per experiment."
 )
 @click.option("--no-run", is_flag=True, help="Only recover and write the artifacts; run nothing.")
 @click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True)
-def demo_command(dest: Path | None, backend: str, no_run: bool, tier: str) -> None:
-    """Copy the bundled example paper repository, run `rb init` on it, then run each
-    experiment once through its launcher and threshold check.
+def demo_command(dest: Path | None, backend: str, runs: int, no_run: bool, tier: str) -> None:
+    """Copy the bundled example paper repository, run `rb init` on it, then `rb audit` it:
+    each experiment RUNS times in isolation, judged against the paper's numbers and claim.
     """
+    from reprobridge.audit.auditor import AuditOptions, Backend, Tier
+    from reprobridge.cli.audit import run_and_render
     from reprobridge.examples import copy_example
-    from reprobridge.execute import RunRequest, choose_executor
     from reprobridge.initializer import init_repository
 
     if dest is None:
@@ -46,26 +51,8 @@ def demo_command(dest: Path | None, backend: str, no_run: bool, tier: str) -> No
     print_init_summary(result)
     if no_run:
         return
-    executor, why_not_nix = choose_executor(backend, repo)  # type: ignore[arg-type]
     click.echo(
-        click.style(
-            f"Running {len(result.manifest.experiments)} experiment(s) on the {executor.name} backend"
-            + (
-                f" (not hermetic: {why_not_nix or '--backend host'})"
-                if executor.name == "host"
-                else ""
-            ),
-            bold=True,
-        )
+        click.style(f"\nAuditing: rb audit --runs {runs} --tier {tier} (in {repo})", bold=True)
     )
-    failed = 0
-    for exp_id in result.manifest.experiments:
-        outcome = executor.run(RunRequest(repo, exp_id, tier))  # type: ignore[arg-type]
-        mark = click.style("PASS", fg="green") if outcome.passed else click.style("FAIL", fg="red")
-        click.echo(f"{mark} {exp_id}  (log: {outcome.log_path.relative_to(repo)})")
-        for line in outcome.check_output.strip().splitlines():
-            click.echo(f"     {line}")
-        failed += not outcome.passed
-    click.echo(f"Artifacts are in {repo}: reprobridge.toml, flake.nix, repro/, REPRODUCE.md")
-    if failed:
-        raise click.exceptions.Exit(1)
+    opts = AuditOptions(runs=runs, tier=cast(Tier, tier), backend=cast(Backend, backend))
+    run_and_render(repo, opts, as_json=False, quiet=False)

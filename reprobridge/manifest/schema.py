@@ -162,6 +162,11 @@ class MetricSource(StrictModel):
     key: str | None = Field(
         None, description="Dotted key path in `file` (CSV: column name, last row)."
     )
+    select: Literal["last", "only"] = Field(
+        "last",
+        description="Several regex matches: `last` takes the last one (a running log); `only` "
+        "requires every match to agree (a result printed once).",
+    )
 
     @model_validator(mode="after")
     def _one_kind(self) -> MetricSource:

@@ -44,6 +44,80 @@ def test_regex_failures(log: str, reason: str) -> None:
         extract_metric({"regex": r"acc=(\S+)"}, log, ".")
 
 
+@pytest.mark.parametrize(
+    "log",
+    [
+        "acc=0.80\nacc=0.80\n",  # the same value twice (a logger teeing): fine
+        "acc=0.5\nacc=0.7\nacc=0.80\n",  # running values: the last one wins
+        "step 1 acc=0.5\r step 2 acc=0.6\r\nacc=0.80\n",  # a progress bar's \r lines
+        "epoch 1 train acc=0.9 val acc=0.5\nacc=0.80\n",  # an earlier line with two values
+        "acc=0.8 (acc=0.80)\n",  # equal numbers printed differently on one line
+    ],
+)
+def test_regex_series_and_repeats_are_not_ambiguous(log: str) -> None:
+    assert extract_metric({"regex": r"acc=([0-9.]+)"}, log, ".") == 0.8
+
+
+def test_regex_two_values_on_the_result_line_is_ambiguous() -> None:
+    log = "training...\ndone: train acc=0.99 val acc=0.85\n"
+    with pytest.raises(check.MetricAmbiguous) as info:
+        extract_metric({"regex": r"acc=(\S+)"}, log, ".")
+    assert info.value.kind == "ambiguous"
+    assert info.value.lines == ["line 2: 'done: train acc=0.99 val acc=0.85'"]
+    assert "2 different values on one line" in str(info.value)
+
+
+def test_select_only_requires_one_value() -> None:
+    source = {"regex": r"acc=(\S+)", "select": "only"}
+    log = "acc=0.95\nsaving\nacc=0.80\n"
+    assert extract_metric({"regex": r"acc=(\S+)"}, log, ".") == 0.80  # default: last
+    with pytest.raises(check.MetricAmbiguous) as info:
+        extract_metric(source, log, ".")
+    assert info.value.lines == ["line 1: 'acc=0.95'", "line 3: 'acc=0.80'"]
+    assert "line 1: 'acc=0.95'; line 3: 'acc=0.80'" in str(info.value)
+    assert extract_metric(source, "acc=0.8\nacc=0.80\n", ".") == 0.8  # one value, twice
+    with pytest.raises(check.MetricInvalid, match="`select` is 'first'"):
+        extract_metric({**source, "select": "first"}, log, ".")
+
+
+@pytest.mark.parametrize(
+    ("log", "kind", "quoted"),
+    [
+        ("loss=1\n", "missing", []),
+        ("x\nacc=nan\n", "invalid", ["line 2: 'acc=nan'"]),
+        ("acc=inf\n", "invalid", ["line 1: 'acc=inf'"]),
+        ("a\nb\nacc=0.9x done\n", "invalid", ["line 3: 'acc=0.9x done'"]),
+    ],
+)
+def test_failure_kinds_quote_the_line(log: str, kind: str, quoted: list[str]) -> None:
+    with pytest.raises(MetricError) as info:
+        extract_metric({"regex": r"acc=(\S+)"}, log, ".")
+    assert info.value.kind == kind
+    assert info.value.lines == quoted
+
+
+def test_json_duplicate_key_on_the_path(tmp_path: Path) -> None:
+    (tmp_path / "m.json").write_text(
+        '{"acc": 0.9, "acc": 0.8, "f1": 0.5, "f1": 0.5, "eval": {"x": 1}, "eval": {"x": 2}}'
+    )
+    src = {"file": "m.json"}
+    with pytest.raises(check.MetricAmbiguous, match="key 'acc' appears 2 times"):
+        extract_metric({**src, "key": "acc"}, "", str(tmp_path))
+    assert extract_metric({**src, "key": "f1"}, "", str(tmp_path)) == 0.5  # same value twice
+    with pytest.raises(check.MetricAmbiguous, match="key 'eval'"):
+        extract_metric({**src, "key": "eval.x"}, "", str(tmp_path))
+    with pytest.raises(check.MetricMissing):
+        extract_metric({**src, "key": "top5"}, "", str(tmp_path))
+
+
+def test_describe_thresholds_matches_judge() -> None:
+    spec = {"target": 0.79, "tolerance": 0.171}
+    assert check.describe_thresholds(spec) == "target 0.79 ± 0.171"
+    assert judge_metric(spec, 0.5)[1].startswith(check.describe_thresholds(spec) + "; ")
+    assert check.describe_thresholds({"min": 0.8, "max": 1}) == "min 0.8, max 1"
+    assert check.describe_thresholds({}) == "finite"
+
+
 def test_regex_without_group_or_broken() -> None:
     with pytest.raises(MetricError, match="no capture group"):
         extract_metric({"regex": "acc"}, "acc", ".")
@@ -186,6 +260,16 @@ def test_cli_fail_missing_value_and_output(tmp_path: Path) -> None:
     assert "FAIL top1_acc: regex 'top1_acc=([0-9.]+)' does not match the log" in out.stdout
     assert "FAIL output outputs/exp3/model.pt: missing" in out.stdout
     assert out.stdout.splitlines()[-1] == "verdict: FAIL"
+
+
+def test_cli_two_values_on_the_result_line_fails(tmp_path: Path) -> None:
+    (tmp_path / "outputs/exp3").mkdir(parents=True)
+    (tmp_path / "outputs/exp3/model.pt").write_bytes(b"weights")
+    log = "top1_acc=0.5\nbest top1_acc=0.93 last top1_acc=0.912\n"
+    out = run_check(tmp_path, spec_of("exp3"), log)
+    assert out.returncode == 1
+    assert "FAIL top1_acc: ambiguous:" in out.stdout
+    assert "line 2: 'best top1_acc=0.93 last top1_acc=0.912'" in out.stdout
 
 
 def test_cli_smoke_only_needs_finite_values(tmp_path: Path) -> None:

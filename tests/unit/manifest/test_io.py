@@ -26,7 +26,9 @@ BASE = {
             "command": "python train.py --lr {lr} --seed {seed}",
             "params": {"lr": 0.1},
             "seeds": [0],
-            "metrics": {"acc": {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.9, "tolerance": 0.02}},
+            "metrics": {
+                "acc": {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.9, "tolerance": 0.02}
+            },
         }
     },
 }
@@ -36,7 +38,9 @@ def _derived(m: dict) -> Manifest:
     from reprobridge.manifest.io import flatten, manifest_data
 
     model = Manifest.model_validate(m)
-    leaves = flatten({k: v for k, v in manifest_data(model).items() if k not in {"schema", "derived"}})
+    leaves = flatten(
+        {k: v for k, v in manifest_data(model).items() if k not in {"schema", "derived"}}
+    )
     derived = {p: Derivation(sources=["x.py:1"], digest=digest(v)) for p, v in leaves.items()}
     return model.model_copy(update={"derived": derived})
 
@@ -79,14 +83,20 @@ def test_unknown_key_did_you_mean(tmp_path: Path) -> None:
 
 
 def test_unknown_top_level_key(tmp_path: Path) -> None:
-    with pytest.raises(ManifestError, match=r"experimnts: unknown key \(did you mean 'experiments'\?\)"):
+    with pytest.raises(
+        ManifestError, match=r"experimnts: unknown key \(did you mean 'experiments'\?\)"
+    ):
         load_manifest(write(tmp_path, 'schema = 1\nexperimnts = {}\n[project]\nname = "x"\n'))
 
 
 @pytest.mark.parametrize("bad", ["nan", "inf", "-inf"])
 def test_non_finite_numbers_rejected(tmp_path: Path, bad: str) -> None:
-    text = render_new_manifest(_derived(BASE), version="0").replace("target = 0.9", f"target = {bad}")
-    with pytest.raises(ManifestError, match=r"experiments.base.metrics.acc.target: is not a finite number"):
+    text = render_new_manifest(_derived(BASE), version="0").replace(
+        "target = 0.9", f"target = {bad}"
+    )
+    with pytest.raises(
+        ManifestError, match=r"experiments.base.metrics.acc.target: is not a finite number"
+    ):
         load_manifest(write(tmp_path, text))
 
 
@@ -126,7 +136,10 @@ def test_refresh_keeps_edits_and_comments() -> None:
     doc["experiments"]["base"].add(tomlkit.comment("checked against the camera-ready"))
     doc["experiments"]["base"]["timeout"] = "3h"
     # rb now derives a different lr and a different target.
-    new_data = {**BASE, "experiments": {"base": {**BASE["experiments"]["base"], "params": {"lr": 0.2}}}}
+    new_data = {
+        **BASE,
+        "experiments": {"base": {**BASE["experiments"]["base"], "params": {"lr": 0.2}}},
+    }
     new_data["experiments"]["base"]["metrics"] = {
         "acc": {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.91, "tolerance": 0.02}
     }

@@ -1,0 +1,656 @@
+"""`rb audit`: run experiments in isolation, record evidence, judge it against the manifest.
+
+Contract of :func:`run_audit`:
+
+* every run starts from a clean copy of HEAD plus rb's artifacts
+  (:mod:`reprobridge.audit.workspace`), its datasets checked against their sha256 first;
+* runs execute with a cleared environment (the backend's variables plus an allowlist;
+  secrets of the auditor's environment never reach them), inside bubblewrap when it
+  works (no network unless the experiment declares it; a PID namespace, so nothing
+  outlives the run), with a timeout that ends in SIGKILL of the whole tree;
+* output is redacted while it streams, capped (head + tail, with the size and sha256 of
+  the whole stream), and every file of a run is sealed by its ``status.json``, written last;
+* metrics are extracted by the auditor from the stored logs and output copies, judged with
+  the same functions ``repro/check.py`` uses, aggregated over runs under the experiment's
+  stability policy, and claims are evaluated on the measured values only;
+* an interrupted audit (SIGINT/SIGTERM, or the auditor killed) resumes with ``resume``:
+  sealed runs are verified and reused, partial ones set aside and run again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from reprobridge import __version__
+from reprobridge._log import emit
+from reprobridge.audit.backends import AuditBackend, EnvironmentState, HostBackend, NixBackend
+from reprobridge.audit.executors import Executor
+from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
+
+__all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
+from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
+from reprobridge.constants import EVIDENCE_DIR, FLAKE_LOCK_FILE, LAUNCHERS_DIR, MANIFEST_FILE
+from reprobridge.errors import AuditError, MachineError
+from reprobridge.manifest.io import load_manifest
+from reprobridge.manifest.schema import Experiment, Manifest
+
+Backend = Literal["auto", "nix", "host"]
+SandboxMode = Literal["auto", "on", "off"]
+#: Host variables a run may see (with their values); everything else is not passed at all.
+RUN_ENV_ALLOWLIST = (
+    "LANG",
+    "LC_ALL",
+    "TZ",
+    "CUDA_VISIBLE_DEVICES",
+    "OMP_NUM_THREADS",
+    "MKL_NUM_THREADS",
+)
+#: Variables stored with their values in env.json; others are recorded as redacted.
+ENV_RECORD_ALLOWLIST = (
+    *RUN_ENV_ALLOWLIST,
+    "PATH",
+    "HOME",
+    "PYTHONHASHSEED",
+    "CUBLAS_WORKSPACE_CONFIG",
+    "SOURCE_DATE_EPOCH",
+    "VIRTUAL_ENV",
+    "RB_RUN_ID",
+    "RB_RUN_MARKER",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "WANDB_MODE",
+    "UV_PYTHON",
+    "UV_PYTHON_DOWNLOADS",
+    "PYTHONNOUSERSITE",
+)
+#: Seconds the auditor waits past the launcher's own timeout (which already TERMs and KILLs).
+TIMEOUT_MARGIN = 60.0
+
+
+@dataclass
+class AuditOptions:
+    """What to audit and how (the CLI's flags)."""
+
+    experiments: list[str] | None = None
+    runs: int = 3
+    tier: Tier = "full"
+    backend: Backend = "auto"
+    resume: str | None = None  # an audit id, or "latest"
+    sign_key: Path | None = None
+    nix_overrides: dict[str, str] = field(default_factory=dict)
+    sandbox: SandboxMode = "auto"
+    echo: bool = False
+    sample_interval: float = 0.5
+    grace: float = 30.0
+    keep_workspaces: bool = False
+    #: Where runs execute (default: this machine, sandboxed when possible); the cluster seam.
+    executor: Executor | None = None
+
+
+@dataclass
+class AuditResult:
+    """Where the bundle is and what it concluded."""
+
+    audit_id: str
+    path: Path
+    passed: bool
+    summary: dict[str, Any]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _jsonable(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+def _new_audit_id(manifest_bytes: bytes, commit: str) -> str:
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{hashlib.sha256(manifest_bytes + commit.encode()).hexdigest()[:6]}"
+
+
+def choose_backend(
+    opts: AuditOptions, manifest: Manifest, root: Path
+) -> tuple[AuditBackend, EnvironmentState]:
+    """The backend and its prepared environment; ``auto`` falls back to the host when nix
+    cannot materialize the devShell (and says why)."""
+    from reprobridge.audit.backends import MIN_NIX, nix_version
+
+    host = HostBackend(
+        manifest.environment.python, has_requirements=bool(manifest.environment.python_requirements)
+    )
+    if opts.backend == "host":
+        return host, host.prepare(root)
+    version = nix_version()
+    if opts.backend == "auto" and (
+        version is None or (version < MIN_NIX and not opts.nix_overrides)
+    ):
+        state = host.prepare(root)
+        why = "nix is not installed" if version is None else f"nix {version[0]}.{version[1]} < 2.18"
+        state.warnings.append(f"--backend auto chose the host: {why}")
+        return host, state
+    nix = NixBackend(overrides=opts.nix_overrides)
+    state = nix.prepare(root)
+    if not state.ok and opts.backend == "auto":
+        fallback = host.prepare(root)
+        fallback.warnings.append(
+            f"--backend auto chose the host: the nix environment failed ({state.reason})"
+        )
+        return host, fallback
+    return nix, state
+
+
+class _Interrupt:
+    """SIGINT/SIGTERM to the auditor: stop launching, kill the running run, journal it."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.signum: int | None = None
+
+    def _handler(self, signum: int, frame: object) -> None:
+        self.signum = signum
+        self.event.set()
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+
+
+class AuditInterrupted(AuditError):
+    """The auditor was asked to stop; the bundle is resumable (exit 130 or 143)."""
+
+    def __init__(self, message: str, *, signum: int, bundle: Path) -> None:
+        super().__init__(message, hint=f"resume with: rb audit --resume {bundle.name}")
+        self.signum = signum
+        self.bundle = bundle
+
+    def exit_status(self) -> int:
+        return 128 + self.signum  # 130 for SIGINT, 143 for SIGTERM, as shells report them
+
+
+def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
+    """See the module docstring. Raises AuditError/MachineError for what stops the audit
+    itself; failing experiments are verdicts in the result, not exceptions."""
+    from reprobridge.audit import fingerprint as fp
+    from reprobridge.evidence.bundle import Bundle
+
+    root = root.resolve()
+    manifest_path = root / MANIFEST_FILE
+    manifest, _ = load_manifest(manifest_path)
+    manifest_bytes = manifest_path.read_bytes()
+    plan = plan_runs(manifest, opts.experiments, runs=opts.runs, tier=opts.tier)
+    _check_claim_references(manifest)
+    commit = head_commit(root)
+    evidence_root = root / EVIDENCE_DIR
+    if opts.resume:
+        bundle_path = _resume_path(evidence_root, opts.resume)
+        bundle = Bundle.open(bundle_path)
+    else:
+        bundle = Bundle.create(evidence_root, _new_audit_id(manifest_bytes, commit))
+    interrupt = _Interrupt()
+    with bundle.lock(), interrupt.installed():
+        audit_id = bundle.path.name
+        if opts.resume:
+            previous = json.loads((bundle.path / "plan.json").read_text())
+            if previous.get("manifest_sha256") != hashlib.sha256(manifest_bytes).hexdigest():
+                raise AuditError(
+                    "the manifest changed since this audit started; start a new audit",
+                    path=str(bundle.path / "plan.json"),
+                )
+            plan = [PlannedRun(**r) for r in previous["runs"]]
+            opts.tier = previous["tier"]
+            bundle.journal_append({"event": "resumed", "at": _now()})
+        else:
+            bundle.write_bytes("inputs/reprobridge.toml", manifest_bytes)
+            if (root / FLAKE_LOCK_FILE).is_file():
+                bundle.write_bytes("inputs/flake.lock", (root / FLAKE_LOCK_FILE).read_bytes())
+            bundle.write_json(
+                "plan.json",
+                {
+                    "audit_id": audit_id,
+                    "rb_version": __version__,
+                    "tier": opts.tier,
+                    "backend_requested": opts.backend,
+                    "commit": commit,
+                    "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+                    "runs": [dataclasses.asdict(r) for r in plan],
+                },
+            )
+            bundle.journal_append({"event": "started", "at": _now(), "runs": len(plan)})
+        emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
+        backend, state = choose_backend(opts, manifest, root)
+        emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
+        bundle.write_json("environment.json", _jsonable(dataclasses.replace(state, base_env={})))
+        bundle.write_json("fingerprint/host.json", fp.host_fingerprint())
+        bundle.write_json("fingerprint/gpu.json", fp.gpu_fingerprint())
+        bundle.write_json("fingerprint/git.json", fp.git_fingerprint(root))
+        if backend.name == "nix":
+            bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root))
+        started = _now()
+        judgements: dict[str, list[Any]] = {}
+        sandboxed = _sandbox_choice(opts)
+        for run in plan:
+            if interrupt.event.is_set():
+                break
+            judgements.setdefault(run.experiment, []).append(
+                _one_run(root, manifest, run, opts, bundle, backend, state, sandboxed, interrupt)
+            )
+        if interrupt.event.is_set():
+            bundle.journal_append(
+                {"event": "interrupted", "at": _now(), "signal": interrupt.signum}
+            )
+            signum = interrupt.signum or signal.SIGINT
+            raise AuditInterrupted(
+                f"interrupted by signal {signum}; completed runs are sealed",
+                signum=signum,
+                bundle=bundle.path,
+            )
+        summary = summarize(manifest, opts.tier, judgements, state)
+        summary.update(
+            audit_id=audit_id,
+            rb_version=__version__,
+            backend=backend.name,
+            hermetic=state.hermetic,
+            sandboxed=sandboxed is None,
+            sandbox=sandboxed or "bubblewrap",
+            started=started,
+            finished=_now(),
+            warnings=state.warnings,
+        )
+        bundle.write_json("audit.json", summary)
+        bundle.journal_append({"event": "finished", "at": _now(), "passed": summary["passed"]})
+        bundle.write_sha256sums()
+        if opts.sign_key:
+            from reprobridge.evidence.sign import sign_bundle
+
+            sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
+        emit("audit-done", audit_id=audit_id, passed=summary["passed"])
+        return AuditResult(audit_id, bundle.path, bool(summary["passed"]), summary)
+
+
+def _resume_path(evidence_root: Path, which: str) -> Path:
+    if which != "latest":
+        path = evidence_root / which
+        if not path.is_dir():
+            raise AuditError(f"no audit {which!r} to resume", path=str(evidence_root))
+        return path
+    unfinished = sorted(
+        p
+        for p in (evidence_root.iterdir() if evidence_root.is_dir() else [])
+        if (p / "plan.json").is_file() and not (p / "audit.json").is_file()
+    )
+    if not unfinished:
+        raise AuditError("no unfinished audit to resume", path=str(evidence_root))
+    return unfinished[-1]
+
+
+def _sandbox_choice(opts: AuditOptions) -> str | None:
+    """None when runs go into bubblewrap, else why not."""
+    from reprobridge.audit.sandbox import sandbox_unusable
+
+    if opts.sandbox == "off":
+        return "not sandboxed (--sandbox off)"
+    reason = sandbox_unusable()
+    if reason and opts.sandbox == "on":
+        raise MachineError(
+            f"bubblewrap cannot run here: {reason}", hint="see `rb doctor`, or --sandbox off"
+        )
+    return f"not sandboxed: {reason}" if reason else None
+
+
+def _check_claim_references(manifest: Manifest) -> None:
+    from reprobridge.audit.claims import ClaimError, references
+
+    for i, claim in enumerate(manifest.claims):
+        try:
+            refs = references(claim.expr)
+        except ClaimError as exc:
+            raise AuditError(exc.message, path=MANIFEST_FILE, field=f"claims[{i}].expr") from exc
+        for exp_id, metric in sorted(refs):
+            exp = manifest.experiments.get(exp_id)
+            if exp is None or metric not in exp.metrics:
+                raise AuditError(
+                    f"refers to {exp_id}.{metric}, which the manifest does not define",
+                    path=MANIFEST_FILE,
+                    field=f"claims[{i}].expr",
+                )
+
+
+def _one_run(
+    root: Path,
+    manifest: Manifest,
+    run: PlannedRun,
+    opts: AuditOptions,
+    bundle: Any,
+    backend: AuditBackend,
+    state: EnvironmentState,
+    sandbox_off: str | None,
+    interrupt: _Interrupt,
+) -> Any:
+    """Execute (or reuse, when resuming) one run; return its RunJudgement."""
+
+    exp = manifest.experiments[run.experiment]
+    run_state = bundle.run_state(run.experiment, run.k)
+    if run_state == "sealed":
+        emit("run-reused", run=run.key)
+        run_dir = bundle.run_dir(run.experiment, run.k)
+        status = json.loads((run_dir / "status.json").read_text())
+        return rejudge_run(exp, opts.tier, run_dir, status["record"])
+    if run_state in {"partial", "corrupt"}:
+        moved = bundle.set_aside_partial(run.experiment, run.k)
+        bundle.journal_append(
+            {"event": f"set-aside-{run_state}", "run": run.key, "to": moved.name, "at": _now()}
+        )
+    run_dir = bundle.run_dir(run.experiment, run.k)
+    bundle.journal_append({"event": "run-started", "run": run.key, "seed": run.seed, "at": _now()})
+    emit(
+        "run-start",
+        run=run.key,
+        seed=run.seed,
+        experiment=run.experiment,
+        timeline=str(run_dir / "timeline.jsonl"),
+    )
+    record: dict[str, Any] = {
+        "experiment": run.experiment,
+        "k": run.k,
+        "seed": run.seed,
+        "tier": opts.tier,
+        "backend": backend.name,
+        "hermetic": state.hermetic,
+        "sandbox": sandbox_off or "bubblewrap",
+    }
+
+    def rel(p: Path) -> str:
+        return p.relative_to(bundle.path).as_posix()
+
+    if not state.ok:
+        return _seal_failure(
+            bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
+        )
+    from reprobridge.audit.datasets import check_datasets
+
+    checks = check_datasets(manifest, run.experiment, root)
+    bundle.write_json(f"{rel(run_dir)}/datasets.json", _jsonable(checks))
+    bad = [c for c in checks if not c.ok]
+    if bad:
+        reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
+        return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
+    with tempfile.TemporaryDirectory(prefix=f"rb-run-{run.experiment}-{run.k}-") as tmp:
+        workspace = Path(tmp) / "repo"
+        info: WorkspaceInfo = prepare_workspace(root, workspace)
+        record["workspace"] = {"commit": info.commit, "overlaid": info.overlaid}
+        home = Path(tmp) / "home"
+        home.mkdir()
+        try:
+            env = backend.setup_run(state, workspace, home=home)
+        except AuditError as exc:
+            return _seal_failure(
+                bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
+            )
+        completed, peaks, run_env = _execute(
+            workspace, run, exp, opts, env, state, run_dir, sandbox_off, interrupt
+        )
+        if completed.termination.kind == "interrupted":
+            return None  # not sealed: --resume runs it again
+        _copy_outputs(workspace / exp.workdir, exp, opts.tier, run_dir / "files")
+        from reprobridge.audit.fingerprint import python_packages
+        from reprobridge.evidence.redact import scrub_env
+
+        bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, ENV_RECORD_ALLOWLIST))
+        bundle.write_json(f"{rel(run_dir)}/packages.json", python_packages("python3", run_env))
+        if opts.keep_workspaces:
+            kept = bundle.path.parent / f".workspaces/{bundle.path.name}/{run.experiment}-{run.k}"
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            shutil.move(str(workspace), kept)
+    record.update(
+        termination=_jsonable(completed.termination),
+        wall_s=completed.wall_s,
+        cpu_user_s=completed.cpu_user_s,
+        cpu_sys_s=completed.cpu_sys_s,
+        started_at=completed.started_at,
+        finished_at=completed.finished_at,
+        survivors_killed=completed.survivors_killed,
+        stdout={
+            "total_bytes": completed.stdout.total_bytes,
+            "sha256": completed.stdout.sha256,
+            "truncated": completed.stdout.truncated,
+        },
+        stderr={
+            "total_bytes": completed.stderr.total_bytes,
+            "sha256": completed.stderr.sha256,
+            "truncated": completed.stderr.truncated,
+        },
+        peaks=_jsonable(peaks),
+    )
+    judgement = rejudge_run(exp, opts.tier, run_dir, record)
+    bundle.write_json(f"{rel(run_dir)}/metrics.json", _jsonable(judgement))
+    bundle.seal_run(run.experiment, run.k, record)
+    bundle.journal_append(
+        {
+            "event": "run-sealed",
+            "run": run.key,
+            "at": _now(),
+            "procedure_ok": judgement.procedure_ok,
+        }
+    )
+    emit(
+        "run-done",
+        run=run.key,
+        ok=judgement.procedure_ok,
+        termination=completed.termination.description,
+    )
+    return judgement
+
+
+def _execute(
+    workspace: Path,
+    run: PlannedRun,
+    exp: Experiment,
+    opts: AuditOptions,
+    env: dict[str, str],
+    state: EnvironmentState,
+    run_dir: Path,
+    sandbox_off: str | None,
+    interrupt: _Interrupt,
+) -> tuple[Any, Any, dict[str, str]]:
+    """Build the run's request (cleared environment + allowlist, offline switches, marker)
+    and hand it to the executor."""
+    from reprobridge.audit.executors import LocalExecutor, RunRequest
+    from reprobridge.audit.sandbox import offline_env
+    from reprobridge.evidence.redact import Redactor, secrets_from_env
+
+    marker = f"{run_dir.parent.parent.parent.name}:{run.key}"
+    run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
+    run_env.update(env)
+    run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
+    if not exp.network:
+        run_env.update(offline_env())
+    ro = [*state.ro_binds]
+    python = state.fingerprint.get("python")
+    if python:
+        ro.append(Path(os.path.realpath(str(python))).parents[1])  # the interpreter's prefix
+    uv_cache = env.get("UV_CACHE_DIR")
+    if uv_cache and Path(uv_cache).is_dir():
+        ro.append(Path(uv_cache))  # uv venvs link into its cache
+    request = RunRequest(
+        argv=(
+            "bash",
+            f"{LAUNCHERS_DIR}/{run.experiment}.sh",
+            "--tier",
+            opts.tier,
+            "--seed",
+            str(run.seed),
+        ),
+        workspace=workspace,
+        env=run_env,
+        run_dir=run_dir,
+        timeout_s=run.timeout_s + TIMEOUT_MARGIN,
+        marker=marker,
+        redactor=Redactor(secrets_from_env(os.environ)),
+        stop_event=interrupt.event,
+        stop_reason=lambda: f"signal {interrupt.signum} to the auditor",
+        network=exp.network,
+        gpu=exp.hardware.gpus > 0,
+        ro_binds=tuple(ro),
+        grace=opts.grace,
+        sample_interval=opts.sample_interval,
+        echo=opts.echo,
+    )
+    executor = opts.executor or LocalExecutor(unsandboxed=sandbox_off)
+    output = executor.execute(request)
+    return output.completed, output.peaks, run_env
+
+
+def _copy_outputs(workdir: Path, exp: Experiment, tier: str, dest: Path) -> None:
+    """Declared outputs and metric source files, copied for judging and for `rb verify`."""
+    metrics = exp.tier(tier).metrics or exp.metrics  # type: ignore[arg-type]
+    wanted = {o.path for o in exp.outputs} | {
+        m.source.file for m in metrics.values() if m.source.file
+    }
+    for rel in sorted(wanted):
+        src = (workdir / rel).resolve()
+        if not src.is_file() or not src.is_relative_to(workdir.resolve()):
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src, target)
+
+
+def _seal_failure(
+    bundle: Any,
+    run: PlannedRun,
+    run_dir: Path,
+    record: dict[str, Any],
+    level: str,
+    reason: str,
+    exp: Experiment,
+    tier: str,
+) -> Any:
+    """Seal a run that could not start, failing at ``level``."""
+    record.update(not_started={"level": level, "reason": reason})
+    judgement = rejudge_run(exp, tier, run_dir, record)
+    bundle.write_json(
+        f"{run_dir.relative_to(bundle.path).as_posix()}/metrics.json", _jsonable(judgement)
+    )
+    bundle.seal_run(run.experiment, run.k, record)
+    bundle.journal_append(
+        {"event": "run-sealed", "run": run.key, "at": _now(), "not_started": level}
+    )
+    emit("run-done", run=run.key, ok=False, termination=f"not started: {reason}")
+    return judgement
+
+
+def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any]) -> Any:
+    """The RunJudgement of a run from its stored evidence alone (also what `rb verify` does)."""
+    from reprobridge.audit.judge import judge_run
+
+    not_started = record.get("not_started")
+    if not_started:
+        return judge_run(
+            exp,
+            tier,
+            termination_ok=False,
+            termination_description=f"not started: {not_started['reason']}",
+            log_text="",
+            workdir=run_dir / "files",
+        )
+    term = record.get("termination", {})
+    log = b""
+    for name in ("stdout.log", "stderr.log"):
+        p = run_dir / name
+        if p.is_file():
+            log += p.read_bytes()
+    return judge_run(
+        exp,
+        tier,
+        termination_ok=term.get("kind") == "exit" and term.get("returncode") == 0,
+        termination_description=str(term.get("description", "unknown")),
+        log_text=log.decode("utf-8", "replace"),
+        workdir=run_dir / "files",
+    )
+
+
+def summarize(
+    manifest: Manifest, tier: str, judgements: dict[str, list[Any]], state: EnvironmentState
+) -> dict[str, Any]:
+    """Per-experiment verdicts at each level, claims, and the overall outcome."""
+    from reprobridge.audit.claims import evaluate_claim
+    from reprobridge.audit.judge import claim_values, judge_experiment
+
+    experiments: dict[str, Any] = {}
+    values: dict[str, dict[str, list[float]]] = {}
+    passed = True
+    for exp_id, runs in judgements.items():
+        runs = [r for r in runs if r is not None]
+        verdict = judge_experiment(
+            manifest.experiments[exp_id],
+            tier,
+            runs,
+            environment_ok=state.ok,
+            environment_reason=state.reason,
+            experiment_id=exp_id,
+        )
+        experiments[exp_id] = _jsonable(verdict)
+        for level in (verdict.environment, verdict.procedure, verdict.metric):
+            if level.status == "fail":
+                passed = False
+        # Claims use values of runs whose procedure passed only.
+        values[exp_id] = claim_values(runs)
+    claims = []
+    for claim in manifest.claims:
+        result = evaluate_claim(claim.expr, values)
+        claims.append({"expr": claim.expr, "provenance": claim.provenance, **_jsonable(result)})
+        if result.holds is not True:
+            passed = False
+    return {"tier": tier, "experiments": experiments, "claims": claims, "passed": passed}
+
+
+def _predicate(
+    summary: dict[str, Any], manifest_bytes: bytes, root: Path, commit: str
+) -> dict[str, Any]:
+    lock = root / FLAKE_LOCK_FILE
+    return {
+        "audit_id": summary["audit_id"],
+        "rb_version": __version__,
+        "passed": summary["passed"],
+        "startedOn": summary["started"],
+        "finishedOn": summary["finished"],
+        "materials": {
+            "git_commit": commit,
+            "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
+            "flake_lock_sha256": hashlib.sha256(lock.read_bytes()).hexdigest()
+            if lock.is_file()
+            else None,
+        },
+    }

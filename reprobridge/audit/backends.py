@@ -1,0 +1,353 @@
+"""Where the audited environment comes from: a pinned Nix devShell, or the host.
+
+Contract of a backend:
+
+* ``prepare(root)`` checks the pinning gates and materializes the environment once, outside
+  any sandbox; it returns an :class:`EnvironmentState` whose ``ok``/``reason`` is the
+  environment-level verdict (a gate that fails is a verdict, not an exception);
+* ``setup_run(state, workspace)`` makes the run's Python environment inside its workspace
+  (outside the sandbox, where the package cache and network are), returning the variables
+  the run needs, or raising :class:`~reprobridge.errors.AuditError` with the reason;
+* runs then execute with a *cleared* environment: these variables plus an allowlist.
+
+The nix backend never passes ``--accept-flake-config``, refuses a flake with ``nixConfig``,
+and never updates or writes the lock file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from reprobridge import _proc
+from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
+from reprobridge.errors import AuditError, CommandFailed, MachineError
+
+#: nixpkgs from 2025-08 on refuses older Nix (lib/minfeatures.nix).
+MIN_NIX = (2, 18)
+NIX_BASE_ARGS = ("--extra-experimental-features", "nix-command flakes")
+NIX_LOCK_ARGS = ("--no-update-lock-file", "--no-write-lock-file")
+SETUP_TIMEOUT = 1800.0
+#: devShell variables that describe the build, not the environment a run needs.
+_DEVSHELL_DENY = frozenset(
+    {
+        "HOME",
+        "TMP",
+        "TMPDIR",
+        "TEMP",
+        "TEMPDIR",
+        "NIX_BUILD_TOP",
+        "NIX_LOG_FD",
+        "NIX_STORE",
+        "NIX_BUILD_CORES",
+        "out",
+        "outputs",
+        "builder",
+        "shellHook",
+        "PWD",
+        "OLDPWD",
+        "SHLVL",
+        "TERM",
+        "name",
+        "system",
+        "args",
+        "stdenv",
+        "passAsFile",
+        "IN_NIX_SHELL",
+        "SSL_CERT_FILE",
+    }
+)
+
+
+@dataclass
+class EnvironmentState:
+    """The materialized environment and the environment-level verdict."""
+
+    backend: str
+    ok: bool
+    reason: str
+    hermetic: bool
+    base_env: dict[str, str] = field(default_factory=dict)
+    setup_code: str | None = None
+    ro_binds: tuple[Path, ...] = ()
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+class AuditBackend(Protocol):
+    """See the module docstring."""
+
+    name: str
+
+    def prepare(self, root: Path) -> EnvironmentState: ...
+
+    def setup_run(
+        self, state: EnvironmentState, workspace: Path, *, home: Path
+    ) -> dict[str, str]: ...
+
+
+def pinning_problems(root: Path) -> list[str]:
+    """Why the flake at ``root`` is not pinned (empty when it is).
+
+    Gates: flake.lock exists and parses; every input is locked with a narHash (and a rev
+    for git/github); no indirect (registry) inputs; no path inputs outside the repository;
+    no ``nixConfig`` in flake.nix (it can add substituters and trusted keys).
+    """
+    problems: list[str] = []
+    flake = root / FLAKE_FILE
+    if not flake.is_file():
+        return [f"environment not pinned: no {FLAKE_FILE}"]
+    if "nixConfig" in flake.read_text(encoding="utf-8", errors="replace"):
+        problems.append(
+            f"{FLAKE_FILE} sets nixConfig: refused (it can change substituters and trusted keys)"
+        )
+    lock = root / FLAKE_LOCK_FILE
+    if not lock.is_file():
+        return [*problems, f"environment not pinned: no {FLAKE_LOCK_FILE}"]
+    try:
+        data = json.loads(lock.read_text(encoding="utf-8"))
+        nodes: dict[str, Any] = data["nodes"]
+        root_node = data.get("root", "root")
+    except (ValueError, KeyError, TypeError) as exc:
+        return [*problems, f"{FLAKE_LOCK_FILE} is not a flake lock file ({exc})"]
+    for name, node in sorted(nodes.items()):
+        if name == root_node:
+            continue
+        locked = node.get("locked") if isinstance(node, dict) else None
+        if not isinstance(locked, dict):
+            problems.append(f"environment not pinned: input {name!r} is not locked")
+            continue
+        kind = locked.get("type")
+        if kind == "indirect" or (node.get("original") or {}).get("type") == "indirect":
+            problems.append(
+                f"environment not pinned: input {name!r} is an indirect (registry) reference"
+            )
+        if "narHash" not in locked:
+            problems.append(f"environment not pinned: input {name!r} has no narHash")
+        if kind in {"github", "gitlab", "sourcehut", "git"} and "rev" not in locked:
+            problems.append(f"environment not pinned: input {name!r} has no rev")
+        if kind == "path":
+            target = Path(str(locked.get("path", "")))
+            if target.is_absolute() and not target.resolve().is_relative_to(root.resolve()):
+                problems.append(f"input {name!r} is a path outside the repository: {target}")
+    return problems
+
+
+def nix_version(nix: str = "nix") -> tuple[int, int] | None:
+    """(major, minor) of ``nix`` on PATH, or None when it is missing or does not answer."""
+    import re
+
+    if _proc.which(nix) is None:
+        return None
+    try:
+        out = _proc.run([nix, "--version"], timeout=30).text
+    except (CommandFailed, MachineError):
+        return None
+    m = re.search(r"(\d+)\.(\d+)", out)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _home_env(home: Path) -> dict[str, str]:
+    cache = home / ".cache"
+    return {
+        "HOME": str(home),
+        "XDG_CACHE_HOME": str(cache),
+        "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
+        "LANG": "C.UTF-8",
+        "TZ": "UTC",
+    }
+
+
+class NixBackend:
+    """The environment of the flake's devShell (``nix print-dev-env --json``)."""
+
+    name = "nix"
+
+    def __init__(self, *, overrides: dict[str, str] | None = None, nix: str = "nix") -> None:
+        self.overrides = dict(overrides or {})
+        self.nix = nix
+
+    def nix_args(self) -> list[str]:
+        """Flags every nix call gets: flakes on, lock never updated, the operator's overrides."""
+        args = [*NIX_BASE_ARGS, *NIX_LOCK_ARGS]
+        for name, url in sorted(self.overrides.items()):
+            args += ["--override-input", name, url]
+        return args
+
+    def prepare(self, root: Path) -> EnvironmentState:
+        if _proc.which(self.nix) is None:
+            raise MachineError(
+                f"{self.nix} is not installed", hint="use --backend host, or see `rb doctor`"
+            )
+        state = EnvironmentState(self.name, ok=False, reason="", hermetic=True)
+        if self.overrides:
+            state.warnings.append(
+                "inputs overridden by the auditor: "
+                + ", ".join(f"{k}={v}" for k, v in sorted(self.overrides.items()))
+            )
+        problems = pinning_problems(root)
+        if problems:
+            state.reason = "; ".join(problems)
+            return state
+        lock_before = (root / FLAKE_LOCK_FILE).read_bytes()
+        try:
+            out = _proc.run(
+                [self.nix, *self.nix_args(), "print-dev-env", "--json"],
+                cwd=root,
+                timeout=SETUP_TIMEOUT,
+            )
+        except CommandFailed as exc:
+            state.reason = f"the devShell could not be built: {exc.message}"
+            return state
+        if (root / FLAKE_LOCK_FILE).read_bytes() != lock_before:
+            state.reason = f"{FLAKE_LOCK_FILE} changed during evaluation"
+            return state
+        try:
+            variables: dict[str, Any] = json.loads(out.stdout)["variables"]
+        except (ValueError, KeyError, TypeError) as exc:
+            state.reason = f"unexpected `nix print-dev-env --json` output ({exc})"
+            return state
+        env = {
+            k: v["value"]
+            for k, v in variables.items()
+            if isinstance(v, dict)
+            and v.get("type") == "exported"
+            and isinstance(v.get("value"), str)
+            and k not in _DEVSHELL_DENY
+        }
+        # nix develop -i falls back to bash's built-in PATH after the devShell's; the auditor
+        # adds only the basic system directories, so host tools do not shadow pinned ones.
+        env["PATH"] = ":".join(p for p in [env.get("PATH", ""), "/usr/bin", "/bin"] if p)
+        hook = variables.get("shellHook", {})
+        state.setup_code = hook.get("value") if isinstance(hook, dict) else None
+        state.base_env = env
+        state.ro_binds = (Path("/nix/store"),)  # not /nix: the daemon socket lives there
+        state.fingerprint = {
+            "devshell_variables": sorted(env),
+            "shellHook_present": bool(state.setup_code),
+        }
+        state.ok, state.reason = True, "devShell materialized from the pinned flake"
+        return state
+
+    def setup_run(self, state: EnvironmentState, workspace: Path, *, home: Path) -> dict[str, str]:
+        env = {**state.base_env, **_home_env(home)}
+        if state.setup_code:
+            # The devShell's shellHook, as `nix develop` would run it, in the run's workspace.
+            result = _proc.run(
+                ["bash", "-c", state.setup_code],
+                cwd=workspace,
+                env=env,
+                timeout=SETUP_TIMEOUT,
+                check=False,
+            )
+            if result.returncode != 0:
+                tail = (
+                    (result.stderr or result.stdout)
+                    .decode(errors="replace")
+                    .strip()
+                    .splitlines()[-3:]
+                )
+                raise AuditError(
+                    f"the devShell's shellHook failed ({result.returncode}): {' | '.join(tail)}"
+                )
+        return _with_venv(env, workspace)
+
+
+def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
+    venv = workspace / PYTHON_DIR / ".venv"
+    if (venv / "bin" / "python").exists():
+        env = {**env, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env.get('PATH', '')}"}
+    return env
+
+
+class HostBackend:
+    """No Nix: this machine's Python, packages from ``repro/python`` with uv. Not hermetic."""
+
+    name = "host"
+
+    def __init__(self, python_version: str, *, has_requirements: bool) -> None:
+        self.python_version = python_version
+        self.has_requirements = has_requirements
+
+    def _python(self, state: EnvironmentState) -> str:
+        exact = shutil.which(f"python{self.python_version}")
+        if exact:
+            return exact
+        mine = f"{sys.version_info.major}.{sys.version_info.minor}"
+        if mine != self.python_version:
+            state.warnings.append(
+                f"the manifest asks for Python {self.python_version}; the host has {mine}: runs use {mine}"
+            )
+        return os.path.realpath(sys.executable)
+
+    def _uv(self) -> list[str]:
+        found = _proc.which("uv")
+        if found:
+            return [found]
+        beside = Path(sys.executable).with_name("uv")
+        if beside.exists():
+            return [str(beside)]
+        return [sys.executable, "-m", "uv"]
+
+    def prepare(self, root: Path) -> EnvironmentState:
+        state = EnvironmentState(self.name, ok=True, reason="", hermetic=False)
+        python = self._python(state)
+        state.base_env = {"PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin"}
+        state.fingerprint = {
+            "python": python,
+            "uv": " ".join(self._uv()) if self.has_requirements else None,
+        }
+        state.reason = (
+            "host environment (not hermetic: no Nix pin for Python, libraries or compilers)"
+        )
+        state.warnings.append(
+            "not hermetic: the host backend pins only the Python packages (uv.lock)"
+        )
+        return state
+
+    def setup_run(self, state: EnvironmentState, workspace: Path, *, home: Path) -> dict[str, str]:
+        env = {**state.base_env, **_home_env(home), "UV_PYTHON_DOWNLOADS": "never"}
+        if not self.has_requirements:
+            return env
+        python = str(state.fingerprint.get("python"))
+        project = workspace / PYTHON_DIR
+        uv = self._uv()
+        if (project / "uv.lock").is_file():
+            argv = [
+                *uv,
+                "sync",
+                "--quiet",
+                "--frozen",
+                "--project",
+                str(project),
+                "--python",
+                python,
+            ]
+        else:
+            _proc.run(
+                [*uv, "venv", "--quiet", "--python", python, str(project / ".venv")],
+                env=env,
+                timeout=SETUP_TIMEOUT,
+            )
+            argv = [
+                *uv,
+                "pip",
+                "install",
+                "--quiet",
+                "--python",
+                str(project / ".venv" / "bin" / "python"),
+                "-r",
+                str(project / "requirements.txt"),
+            ]
+        try:
+            _proc.run(argv, cwd=workspace, env={**os.environ, **env}, timeout=SETUP_TIMEOUT)
+        except CommandFailed as exc:
+            raise AuditError(
+                f"the Python environment could not be made with uv: {exc.message}"
+            ) from exc
+        return _with_venv(env, workspace)

@@ -1,0 +1,194 @@
+"""Dataset checksums, verified before an experiment runs.
+
+Contract: :func:`check_datasets` returns one :class:`DatasetCheck` per dataset the
+experiment reads and never raises for what it finds on disk; a check that is not ``ok``
+means the run must not start (the orchestrator enforces it). It raises
+:class:`~reprobridge.errors.AuditError` only for an experiment id the manifest lacks.
+
+What is hashed (``sha256`` in ``[datasets.<id>]``):
+
+- a file: the SHA-256 of its bytes (what ``sha256sum FILE`` prints);
+- a directory: the *tree hash* (:func:`tree_sha256`), the SHA-256 of the text made of one
+  line ``<sha256 of the file>  <relative path>\\n`` per regular file under it, sorted by
+  the path's UTF-8 bytes, with ``/`` separators. Symlinks are followed (datasets are
+  often symlink farms, e.g. Hugging Face snapshots), a directory reached twice through
+  links is walked once, and anything that is not a regular file or directory (FIFOs,
+  sockets, devices, dangling links) is skipped, as are empty directories. For paths
+  without newlines this equals::
+
+      cd DIR && find -L . -type f -printf '%P\\0' | LC_ALL=C sort -z \\
+          | xargs -0 sha256sum | sha256sum
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reprobridge.errors import AuditError
+from reprobridge.evidence.hashing import sha256_file
+from reprobridge.manifest.schema import Manifest
+
+UNVERIFIED = "no checksum declared (unverified)"
+
+
+@dataclass(frozen=True)
+class DatasetCheck:
+    """The check of one dataset.
+
+    ``path`` is as declared (None when the dataset has none); ``actual_sha256`` is what was
+    computed (None when nothing was hashed); ``kind`` is ``file``, ``directory`` or None,
+    and ``files``/``size`` count what the hash covers.
+    """
+
+    id: str
+    path: str | None
+    expected_sha256: str | None
+    actual_sha256: str | None
+    ok: bool
+    reason: str
+    kind: str | None = None
+    files: int | None = None
+    size: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The check as a JSON-ready dict."""
+        return {
+            "id": self.id,
+            "path": self.path,
+            "expected_sha256": self.expected_sha256,
+            "actual_sha256": self.actual_sha256,
+            "ok": self.ok,
+            "reason": self.reason,
+            "kind": self.kind,
+            "files": self.files,
+            "size": self.size,
+        }
+
+
+def _walk_files(top: Path) -> list[tuple[bytes, Path]]:
+    """``(relative path as bytes, path)`` of every regular file under ``top`` (links followed)."""
+    found: list[tuple[bytes, Path]] = []
+    seen: set[tuple[int, int]] = set()
+
+    def visit(directory: Path, rel: str) -> None:
+        try:
+            st = directory.stat()
+        except OSError:
+            return
+        if (st.st_dev, st.st_ino) in seen:  # a link loop, or a directory linked twice
+            return
+        seen.add((st.st_dev, st.st_ino))
+        with os.scandir(directory) as entries:
+            names = sorted(entry.name for entry in entries)
+        for name in names:
+            path = directory / name
+            child = f"{rel}{name}"
+            try:
+                mode = path.stat().st_mode  # follows links; dangling ones raise
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                visit(path, child + "/")
+            elif stat.S_ISREG(mode):
+                found.append((os.fsencode(child), path))
+
+    visit(top, "")
+    found.sort(key=lambda item: item[0])
+    return found
+
+
+def tree_sha256(directory: Path) -> tuple[str, int, int]:
+    """``(tree hash, file count, total bytes)`` of ``directory`` (see the module docstring).
+
+    Raises ``OSError`` when a file cannot be read.
+    """
+    digest = hashlib.sha256()
+    total = 0
+    files = _walk_files(directory)
+    for rel, path in files:
+        # sha256_file refuses a symlink at the last component; hash what it points to.
+        file_hex, size = sha256_file(path.resolve())
+        total += size
+        digest.update(file_hex.encode() + b"  " + rel + b"\n")
+    return digest.hexdigest(), len(files), total
+
+
+def _hash(path: Path) -> tuple[str, str, int, int]:
+    """``(kind, sha256, files, bytes)`` of a file or a directory tree."""
+    if path.is_dir():
+        hex_digest, count, size = tree_sha256(path)
+        return "directory", hex_digest, count, size
+    hex_digest, size = sha256_file(path.resolve())
+    return "file", hex_digest, 1, size
+
+
+def check_dataset(
+    dataset_id: str,
+    path: str | None,
+    expected: str | None,
+    root: Path,
+    *,
+    hash_undeclared: bool = False,
+) -> DatasetCheck:
+    """Check one dataset at ``root / path`` against ``expected`` (see the module docstring).
+
+    Without ``expected`` the dataset is ok and unverified; ``hash_undeclared`` still hashes
+    it (for the evidence; it may be slow on large datasets).
+    """
+    if expected is None and not (hash_undeclared and path):
+        return DatasetCheck(dataset_id, path, None, None, True, UNVERIFIED)
+    if not path:
+        return DatasetCheck(
+            dataset_id, None, expected, None, False, "a sha256 is declared but no `path` to check"
+        )
+    full = root / path
+    # is_file/is_dir follow links and are false for FIFOs and devices, which are never opened.
+    if not (full.is_file() or full.is_dir()):
+        what = "does not exist" if not os.path.lexists(full) else "is not a file or directory"
+        ok = expected is None
+        reason = f"{path} {what}" + (f"; {UNVERIFIED}" if ok else "")
+        return DatasetCheck(dataset_id, path, expected, None, ok, reason)
+    try:
+        kind, actual, files, size = _hash(full)
+    except OSError as exc:
+        ok = expected is None
+        reason = f"{path} cannot be read ({exc.strerror or exc})"
+        return DatasetCheck(dataset_id, path, expected, None, ok, reason, kind=None)
+    if expected is None:
+        ok, reason = True, UNVERIFIED
+    elif actual == expected:
+        ok, reason = True, f"sha256 matches ({kind})"
+    else:
+        ok, reason = False, f"sha256 mismatch ({kind}): expected {expected}, got {actual}"
+    return DatasetCheck(dataset_id, path, expected, actual, ok, reason, kind, files, size)
+
+
+def check_datasets(
+    manifest: Manifest, exp_id: str, root: Path, *, hash_undeclared: bool = False
+) -> list[DatasetCheck]:
+    """One :class:`DatasetCheck` per dataset experiment ``exp_id`` reads, in declared order.
+
+    Paths are relative to the repository ``root``. Raises :class:`AuditError` for an
+    unknown experiment id.
+    """
+    exp = manifest.experiments.get(exp_id)
+    if exp is None:
+        raise AuditError(f"no experiment {exp_id!r} in the manifest")
+    checks: list[DatasetCheck] = []
+    for dataset_id in exp.datasets:
+        dataset = manifest.datasets[dataset_id]  # the manifest model checks references resolve
+        checks.append(
+            check_dataset(
+                dataset_id,
+                dataset.path,
+                dataset.sha256,
+                root,
+                hash_undeclared=hash_undeclared,
+            )
+        )
+    return checks

@@ -1,0 +1,134 @@
+"""Where a run's process executes: the seam for cluster execution.
+
+The auditor decides *what* runs (argv, environment, workspace, limits) and judges the
+evidence; an :class:`Executor` only makes the process happen and hands back how it ended,
+its capped logs and its resource peaks. :class:`LocalExecutor` runs on this machine, in
+bubblewrap when it works. A Slurm executor is a new module implementing the same protocol
+(submit, stream the logs into ``run_dir``, map the job's end to a Termination); nothing
+else changes.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from reprobridge._proc.monitored import Completed, run_monitored
+from reprobridge.audit.monitor import Peaks, Sampler
+from reprobridge.audit.sandbox import SandboxSpec, wrap
+from reprobridge.evidence.redact import Redactor
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """Everything an executor needs for one run; ``env`` is the run's whole environment."""
+
+    argv: tuple[str, ...]
+    workspace: Path
+    env: dict[str, str]
+    run_dir: Path
+    timeout_s: float
+    marker: str
+    redactor: Redactor
+    stop_event: threading.Event
+    stop_reason: Callable[[], str]
+    network: bool = False
+    gpu: bool = False
+    ro_binds: tuple[Path, ...] = ()
+    grace: float = 30.0
+    sample_interval: float = 0.5
+    echo: bool = False
+
+
+@dataclass(frozen=True)
+class RunOutput:
+    """How the run ended, its resource peaks (None when not sampled), where it ran."""
+
+    completed: Completed
+    peaks: Peaks | None
+    isolation: str
+
+
+class Executor(Protocol):
+    """Runs one request to its end.
+
+    Contract: writes ``stdout.log``, ``stderr.log`` and ``timeline.jsonl`` into
+    ``request.run_dir`` (logs redacted with ``request.redactor`` and capped), enforces
+    ``timeout_s`` (TERM, ``grace``, KILL of everything the run started) and
+    ``stop_event``, and never raises for a failing or killed run.
+    """
+
+    name: str
+
+    def execute(self, request: RunRequest) -> RunOutput: ...
+
+
+class LocalExecutor:
+    """This machine; in bubblewrap unless ``unsandboxed`` says why not."""
+
+    name = "local"
+
+    def __init__(self, *, unsandboxed: str | None = None) -> None:
+        self.unsandboxed = unsandboxed
+
+    def execute(self, request: RunRequest) -> RunOutput:
+        argv = list(request.argv)
+        sandboxed = self.unsandboxed is None
+        if sandboxed:
+            spec = SandboxSpec(
+                workdir=request.workspace.parent,
+                cwd=request.workspace,
+                ro_binds=tuple(p for p in dict.fromkeys(request.ro_binds) if p.exists()),
+                network=request.network,
+                gpu=request.gpu,
+                env=request.env,
+            )
+            argv = wrap(argv, spec)
+        sampler: Sampler | None = None
+
+        def on_start(pid: int) -> None:
+            nonlocal sampler
+            sampler = Sampler(
+                pid,
+                interval=request.sample_interval,
+                timeline_path=request.run_dir / "timeline.jsonl",
+            )
+            sampler.start()
+
+        # One streaming redactor per stream: a secret split across two chunks is still caught.
+        live = {"stdout": request.redactor.stream(), "stderr": request.redactor.stream()}
+
+        def echo(stream: str, chunk: bytes) -> None:
+            out = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
+            out.write(live[stream].feed(chunk))
+            out.flush()
+
+        completed = run_monitored(
+            argv,
+            cwd=request.workspace,
+            env=request.env,
+            stdout_path=request.run_dir / "stdout.log",
+            stderr_path=request.run_dir / "stderr.log",
+            timeout=request.timeout_s,
+            grace=request.grace,
+            redactor_factory=request.redactor.stream,
+            marker=request.marker,
+            on_start=on_start,
+            echo=echo if request.echo else None,
+            stop_event=request.stop_event,
+            stop_reason=request.stop_reason,
+            # Inside bubblewrap TERM must reach the experiment, not bwrap (which would
+            # SIGKILL everything at once and take the grace period away).
+            term_group=not sandboxed,
+        )
+        if request.echo:
+            for stream, redactor in live.items():
+                (sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer).write(
+                    redactor.flush()
+                )
+        peaks = sampler.stop() if sampler is not None else None
+        return RunOutput(completed, peaks, "bubblewrap" if sandboxed else str(self.unsandboxed))

@@ -1,0 +1,545 @@
+"""Fingerprints of what an audit ran on: host, GPUs, Nix, git, Python packages, environment.
+
+Contract: every function returns a JSON-ready dict and never raises for a missing or
+broken tool; what could not be read is recorded in the dict (``"error"`` keys, a GPU
+``state``), because "NVML unavailable" or "nix not installed" is evidence, not a crash.
+Commands run through :mod:`reprobridge._proc` (the one module that starts processes);
+git through :func:`reprobridge._proc.git`, hardened against a hostile ``.git/config``,
+plus the filter-driver neutralising below. Runners and NVML are injectable for tests.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import re
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from reprobridge import _proc, doctor
+from reprobridge.errors import CommandFailed, MachineError
+
+#: Untracked files listed in the git fingerprint beyond which only the count is kept.
+MAX_UNTRACKED_LISTED = 1000
+#: nix config keys recorded (what decides how hermetic and trusted builds are).
+NIX_CONFIG_KEYS = (
+    "sandbox",
+    "substituters",
+    "trusted-public-keys",
+    "system-features",
+    "experimental-features",
+)
+
+
+class Runner(Protocol):
+    """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
+
+    Raises :class:`MachineError` when the program does not exist and
+    :class:`CommandFailed` on a timeout; a non-zero exit is a normal result.
+    """
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> _proc.Result: ...
+
+
+def _default_run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> _proc.Result:
+    try:
+        # stdin is empty: nothing we run may stop to ask a question (nix asks about
+        # nixConfig when stdin is a terminal).
+        return _proc.run(argv, cwd=cwd, env=env, timeout=timeout, check=False, input=b"")
+    except PermissionError as exc:  # _proc maps only FileNotFoundError
+        raise MachineError(f"{argv[0]} cannot be executed: {exc.strerror}") from exc
+
+
+def _err(result: _proc.Result) -> str:
+    text = result.stderr.decode("utf-8", "replace").strip() or result.text.strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    # nix ends with "(use '--show-trace' ...)" after the line that says what went wrong.
+    errors = [line for line in lines if line.startswith("error:")]
+    chosen = errors[-1] if errors else lines[-1] if lines else f"exit {result.returncode}"
+    return chosen[:300]
+
+
+# -- host ---------------------------------------------------------------------------------
+
+
+def _cpu_model(cpuinfo: Path) -> str | None:
+    try:
+        text = cpuinfo.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or None
+    # x86 says "model name", some ARM kernels "Model" or "Hardware" or "cpu model".
+    for key in ("model name", "cpu model", "Model", "Hardware", "Processor"):
+        match = re.search(rf"^{re.escape(key)}\s*:\s*(.+)$", text, re.MULTILINE)
+        if match:
+            return match.group(1).strip()
+    return platform.processor() or None
+
+
+def _os_release(path: Path) -> dict[str, str]:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition("=")
+        if sep and key.strip() in ("PRETTY_NAME", "NAME", "ID", "VERSION_ID", "VERSION_CODENAME"):
+            fields[key.strip()] = value.strip().strip("\"'")
+    return fields
+
+
+def host_fingerprint(
+    *, cpuinfo: Path = Path("/proc/cpuinfo"), os_release: Path = Path("/etc/os-release")
+) -> dict[str, Any]:
+    """CPU model and cores (logical, physical), memory, OS, kernel and Python of this host."""
+    import psutil  # type: ignore[import-untyped,unused-ignore]  # no stubs in the test extra
+
+    out: dict[str, Any] = {"cpu": {"model": _cpu_model(cpuinfo)}}
+    try:
+        out["cpu"]["logical_cores"] = psutil.cpu_count(logical=True)
+        out["cpu"]["physical_cores"] = psutil.cpu_count(logical=False)
+    except Exception as exc:  # psutil raises its own errors in containers without /sys
+        out["cpu"]["error"] = str(exc)
+    try:
+        out["memory_bytes"] = int(psutil.virtual_memory().total)
+    except Exception as exc:
+        out["memory_bytes"] = None
+        out["memory_error"] = str(exc)
+    out["os"] = _os_release(os_release) or {"name": platform.system()}
+    uname = os.uname()
+    out["kernel"] = {
+        "sysname": uname.sysname,
+        "release": uname.release,
+        "version": uname.version,
+        "machine": uname.machine,
+    }
+    out["python"] = {
+        "version": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "executable": sys.executable,
+    }
+    return out
+
+
+# -- GPUs ---------------------------------------------------------------------------------
+
+
+def _nvml_state(exc: BaseException, nvml: Any) -> tuple[str, str]:
+    """A short state and a message for an error NVML raised while starting."""
+    text = doctor._text(exc)
+    mismatch = getattr(nvml, "NVMLError_LibRmVersionMismatch", None)
+    if (mismatch is not None and isinstance(exc, mismatch)) or "mismatch" in text.lower():
+        return "driver-library-mismatch", f"Driver/library version mismatch ({text})"
+    for name, state in (
+        ("NVMLError_LibraryNotFound", "no-driver"),
+        ("NVMLError_DriverNotLoaded", "no-driver"),
+        ("NVMLError_NoPermission", "no-permission"),
+    ):
+        cls = getattr(nvml, name, None)
+        if cls is not None and isinstance(exc, cls):
+            return state, f"no NVIDIA driver ({text})" if state == "no-driver" else text
+    return "error", f"NVML failed to start: {text}"
+
+
+def _optional(nvml: Any, errors: Any, fn_name: str, *args: Any) -> Any:
+    """An NVML query that some GPUs or drivers do not support: the value, or None."""
+    fn = getattr(nvml, fn_name, None)
+    if fn is None:
+        return None
+    try:
+        return fn(*args)
+    except errors.base:
+        return None
+
+
+def _mode(value: Any) -> dict[str, int] | None:
+    # MIG and ECC queries answer (current, pending).
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return {"current": int(value[0]), "pending": int(value[1])}
+    return None
+
+
+def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
+    """NVIDIA driver, CUDA driver API version and every GPU, read through NVML.
+
+    ``nvml`` is a pynvml-shaped object (doctor's injectable NVML boundary); None imports
+    ``pynvml``. ``state`` is ``ok``, ``no-gpu`` (a driver but no GPU), ``no-pynvml``,
+    ``no-driver``, ``driver-library-mismatch``, ``no-permission``, ``error`` (NVML failed
+    to start) or ``partial`` (it failed part-way; what was read is kept). Per GPU: index,
+    name, memory_bytes, compute_capability, uuid, and where the GPU and driver support them
+    mig_mode, ecc_mode (``{current, pending}``, 1 = enabled) and power_limit_mw.
+    """
+    out: dict[str, Any] = {
+        "state": "ok",
+        "error": None,
+        "driver_version": None,
+        "cuda_driver_version": None,
+        "gpus": [],
+    }
+    if nvml is None:
+        try:
+            import pynvml
+        except ImportError:
+            out.update(state="no-pynvml", error="the pynvml module (nvidia-ml-py) is not installed")
+            return out
+        nvml = pynvml
+    errors = doctor._nvml_errors(nvml)
+    try:
+        nvml.nvmlInit()
+    except errors.base as exc:
+        state, message = _nvml_state(exc, nvml)
+        out.update(state=state, error=message)
+        return out
+    try:
+        out["driver_version"] = doctor._text(nvml.nvmlSystemGetDriverVersion())
+        cuda = int(nvml.nvmlSystemGetCudaDriverVersion())
+        # NVML encodes CUDA 12.4 as 12040.
+        out["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
+        for index in range(int(nvml.nvmlDeviceGetCount())):
+            handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
+            power = _optional(nvml, errors, "nvmlDeviceGetPowerManagementLimit", handle)
+            out["gpus"].append(
+                {
+                    "index": index,
+                    "name": doctor._text(nvml.nvmlDeviceGetName(handle)),
+                    "memory_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
+                    "compute_capability": f"{major}.{minor}",
+                    "uuid": doctor._text(nvml.nvmlDeviceGetUUID(handle)),
+                    "mig_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetMigMode", handle)),
+                    "ecc_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetEccMode", handle)),
+                    "power_limit_mw": int(power) if power is not None else None,
+                }
+            )
+    except errors.base as exc:
+        out.update(
+            state="partial",
+            error=f"NVML failed after {len(out['gpus'])} GPU(s): {doctor._text(exc)}",
+        )
+    finally:
+        # The fingerprint is complete; a failing shutdown changes nothing in it.
+        with contextlib.suppress(*errors.base):
+            nvml.nvmlShutdown()
+    if out["state"] == "ok" and not out["gpus"]:
+        out["state"] = "no-gpu"
+    return out
+
+
+# -- nix ----------------------------------------------------------------------------------
+
+
+def parse_flake_lock(data: Any) -> dict[str, Any]:
+    """The pinning facts of a parsed ``flake.lock``: each input's locked type, narHash and
+    rev (and lastModified/owner/repo/url/path when present), which root inputs point at
+    which node, and ``unpinned``: inputs without a ``narHash``."""
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+        return {"error": "not a flake.lock: no `nodes` table"}
+    nodes: dict[str, Any] = data["nodes"]
+    root_name = data.get("root", "root")
+    inputs: dict[str, Any] = {}
+    unpinned: list[str] = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        if name == root_name or not isinstance(node, dict):
+            continue
+        locked = node.get("locked")
+        if not isinstance(locked, dict):
+            unpinned.append(name)
+            inputs[name] = {"locked": None}
+            continue
+        keep = ("type", "narHash", "rev", "lastModified", "owner", "repo", "url", "path", "ref")
+        inputs[name] = {k: locked[k] for k in keep if k in locked}
+        if not locked.get("narHash"):
+            unpinned.append(name)
+    root_node = nodes.get(root_name)
+    root_inputs = root_node.get("inputs", {}) if isinstance(root_node, dict) else {}
+    return {
+        "version": data.get("version"),
+        "root_inputs": root_inputs if isinstance(root_inputs, dict) else {},
+        "inputs": inputs,
+        "unpinned": unpinned,
+    }
+
+
+def _flake_lock(root: Path) -> dict[str, Any]:
+    path = root / "flake.lock"
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {"sha256": None, "error": "no flake.lock"}
+    except OSError as exc:
+        return {"sha256": None, "error": f"cannot read flake.lock: {exc.strerror or exc}"}
+    out: dict[str, Any] = {"sha256": hashlib.sha256(raw).hexdigest(), "size": len(raw)}
+    try:
+        out.update(parse_flake_lock(json.loads(raw)))
+    except ValueError as exc:
+        out["error"] = f"flake.lock is not valid JSON: {exc}"
+    return out
+
+
+def _nix_system(run: Runner, timeout: float) -> str | None:
+    try:
+        got = run(
+            [
+                "nix",
+                "--extra-experimental-features",
+                "nix-command",
+                "eval",
+                "--raw",
+                "--impure",
+                "--expr",
+                "builtins.currentSystem",
+            ],
+            timeout=timeout,
+        )
+    except (MachineError, CommandFailed):
+        return None
+    return got.text.strip() or None if got.returncode == 0 else None
+
+
+def nix_fingerprint(
+    root: Path,
+    run: Runner = _default_run,
+    *,
+    devshell: bool = False,
+    system: str | None = None,
+    timeout: float = 30.0,
+    devshell_timeout: float = 300.0,
+) -> dict[str, Any]:
+    """Nix version and trust-relevant config, the flake.lock pins, and optionally the
+    devShell's derivation path.
+
+    ``flake_lock`` is always read (no nix needed): its sha256 and each input's pins.
+    When ``nix`` is missing, ``available`` is False and no other nix command is tried. The
+    devShell ``drvPath`` (``nix eval --raw .#devShells.<system>.default.drvPath``) is
+    evaluated only with ``devshell=True``: it can be slow, or fail offline; the error is
+    recorded. Nix is never told to accept the flake's ``nixConfig``.
+    """
+    out: dict[str, Any] = {"flake_lock": _flake_lock(root)}
+    try:
+        got = run(["nix", "--version"], timeout=timeout)
+    except (MachineError, CommandFailed) as exc:
+        out.update(available=False, error=str(exc))
+        return out
+    if got.returncode != 0:
+        out.update(available=False, error=_err(got))
+        return out
+    line = got.text.strip().splitlines()[0] if got.text.strip() else ""
+    version = doctor.parse_version(line)
+    out.update(
+        available=True, version=".".join(map(str, version)) if version else None, version_line=line
+    )
+    probes = doctor.Probes(run=run, timeout=timeout)
+    config = doctor._nix_config(probes, version or (0, 0))
+    if isinstance(config, str):
+        out["config"] = {"error": config}
+    else:
+        out["config"] = {key: config.get(key) for key in NIX_CONFIG_KEYS}
+    if devshell:
+        out["devshell"] = _devshell(root, run, system, timeout, devshell_timeout)
+    return out
+
+
+def _devshell(
+    root: Path, run: Runner, system: str | None, timeout: float, devshell_timeout: float
+) -> dict[str, Any]:
+    system = system or _nix_system(run, timeout)
+    if system is None:
+        return {"drv_path": None, "error": "cannot tell the nix system (builtins.currentSystem)"}
+    attr = f".#devShells.{system}.default.drvPath"
+    argv = [
+        "nix",
+        "--extra-experimental-features",
+        "nix-command flakes",
+        "--option",
+        "accept-flake-config",
+        "false",
+        "eval",
+        "--raw",
+        "--no-write-lock-file",
+        attr,
+    ]
+    try:
+        got = run(argv, timeout=devshell_timeout, cwd=root)
+    except (MachineError, CommandFailed) as exc:
+        return {"system": system, "drv_path": None, "error": str(exc)}
+    if got.returncode != 0:
+        return {"system": system, "drv_path": None, "error": _err(got)}
+    return {"system": system, "drv_path": got.text.strip()}
+
+
+# -- git ----------------------------------------------------------------------------------
+
+
+def _filter_overrides(root: Path) -> list[str]:
+    """``-c`` options that disable every filter and diff driver the repository configures.
+
+    ``git diff`` against the work tree runs ``filter.<name>.clean`` (and ``process``) for
+    paths whose attributes name a filter, and ``diff.<name>.textconv``/``command`` unless
+    told not to; all come from the repository's own (untrusted) config. Empty values mean
+    "no filter" to git; ``required`` is lifted so the missing filter is not an error.
+    """
+    got = _proc.git(root, "config", "--get-regexp", r"^filter\.", check=False)
+    names = set()
+    for line in got.text.splitlines():
+        key = line.split(" ", 1)[0]
+        if key.startswith("filter.") and key.count(".") >= 2:
+            names.add(key[len("filter.") : key.rindex(".")])
+    args: list[str] = []
+    for name in sorted(names):
+        for item in ("clean=", "smudge=", "process=", "required=false"):
+            args += ["-c", f"filter.{name}.{item}"]
+    return args
+
+
+def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
+    """Commit, branch, dirty flag, a hash of uncommitted changes and the untracked files.
+
+    ``diff_sha256`` is the SHA-256 of ``git diff HEAD --binary`` (tracked changes, staged
+    or not; None when clean); ``untracked`` lists untracked, not-ignored files (at most
+    :data:`MAX_UNTRACKED_LISTED`; ``untracked_count`` is the full count). ``dirty`` is true
+    when either exists. Every git call goes through :func:`reprobridge._proc.git` (no
+    fsmonitor, hooks, pager or external diff from the repository's config) and also
+    disables the repository's filter and textconv drivers, so no repository-controlled
+    program runs.
+    """
+    out: dict[str, Any] = {"commit": None, "branch": None, "dirty": None}
+    try:
+        inside = _proc.git(root, "rev-parse", "--is-inside-work-tree", check=False, timeout=timeout)
+    except (MachineError, CommandFailed) as exc:
+        out["error"] = str(exc)
+        return out
+    if inside.returncode != 0 or inside.text.strip() != "true":
+        out["error"] = f"not a git work tree: {_err(inside)}"
+        return out
+    try:
+        head = _proc.git(
+            root, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, timeout=timeout
+        )
+        out["commit"] = head.text.strip() if head.returncode == 0 else None
+        branch = _proc.git(
+            root, "symbolic-ref", "--short", "-q", "HEAD", check=False, timeout=timeout
+        )
+        out["branch"] = branch.text.strip() if branch.returncode == 0 else None  # None: detached
+        safe = _filter_overrides(root)
+        if out["commit"] is not None:
+            diff_args = ["diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv", "--no-color"]
+            diff = _proc.git(root, *safe, *diff_args, timeout=timeout)
+            out["diff_sha256"] = hashlib.sha256(diff.stdout).hexdigest() if diff.stdout else None
+            out["diff_bytes"] = len(diff.stdout)
+            names = _proc.git(
+                root,
+                *safe,
+                "diff",
+                "HEAD",
+                "--name-only",
+                "-z",
+                "--no-ext-diff",
+                "--no-textconv",
+                timeout=timeout,
+            )
+            out["changed"] = sorted(n for n in names.text.split("\0") if n)
+        else:
+            # No commit yet: everything staged is uncommitted; hash the index's view of it.
+            staged = _proc.git(root, "ls-files", "-s", "-z", timeout=timeout)
+            out["diff_sha256"] = (
+                hashlib.sha256(staged.stdout).hexdigest() if staged.stdout else None
+            )
+            out["diff_bytes"] = len(staged.stdout)
+            out["changed"] = sorted(
+                entry.split("\t", 1)[1] for entry in staged.text.split("\0") if "\t" in entry
+            )
+        untracked = _proc.git(
+            root, "ls-files", "--others", "--exclude-standard", "-z", timeout=timeout
+        )
+        files = sorted(n for n in untracked.text.split("\0") if n)
+        out["untracked"] = files[:MAX_UNTRACKED_LISTED]
+        out["untracked_count"] = len(files)
+        out["dirty"] = bool(out["changed"] or files)
+    except (MachineError, CommandFailed) as exc:
+        out["error"] = str(exc)
+    return out
+
+
+# -- Python packages ----------------------------------------------------------------------
+
+#: Runs inside the experiment's Python (3.8+: importlib.metadata); prints one JSON object.
+_LIST_PACKAGES = """\
+import json, sys
+try:
+    from importlib import metadata
+except ImportError:
+    print(json.dumps({"error": "importlib.metadata is unavailable (Python < 3.8)"}))
+    raise SystemExit(0)
+seen = set()
+for dist in metadata.distributions():
+    name = dist.metadata["Name"]
+    if name:
+        seen.add((name, dist.version or ""))
+print(json.dumps({
+    "python": sys.version.split()[0],
+    "executable": sys.executable,
+    "prefix": sys.prefix,
+    "packages": [{"name": n, "version": v} for n, v in sorted(seen, key=lambda p: (p[0].lower(), p[1]))],
+}))
+"""
+
+
+def python_packages(
+    python: str,
+    env: Mapping[str, str],
+    *,
+    run: Runner = _default_run,
+    timeout: float = 120.0,
+) -> dict[str, Any]:
+    """Name and version of every distribution installed for ``python`` in ``env``.
+
+    Runs ``python -c`` with exactly ``env`` (the run environment; ``python`` is looked up
+    on its ``PATH``) from ``/``, so a module file in the repository cannot shadow one the
+    listing imports. Packages are sorted by name (case-insensitive), then version. On
+    failure the dict has ``error`` and an empty ``packages``.
+    """
+    base: dict[str, Any] = {"python": None, "executable": None, "packages": []}
+    try:
+        got = run([python, "-c", _LIST_PACKAGES], timeout=timeout, cwd=Path("/"), env=env)
+    except (MachineError, CommandFailed) as exc:
+        return {**base, "error": str(exc)}
+    if got.returncode != 0:
+        return {**base, "error": f"{python} exited {got.returncode}: {_err(got)}"}
+    try:
+        data = json.loads(got.text)
+    except ValueError:
+        return {**base, "error": f"unexpected output from {python}: {got.text[:200]!r}"}
+    if not isinstance(data, dict):
+        return {**base, "error": f"unexpected output from {python}: {got.text[:200]!r}"}
+    return {**base, **data}
+
+
+# -- environment --------------------------------------------------------------------------
+
+
+def env_snapshot(env: Mapping[str, str], allowlist: Iterable[str]) -> dict[str, Any]:
+    """The run's environment as stored: every name; values only where
+    :func:`reprobridge.evidence.redact.scrub_env` keeps them (allowlisted by fnmatch
+    pattern, not secret-looking, and with secret patterns redacted inside)."""
+    from reprobridge.evidence.redact import scrub_env
+
+    return {"variables": scrub_env(env, tuple(allowlist)), "allowlist": sorted(set(allowlist))}

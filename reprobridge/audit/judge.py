@@ -1,0 +1,631 @@
+"""Judging the evidence of runs: the procedure and metric levels of an audit.
+
+Contract:
+
+- Metric values are extracted and compared with thresholds by
+  :mod:`reprobridge.artifacts.check` (:func:`~reprobridge.artifacts.check.extract_metric`,
+  :func:`~reprobridge.artifacts.check.judge_metric`, ``tier_metrics``), the same file the
+  flake's ``reproduce-<exp>`` apps run as ``repro/check.py``. Nothing here re-implements a
+  rule of that file, so ``nix run .#reproduce-<exp>`` and ``rb audit`` cannot disagree on a
+  single run. What this module adds is the *audit*: several runs, statistics, the manifest's
+  stability policy, and the split into levels.
+- Only evidence decides. ``Metric.claimed`` (a number someone claimed) is carried beside
+  the measured values and the difference reported as ``claimed_vs_measured``; it never
+  changes a status.
+- Nothing here raises for bad evidence: a missing, invalid or ambiguous metric is a
+  status. :class:`~reprobridge.errors.AuditError` is raised only for a caller's mistake
+  (a tier the experiment does not have, statistics of no values).
+
+Levels (``design.md``, "Verdict levels"): environment, procedure, metric (here, per
+experiment) and conclusion (:mod:`reprobridge.audit.claims`). A level fails where it
+fails; :attr:`ExperimentVerdict.failed_level` names the lowest failing one.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from reprobridge.artifacts import check
+from reprobridge.errors import AuditError
+from reprobridge.evidence.hashing import sha256_file
+from reprobridge.manifest.schema import Experiment
+
+MetricStatus = Literal["ok", "missing", "invalid", "ambiguous", "out-of-band"]
+VerdictStatus = Literal["pass", "fail", "skipped", "not-applicable"]
+
+#: How statuses read in reasons (reliability.md's vocabulary: ``metric-missing`` ...).
+STATUS_LABEL: dict[str, str] = {
+    "ok": "ok",
+    "missing": "metric-missing",
+    "invalid": "metric-invalid",
+    "ambiguous": "metric-ambiguous",
+    "out-of-band": "out-of-band",
+}
+
+#: Two-sided 95% Student t quantiles t_{0.975, df} for df = 1..30 (beyond: the normal 1.96).
+T_975: tuple[float, ...] = (
+    12.706204736,
+    4.302652730,
+    3.182446305,
+    2.776445105,
+    2.570581836,
+    2.446911851,
+    2.364624252,
+    2.306004135,
+    2.262157163,
+    2.228138852,
+    2.200985160,
+    2.178812830,
+    2.160368656,
+    2.144786688,
+    2.131449546,
+    2.119905299,
+    2.109815578,
+    2.100922040,
+    2.093024054,
+    2.085963447,
+    2.079613845,
+    2.073873068,
+    2.068657610,
+    2.063898562,
+    2.059538553,
+    2.055529439,
+    2.051830516,
+    2.048407142,
+    2.045229642,
+    2.042272456,
+)
+
+
+#: check.py's failure kinds as statuses (an unknown kind is treated as invalid).
+_FAILURE_STATUS: dict[str, MetricStatus] = {
+    "missing": "missing",
+    "invalid": "invalid",
+    "ambiguous": "ambiguous",
+}
+
+# -- one run ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MetricResult:
+    """One metric of one run.
+
+    ``status``: ``ok`` (extracted, finite, within its thresholds), ``missing``, ``invalid``,
+    ``ambiguous`` (check.py's extraction failures) or ``out-of-band`` (extracted but outside
+    the thresholds). ``value`` is set for ``ok`` and ``out-of-band`` only. ``threshold`` is
+    the band as check.py states it (``target 0.79 ± 0.171``); ``source`` where the value
+    was read (``regex '...'`` or ``file:key``). ``claimed`` is carried, never judged.
+    """
+
+    name: str
+    value: float | None
+    status: MetricStatus
+    reason: str
+    threshold: str
+    source: str
+    claimed: float | None
+
+
+@dataclass(frozen=True)
+class RunJudgement:
+    """The procedure and metric evidence of one run.
+
+    ``procedure_ok``: the run terminated normally (exit 0 within its timeout, as the caller
+    says) and every declared output is in order. ``procedure_reason`` is the termination
+    description when that failed, else the first output problem, else the description
+    (``exit(0)``). ``outputs`` maps each declared path to ``{exists, sha256, size,
+    expected_sha256, ok, reason}``.
+    """
+
+    procedure_ok: bool
+    procedure_reason: str
+    metrics: dict[str, MetricResult]
+    outputs: dict[str, dict[str, Any]]
+
+
+def _spec(exp: Experiment) -> dict[str, Any]:
+    """The experiment as check.py reads it (the manifest table as JSON)."""
+    dumped: dict[str, Any] = exp.model_dump(mode="json", exclude_none=True, by_alias=True)
+    return dumped
+
+
+def _check_tier(exp: Experiment, tier: str) -> None:
+    # check.py's command line refuses an unknown tier the same way (exit 2).
+    if tier != "full" and tier not in exp.tiers:
+        known = ", ".join(["full", *sorted(t for t in exp.tiers if t != "full")])
+        raise AuditError(f"the experiment has no tier {tier!r} (it has: {known})")
+
+
+def _describe_source(source: Mapping[str, Any]) -> str:
+    if source.get("regex") is not None:
+        return f"regex {source['regex']!r}"
+    return f"{source.get('file')}:{source.get('key')}"
+
+
+def extract_run_metrics(
+    exp: Experiment, tier: str, log_text: str, workdir: Path
+) -> dict[str, MetricResult]:
+    """Every metric of ``tier`` in one run, extracted and judged by check.py's functions.
+
+    The tier's own ``metrics`` when it defines them, else the experiment's. In ``smoke``
+    without tier metrics the values only have to exist and be finite (``threshold`` says
+    so). ``log_text`` is the run's stdout and stderr; ``workdir`` holds its file sources.
+    Raises :class:`AuditError` for a tier the experiment does not have.
+    """
+    _check_tier(exp, tier)
+    metrics, judged = check.tier_metrics(_spec(exp), tier)
+    results: dict[str, MetricResult] = {}
+    for name in sorted(metrics):
+        mspec: Mapping[str, Any] = metrics[name] or {}
+        source = mspec.get("source") or {}
+        claimed = _declared_claim(exp, tier, name)
+        threshold = (
+            check.describe_thresholds(mspec)
+            if judged
+            else "none (smoke: exists and is finite; thresholds not applied)"
+        )
+        common = {"name": name, "threshold": threshold, "source": _describe_source(source)}
+        try:
+            value = check.extract_metric(source, log_text, str(workdir))
+        except check.MetricError as exc:
+            results[name] = MetricResult(
+                value=None,
+                status=_FAILURE_STATUS.get(exc.kind, "invalid"),
+                reason=str(exc),
+                claimed=claimed,
+                **common,
+            )
+            continue
+        if judged:
+            ok, reason = check.judge_metric(mspec, value)
+        else:
+            ok, reason = True, "smoke: exists and is finite; thresholds not applied"
+        results[name] = MetricResult(
+            value=value,
+            status="ok" if ok else "out-of-band",
+            reason=reason,
+            claimed=claimed,
+            **common,
+        )
+    return results
+
+
+def _output_record(workdir: Path, rel: str, expected: str | None, compare: bool) -> dict[str, Any]:
+    full = workdir / rel
+    record: dict[str, Any] = {
+        "exists": False,
+        "sha256": None,
+        "size": None,
+        "expected_sha256": expected,
+        "ok": False,
+        "reason": "missing",
+    }
+    # is_file follows symlinks and is false for FIFOs and devices, which must never be opened.
+    if not full.is_file():
+        return record
+    record["exists"] = True
+    try:
+        # sha256_file refuses a symlink at the last component; hash what it points to.
+        digest, size = sha256_file(full.resolve())
+    except OSError as exc:
+        record["reason"] = f"cannot be read ({exc.strerror or exc})"
+        return record
+    record.update(sha256=digest, size=size)
+    if expected and compare and digest != expected:
+        record["reason"] = f"sha256 {digest} (expected {expected})"
+        return record
+    record["ok"] = True
+    record["reason"] = "sha256 matches" if expected and compare else "exists"
+    return record
+
+
+def judge_run(
+    exp: Experiment,
+    tier: str,
+    *,
+    termination_ok: bool,
+    termination_description: str,
+    log_text: str,
+    workdir: Path,
+) -> RunJudgement:
+    """Judge one run from its evidence.
+
+    ``termination_ok`` is the caller's reading of how the process ended (exit 0, no
+    timeout, no signal) and ``termination_description`` its words (``exit(1)``,
+    ``timeout after 3600s (SIGKILL)``). Declared outputs are checked relative to
+    ``workdir``: they must exist as regular files; a declared ``sha256`` is compared in
+    tier ``full`` only (as check.py does). Metrics are extracted whatever the procedure's
+    outcome: a crashed run's numbers are evidence too, but :func:`judge_experiment` does not
+    count them as passing.
+    """
+    metrics = extract_run_metrics(exp, tier, log_text, workdir)
+    outputs: dict[str, dict[str, Any]] = {}
+    for output in exp.outputs:
+        outputs[output.path] = _output_record(workdir, output.path, output.sha256, tier == "full")
+    bad = [(path, rec) for path, rec in outputs.items() if not rec["ok"]]
+    if not termination_ok:
+        ok, reason = False, termination_description
+    elif bad:
+        ok = False
+        reason = "; ".join(f"output {path} {rec['reason']}" for path, rec in bad)
+    else:
+        ok, reason = True, termination_description
+    return RunJudgement(procedure_ok=ok, procedure_reason=reason, metrics=metrics, outputs=outputs)
+
+
+# -- statistics ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Summary of one metric over runs: sample std (ddof=1, 0 for one value) and a 95%
+    confidence interval of the mean (Student t; ``(value, value)`` for one value)."""
+
+    n: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    ci95: tuple[float, float]
+
+    def to_json(self) -> dict[str, Any]:
+        """The stats as a JSON-ready dict (``ci95`` a two-item list)."""
+        return {
+            "n": self.n,
+            "mean": self.mean,
+            "std": self.std,
+            "min": self.min,
+            "max": self.max,
+            "ci95": list(self.ci95),
+        }
+
+
+def t_975(df: int) -> float:
+    """t_{0.975, df}: exact to 9 digits for df 1..30, then the normal quantile 1.96."""
+    if df < 1:
+        raise AuditError(f"degrees of freedom must be at least 1, got {df}")
+    return T_975[df - 1] if df <= len(T_975) else 1.96
+
+
+def stats(values: Sequence[float]) -> Stats:
+    """n, mean, sample std, min, max and the 95% t interval of ``values``.
+
+    Raises :class:`AuditError` for no values or a non-finite one (callers pass only
+    extracted, finite metric values).
+    """
+    data = [float(v) for v in values]
+    if not data:
+        raise AuditError("statistics of no values")
+    if not all(math.isfinite(v) for v in data):
+        raise AuditError("statistics of a non-finite value")
+    n = len(data)
+    # fsum-based mean: exact rounding, so the mean of equal values is that value.
+    mean = math.fsum(data) / n
+    if n == 1:
+        return Stats(1, mean, 0.0, data[0], data[0], (data[0], data[0]))
+    std = statistics.stdev(data)
+    half = t_975(n - 1) * std / math.sqrt(n)
+    return Stats(n, mean, std, min(data), max(data), (mean - half, mean + half))
+
+
+# -- one experiment -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One level's verdict: ``pass``, ``fail``, ``skipped`` (not reached: nothing ran) or
+    ``not-applicable`` (nothing to judge, e.g. no metrics declared: never a pass)."""
+
+    status: VerdictStatus
+    reason: str
+
+
+@dataclass(frozen=True)
+class ExperimentVerdict:
+    """The environment, procedure and metric levels of one experiment over its runs.
+
+    ``per_metric[name]`` holds: ``values`` and ``statuses`` and ``reasons`` (one per run,
+    in run order; ``values`` None where nothing was extracted), ``counted`` (per run: whether
+    its procedure passed, i.e. whether it counts), ``stats`` (over the values of counted
+    runs; None when there are none), ``threshold``, ``source``, ``claimed``,
+    ``claimed_vs_measured`` (``{claimed, measured, difference}`` or None), ``policy``,
+    ``outcome`` (``pass``/``fail``/``skipped``) and ``reason``.
+    """
+
+    experiment: str
+    environment: Verdict
+    procedure: Verdict
+    metric: Verdict
+    per_metric: dict[str, dict[str, Any]]
+    runs: int
+
+    @property
+    def failed_level(self) -> str | None:
+        """The lowest level that failed (``environment``, ``procedure``, ``metric``), or None."""
+        for name in ("environment", "procedure", "metric"):
+            if getattr(self, name).status == "fail":
+                return name
+        return None
+
+
+def _runs_list(numbers: Sequence[int]) -> str:
+    return ", ".join(str(i + 1) for i in numbers)
+
+
+def _policy_text(exp: Experiment) -> str:
+    policy = exp.stability.policy
+    return f"k_of_n (k={exp.stability.k})" if policy == "k_of_n" else policy
+
+
+def _procedure_verdict(exp: Experiment, runs: Sequence[RunJudgement]) -> Verdict:
+    failed = [i for i, r in enumerate(runs) if not r.procedure_ok]
+    detail = "; ".join(f"run {i + 1}: {runs[i].procedure_reason}" for i in failed[:5])
+    if len(failed) > 5:
+        detail += f"; and {len(failed) - 5} more"
+    n = len(runs)
+    done = n - len(failed)
+    if exp.stability.policy == "k_of_n":
+        # More runs than were made cannot be asked of the procedure; the metric level says
+        # "only n run(s) were made".
+        k = min(exp.stability.k or n, n)
+        extra = f" ({detail})" if failed else ""
+        status: VerdictStatus = "pass" if done >= k else "fail"
+        return Verdict(status, f"{done} of {n} run(s) completed, k_of_n needs {k}{extra}")
+    if not failed:
+        return Verdict("pass", f"all {n} run(s) completed")
+    return Verdict("fail", f"{len(failed)} of {n} run(s) failed ({detail})")
+
+
+def _metric_issue(name: str, index: int, result: MetricResult) -> str:
+    shown = "" if result.value is None else f"{result.value:g}; "
+    return f"{name}: {STATUS_LABEL[result.status]} in run {index + 1} ({shown}{result.reason})"
+
+
+def judge_experiment(
+    exp: Experiment,
+    tier: str,
+    runs: Sequence[RunJudgement],
+    *,
+    environment_ok: bool,
+    environment_reason: str,
+    experiment_id: str = "",
+) -> ExperimentVerdict:
+    """Judge one experiment's runs under its stability policy.
+
+    Rules, level by level:
+
+    - environment: ``pass`` or ``fail`` as the caller says (``environment_reason``).
+    - With no runs, procedure and metric are ``skipped`` (nothing ran).
+    - procedure: policies ``all`` and ``mean_within`` need every run to pass its procedure
+      (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``.
+    - metric: ``not-applicable`` when the tier declares no metrics (never a pass), with a
+      reason telling the user to declare some. Otherwise a run *counts* only when its
+      procedure passed: a number printed by a run that then crashed is recorded but proves
+      nothing. A run *passes* when it counts and every metric is ``ok``.
+
+      - ``all``: every run passes. A failed procedure fails the metric level with reason
+        ``procedure failed (...)``, before any metric finding.
+      - ``k_of_n``: at least ``k`` runs pass; runs whose procedure failed are simply not
+        among them (so ``procedure failed`` is reported only when it costs the quorum).
+      - ``mean_within``: every run must count and have every metric extracted (``ok`` or
+        ``out-of-band``); then each metric's mean over runs is judged against its band
+        with check.py's :func:`~reprobridge.artifacts.check.judge_metric`. A single run
+        outside the band is allowed when the mean is inside.
+
+    ``per_metric`` keeps every value, status and reason per run, the statistics over counted
+    runs and ``claimed_vs_measured``. ``experiment_id`` names the experiment in the verdict
+    (the manifest model does not know its own id).
+    """
+    _check_tier(exp, tier)
+    n = len(runs)
+    environment = Verdict("pass" if environment_ok else "fail", environment_reason)
+    metric_specs, judged = check.tier_metrics(_spec(exp), tier)
+    names = sorted(metric_specs)
+    policy = exp.stability.policy
+    counted = [r.procedure_ok for r in runs]
+    per_metric: dict[str, dict[str, Any]] = {}
+    for name in names:
+        results = [r.metrics.get(name) for r in runs]
+        values = [res.value if res is not None else None for res in results]
+        kept = [v for v, c in zip(values, counted, strict=True) if c and v is not None]
+        st = stats(kept) if kept else None
+        claimed = next((res.claimed for res in results if res is not None), None)
+        if claimed is None:
+            claimed = _declared_claim(exp, tier, name)
+        per_metric[name] = {
+            "values": values,
+            "statuses": [res.status if res is not None else "missing" for res in results],
+            "reasons": [res.reason if res is not None else "not extracted" for res in results],
+            "counted": counted,
+            "stats": st.to_json() if st is not None else None,
+            "threshold": next(
+                (res.threshold for res in results if res is not None),
+                check.describe_thresholds(metric_specs[name] or {}) if judged else "none",
+            ),
+            "source": _describe_source((metric_specs[name] or {}).get("source") or {}),
+            "claimed": claimed,
+            "claimed_vs_measured": (
+                {"claimed": claimed, "measured": st.mean, "difference": st.mean - claimed}
+                if claimed is not None and st is not None
+                else None
+            ),
+            "policy": _policy_text(exp),
+            "outcome": "skipped",
+            "reason": "no runs",
+        }
+
+    if n == 0:
+        why = "not run" + ("" if environment_ok else ": the environment failed")
+        procedure = Verdict("skipped", why)
+        metric = _not_applicable(exp, tier) if not names else Verdict("skipped", why)
+        return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, 0)
+
+    procedure = _procedure_verdict(exp, runs)
+    if not names:
+        metric = _not_applicable(exp, tier)
+    elif policy == "mean_within":
+        metric = _mean_within(runs, names, metric_specs, judged, per_metric)
+    else:
+        metric = _all_or_k(exp, runs, names, per_metric)
+    return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, n)
+
+
+def _declared_claim(exp: Experiment, tier: str, name: str) -> float | None:
+    """``claimed`` of the metric as the tier declares it (its own metrics, else the experiment's)."""
+    own = next((t for key, t in exp.tiers.items() if key == tier), None)
+    if own is not None and own.metrics is not None:
+        metric = own.metrics.get(name)
+    else:
+        metric = exp.metrics.get(name)
+    return metric.claimed if metric is not None else None
+
+
+def _not_applicable(exp: Experiment, tier: str) -> Verdict:
+    return Verdict(
+        "not-applicable",
+        f"no metrics declared for tier {tier}: declare [experiments.<id>.metrics.<name>] "
+        "with a `source` and a threshold (target/tolerance, min, max) in reprobridge.toml so "
+        "the auditor can judge results",
+    )
+
+
+def _run_label(run: RunJudgement, name: str) -> str:
+    """Why ``name`` does not count as ok in ``run``: its procedure first, then its status."""
+    if not run.procedure_ok:
+        return "procedure failed"
+    res = run.metrics.get(name)
+    return "metric-missing" if res is None else STATUS_LABEL[res.status]
+
+
+def _procedure_failed_text(runs: Sequence[RunJudgement], failed: Sequence[int]) -> str:
+    shown = "; ".join(f"run {i + 1}: {runs[i].procedure_reason}" for i in failed[:5])
+    return f"procedure failed ({shown})"
+
+
+def _all_or_k(
+    exp: Experiment,
+    runs: Sequence[RunJudgement],
+    names: Sequence[str],
+    per_metric: dict[str, dict[str, Any]],
+) -> Verdict:
+    n = len(runs)
+    failed = [i for i, r in enumerate(runs) if not r.procedure_ok]
+    issues: list[str] = []
+    run_passes = []
+    for i, run in enumerate(runs):
+        good = run.procedure_ok
+        for name in names:
+            res = run.metrics.get(name)
+            if res is None or res.status != "ok":
+                good = False
+                if res is not None:
+                    issues.append(_metric_issue(name, i, res))
+                else:
+                    issues.append(f"{name}: metric-missing in run {i + 1} (not extracted)")
+        run_passes.append(good)
+    for name in names:
+        bad = [
+            i
+            for i, run in enumerate(runs)
+            if not run.procedure_ok or name not in run.metrics or run.metrics[name].status != "ok"
+        ]
+        entry = per_metric[name]
+        why = "; ".join(f"run {i + 1}: {_run_label(runs[i], name)}" for i in bad[:5])
+        if exp.stability.policy == "all":
+            entry["outcome"] = "fail" if bad else "pass"
+            entry["reason"] = why if bad else f"ok in all {n} run(s)"
+        else:
+            ok_runs = n - len(bad)
+            entry["outcome"] = "pass" if ok_runs >= (exp.stability.k or n) else "fail"
+            entry["reason"] = f"ok in {ok_runs} of {n} run(s)" + (f" ({why})" if bad else "")
+    passes = sum(run_passes)
+    if exp.stability.policy == "all":
+        if all(run_passes):
+            return Verdict("pass", f"every metric within its thresholds in all {n} run(s)")
+        parts = [_procedure_failed_text(runs, failed)] if failed else []
+        parts += issues[:6]
+        if len(issues) > 6:
+            parts.append(f"and {len(issues) - 6} more")
+        return Verdict("fail", "; ".join(parts))
+    k = exp.stability.k or n
+    head = f"{passes} of {n} run(s) pass, k_of_n needs {k}"
+    if passes >= k:
+        return Verdict("pass", head)
+    parts = [head]
+    if failed:
+        parts.append(_procedure_failed_text(runs, failed))
+    parts += issues[:6]
+    if k > n:
+        parts.append(f"only {n} run(s) were made")
+    return Verdict("fail", "; ".join(parts))
+
+
+def _mean_within(
+    runs: Sequence[RunJudgement],
+    names: Sequence[str],
+    metric_specs: Mapping[str, Any],
+    judged: bool,
+    per_metric: dict[str, dict[str, Any]],
+) -> Verdict:
+    failed = [i for i, r in enumerate(runs) if not r.procedure_ok]
+    parts: list[str] = []
+    if failed:
+        parts.append(_procedure_failed_text(runs, failed))
+    all_pass = not failed
+    for name in names:
+        entry = per_metric[name]
+        unusable = [
+            (i, run.metrics.get(name))
+            for i, run in enumerate(runs)
+            if name not in run.metrics or run.metrics[name].value is None
+        ]
+        if failed or unusable:
+            all_pass = False
+            entry["outcome"] = "fail"
+            why = []
+            if failed:
+                why.append(f"procedure failed in run(s) {_runs_list(failed)}")
+            for i, res in unusable:
+                if res is None:
+                    why.append(f"metric-missing in run {i + 1} (not extracted)")
+                else:
+                    why.append(f"{STATUS_LABEL[res.status]} in run {i + 1} ({res.reason})")
+            entry["reason"] = "; ".join(why)
+            parts += [f"{name}: {w}" for w in why if not w.startswith("procedure")]
+            continue
+        mean = entry["stats"]["mean"]
+        if judged:
+            ok, reason = check.judge_metric(metric_specs[name] or {}, mean)
+        else:
+            ok, reason = True, "smoke: exists and is finite; thresholds not applied"
+        entry["outcome"] = "pass" if ok else "fail"
+        entry["reason"] = f"mean {mean:g} over {len(runs)} run(s): {reason}"
+        if not ok:
+            all_pass = False
+            parts.append(f"{name}: out-of-band mean {mean:g} over {len(runs)} run(s) ({reason})")
+    if all_pass:
+        return Verdict(
+            "pass", f"the mean of every metric over {len(runs)} run(s) is within its thresholds"
+        )
+    return Verdict("fail", "; ".join(parts[:8]))
+
+
+def claim_values(runs: Sequence[RunJudgement]) -> dict[str, list[float]]:
+    """Values per metric for the conclusion level: from runs whose procedure passed only.
+
+    What :func:`reprobridge.audit.claims.evaluate_claim` takes for one experiment.
+    """
+    out: dict[str, list[float]] = {}
+    for run in runs:
+        if not run.procedure_ok:
+            continue
+        for name, res in run.metrics.items():
+            if res.value is not None:
+                out.setdefault(name, []).append(res.value)
+    return out

@@ -1,0 +1,69 @@
+"""Which runs an audit makes: experiments x repeats, with the seed each repeat uses."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+from reprobridge.errors import AuditError
+from reprobridge.manifest.schema import Manifest, parse_duration
+
+Tier = Literal["full", "smoke"]
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run: repeat ``k`` (0-based) of ``experiment`` with ``seed``."""
+
+    experiment: str
+    k: int
+    seed: int
+    timeout_s: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}/{self.k}"
+
+
+def plan_runs(
+    manifest: Manifest, selected: list[str] | None, *, runs: int, tier: Tier
+) -> list[PlannedRun]:
+    """Repeat ``k`` of an experiment uses its tier's seeds in turn (``seeds[k % len]``): with
+    seeds [0, 1, 2] and three runs each seed runs once; with [0] the same seed runs three
+    times, which checks determinism. Raises AuditError for unknown ids or a missing tier."""
+    if runs < 1:
+        raise AuditError("--runs must be at least 1", field="runs")
+    ids = selected or list(manifest.experiments)
+    if not selected and tier != "full":
+        # Without an explicit selection, a reduced tier covers the experiments that have it.
+        ids = [e for e in ids if tier in manifest.experiments[e].tiers]
+        if not ids:
+            raise AuditError(
+                f"no experiment has a {tier} tier", path="reprobridge.toml", field="experiments"
+            )
+    if not ids:
+        raise AuditError(
+            "the manifest has no experiments to audit", path="reprobridge.toml", field="experiments"
+        )
+    plan: list[PlannedRun] = []
+    for exp_id in ids:
+        if exp_id not in manifest.experiments:
+            close = difflib.get_close_matches(exp_id, list(manifest.experiments), n=1)
+            raise AuditError(
+                f"no experiment {exp_id!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
+                path="reprobridge.toml",
+                hint=f"experiments: {', '.join(manifest.experiments)}",
+            )
+        exp = manifest.experiments[exp_id]
+        if tier != "full" and tier not in exp.tiers:
+            raise AuditError(
+                f"experiment {exp_id!r} has no {tier} tier",
+                path="reprobridge.toml",
+                field=f"experiments.{exp_id}.tiers",
+            )
+        t = exp.tier(tier)
+        seeds = t.seeds or exp.seeds
+        timeout = parse_duration(t.timeout or exp.timeout)
+        plan += [PlannedRun(exp_id, k, seeds[k % len(seeds)], timeout) for k in range(runs)]
+    return plan

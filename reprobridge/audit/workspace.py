@@ -1,0 +1,96 @@
+"""Each run starts from a clean copy of the committed repository.
+
+The copy is ``git archive HEAD`` (hardened git: a hostile ``.git/config`` cannot run
+anything) extracted with tarfile's ``data`` filter, plus ReproBridge's own artifacts taken
+from the work tree — the manifest, flake, launchers, check script and Python project are
+often not committed yet when an audit runs. What was overlaid, and a hash of every
+uncommitted change, is recorded, so the evidence says exactly what ran.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tarfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from reprobridge import _proc
+from reprobridge.constants import (
+    CHECK_SCRIPT,
+    FLAKE_FILE,
+    FLAKE_LOCK_FILE,
+    LAUNCHERS_DIR,
+    MANIFEST_FILE,
+    PYTHON_DIR,
+)
+from reprobridge.errors import AuditError, CommandFailed
+
+#: rb's artifacts, copied from the work tree over the committed tree.
+OVERLAY = (MANIFEST_FILE, FLAKE_FILE, FLAKE_LOCK_FILE, CHECK_SCRIPT, LAUNCHERS_DIR, PYTHON_DIR)
+_SKIP_IN_OVERLAY = {".venv", "__pycache__"}
+
+
+@dataclass(frozen=True)
+class WorkspaceInfo:
+    """What a run's workspace was made from."""
+
+    commit: str
+    overlaid: dict[str, str] = field(default_factory=dict)  # path -> sha256
+
+
+def head_commit(root: Path) -> str:
+    """The commit ``HEAD`` points to; AuditError for a repository without commits."""
+    try:
+        return _proc.git(root, "rev-parse", "--verify", "HEAD").text.strip()
+    except CommandFailed as exc:
+        raise AuditError(
+            "the repository has no commit to audit",
+            path=str(root),
+            hint="commit the code first: every run starts from a clean copy of HEAD",
+        ) from exc
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def overlay_files(root: Path) -> list[str]:
+    """Relative paths of rb's artifacts present in the work tree (sorted)."""
+    out: list[str] = []
+    for rel in OVERLAY:
+        src = root / rel
+        if src.is_symlink():
+            continue  # never follow a link out of the repository
+        if src.is_file():
+            out.append(rel)
+        elif src.is_dir():
+            for p in sorted(src.rglob("*")):
+                parts = set(p.relative_to(root).parts)
+                if p.is_file() and not p.is_symlink() and not parts & _SKIP_IN_OVERLAY:
+                    out.append(p.relative_to(root).as_posix())
+    return sorted(out)
+
+
+def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> WorkspaceInfo:
+    """Fill the new directory ``dest`` with HEAD of ``root`` plus rb's artifacts."""
+    commit = commit or head_commit(root)
+    dest.mkdir(parents=True, exist_ok=False)
+    archive = _proc.git(root, "archive", "--format=tar", commit, timeout=600).stdout
+    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+        # The data filter refuses absolute paths, `..`, links out and device files.
+        tar.extractall(dest, filter="data")
+    overlaid: dict[str, str] = {}
+    for rel in overlay_files(root):
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink():
+            target.unlink()
+        shutil.copy2(root / rel, target)
+        overlaid[rel] = _sha256(target)
+    return WorkspaceInfo(commit=commit, overlaid=overlaid)

@@ -1,0 +1,278 @@
+"""`rb audit` and `rb run`: run experiments in isolation and judge the evidence."""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from reprobridge._log import sink
+
+
+class _Progress:
+    """Progress of an audit: one line per event; on a terminal also a live ticker with the
+    elapsed time and the run's latest CPU/RSS sample."""
+
+    def __init__(self, *, quiet: bool) -> None:
+        self.quiet = quiet
+        self.tty = sys.stderr.isatty() and not quiet
+        self.total = 0
+        self.done = 0
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+        self._timeline: Path | None = None
+        self._label = ""
+        self._t0 = 0.0
+
+    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+        if self.quiet:
+            return
+
+        def say(text: str) -> None:
+            click.echo(text, err=True)
+
+        if event == "audit-start":
+            self.total = int(fields["runs"])
+            say(f"rb audit {fields['audit_id']}: {self.total} run(s) -> {fields['path']}")
+        elif event == "environment":
+            mark = "ok" if fields["ok"] else "FAILED"
+            say(f"environment ({fields['backend']}): {mark}: {fields['reason']}")
+        elif event in {"run-start", "run-reused"}:
+            self.done += event == "run-reused"
+            if event == "run-reused":
+                say(
+                    f"[{self.done}/{self.total}] {fields['run']}: sealed earlier, verified and reused"
+                )
+                return
+            self._label = f"[{self.done + 1}/{self.total}] {fields['run']} (seed {fields['seed']})"
+            say(f"{self._label}: running")
+            self._start_ticker(fields.get("timeline"))
+        elif event == "run-done":
+            self._stop_ticker()
+            self.done += 1
+            state = "ok" if fields["ok"] else "FAILED"
+            say(f"[{self.done}/{self.total}] {fields['run']}: {state} ({fields['termination']})")
+
+    def _start_ticker(self, timeline: str | None) -> None:
+        if not self.tty:
+            return
+        self._timeline = Path(timeline) if timeline else None
+        self._t0 = time.monotonic()
+        self._stop.clear()
+        self._ticker = threading.Thread(target=self._tick, daemon=True)
+        self._ticker.start()
+
+    def _stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._stop.set()
+            self._ticker.join()
+            self._ticker = None
+            sys.stderr.write("\r\033[K")
+
+    def _tick(self) -> None:
+        while not self._stop.wait(1.0):
+            res = ""
+            if self._timeline and self._timeline.is_file():
+                try:
+                    last = self._timeline.read_bytes().rstrip().rsplit(b"\n", 1)[-1]
+                    sample = json.loads(last)
+                    res = f"  cpu {sample.get('cpu_percent', 0):.0f}%  rss {sample.get('rss_bytes', 0) / 2**20:.0f} MiB"
+                except (OSError, ValueError):
+                    pass
+            sys.stderr.write(f"\r\033[K{self._label}: {time.monotonic() - self._t0:.0f}s{res}")
+            sys.stderr.flush()
+
+
+def _print_summary(result: Any) -> None:
+    s = result.summary
+    click.echo(
+        click.style(f"Audit {result.audit_id} ({s['backend']}, tier {s['tier']})", bold=True)
+    )
+    for exp_id, v in s["experiments"].items():
+        levels = "  ".join(
+            f"{lvl} {v[lvl]['status'].upper()}" for lvl in ("environment", "procedure", "metric")
+        )
+        click.echo(f"  {exp_id}: {levels}")
+        for lvl in ("environment", "procedure", "metric"):
+            if v[lvl]["status"] == "fail":
+                click.echo(f"      {lvl}: {v[lvl]['reason']}")
+        for name, m in v.get("per_metric", {}).items():
+            st = m.get("stats") or {}
+            if st:
+                click.echo(
+                    f"      {name}: mean {st['mean']:.4g} ± {st['std']:.2g} (n={st['n']}, "
+                    f"95% CI {st['ci95'][0]:.4g}..{st['ci95'][1]:.4g})"
+                    + (f"; claimed {m['claimed']:g}" if m.get("claimed") is not None else "")
+                )
+    for c in s["claims"]:
+        mark = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.get("holds")]
+        click.echo(f"  claim {c['expr']}: {mark} ({c.get('substituted') or c.get('reason')})")
+    for w in s.get("warnings", []):
+        click.echo(f"  warning: {w}")
+    verdict = click.style("PASS", fg="green") if result.passed else click.style("FAIL", fg="red")
+    click.echo(f"verdict: {verdict}   evidence: {result.path}")
+
+
+def run_and_render(root: Path, opts: Any, *, as_json: bool, quiet: bool) -> None:
+    """Run the audit with progress on stderr, print the verdicts, exit 1 when one fails."""
+    from reprobridge.audit.auditor import run_audit
+
+    with sink(_Progress(quiet=quiet or as_json)):
+        result = run_audit(root, opts)
+    if as_json:
+        click.echo(
+            json.dumps(
+                {"audit_id": result.audit_id, "path": str(result.path), **result.summary},
+                indent=2,
+                sort_keys=True,
+            )
+        )
+    else:
+        _print_summary(result)
+    if not result.passed:
+        raise click.exceptions.Exit(1)
+
+
+def _override(values: tuple[str, ...]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in values:
+        name, sep, url = item.partition("=")
+        if not sep or not name or not url:
+            raise click.BadParameter(
+                f"expected NAME=URL, got {item!r}", param_hint="--override-input"
+            )
+        out[name] = url
+    return out
+
+
+_common = [
+    click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True),
+    click.option(
+        "--backend",
+        type=click.Choice(["auto", "nix", "host"]),
+        default="auto",
+        show_default=True,
+        help="auto: nix when it can materialize the pinned devShell, else the host (not hermetic).",
+    ),
+    click.option(
+        "--sandbox",
+        type=click.Choice(["auto", "on", "off"]),
+        default="auto",
+        show_default=True,
+        help="Run inside bubblewrap (auto: when it works here).",
+    ),
+    click.option(
+        "--override-input",
+        "overrides",
+        multiple=True,
+        metavar="NAME=URL",
+        help="Override a flake input for nix calls (an offline mirror); recorded as a warning.",
+    ),
+    click.option(
+        "-C",
+        "--repo",
+        "root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=".",
+        help="The repository (default: .).",
+    ),
+]
+
+
+def _apply(f: Any) -> Any:
+    for opt in reversed(_common):
+        f = opt(f)
+    return f
+
+
+@click.command("audit")
+@click.argument("experiments", nargs=-1)
+@click.option(
+    "--runs",
+    type=click.IntRange(1, 1000),
+    default=3,
+    show_default=True,
+    help="Runs per experiment.",
+)
+@click.option(
+    "--resume",
+    "resume",
+    is_flag=False,
+    flag_value="latest",
+    default=None,
+    metavar="[AUDIT-ID]",
+    help="Continue an interrupted audit (default: the latest unfinished one).",
+)
+@click.option(
+    "--sign",
+    "sign_key",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Sign the bundle with this Ed25519 private key (see `rb keygen`).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
+@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@_apply
+def audit_command(
+    experiments: tuple[str, ...],
+    runs: int,
+    resume: str | None,
+    sign_key: Path | None,
+    as_json: bool,
+    quiet: bool,
+    tier: str,
+    backend: str,
+    sandbox: str,
+    overrides: tuple[str, ...],
+    root: Path,
+) -> None:
+    """Run EXPERIMENTS (default: all) RUNS times each in isolation, record evidence under
+    repro/evidence/<audit-id>/ and judge it against reprobridge.toml.
+
+    Exit 0 when every verdict passes, 1 when one fails, 130/143 when interrupted (resumable).
+    """
+    from reprobridge.audit.auditor import AuditOptions, Backend, SandboxMode, Tier
+
+    opts = AuditOptions(
+        experiments=list(experiments) or None,
+        runs=runs,
+        tier=cast(Tier, tier),
+        backend=cast(Backend, backend),
+        resume=resume,
+        sign_key=sign_key,
+        nix_overrides=_override(overrides),
+        sandbox=cast(SandboxMode, sandbox),
+    )
+    run_and_render(root, opts, as_json=as_json, quiet=quiet)
+
+
+@click.command("run")
+@click.argument("experiment")
+@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
+@_apply
+def run_command(
+    experiment: str,
+    as_json: bool,
+    tier: str,
+    backend: str,
+    sandbox: str,
+    overrides: tuple[str, ...],
+    root: Path,
+) -> None:
+    """Run EXPERIMENT once with live output, then judge it (an audit of one run)."""
+    from reprobridge.audit.auditor import AuditOptions, Backend, SandboxMode, Tier
+
+    opts = AuditOptions(
+        experiments=[experiment],
+        runs=1,
+        tier=cast(Tier, tier),
+        backend=cast(Backend, backend),
+        nix_overrides=_override(overrides),
+        sandbox=cast(SandboxMode, sandbox),
+        echo=not as_json,
+    )
+    run_and_render(root, opts, as_json=as_json, quiet=False)

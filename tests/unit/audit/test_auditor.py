@@ -1,0 +1,197 @@
+"""`rb audit` end to end on the bundled example and on small hostile repositories (host
+backend, real processes, real bubblewrap when it works here, real files)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from reprobridge.audit.auditor import AuditOptions, run_audit
+from reprobridge.audit.verify import verify_audit
+from reprobridge.errors import AuditError
+from reprobridge.examples import copy_example
+from reprobridge.initializer import init_repository
+
+
+def _commit(root: Path) -> None:
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "rb init"], check=True)
+
+
+@pytest.fixture
+def example(tmp_path: Path) -> Path:
+    repo = copy_example(tmp_path / "mixup-paper")
+    init_repository(repo, paper=repo / "paper.md", lock="never")
+    _commit(repo)
+    return repo
+
+
+def _rb(
+    *args: str, cwd: Path, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "reprobridge", *args], cwd=cwd, capture_output=True, text=True,
+        env={**os.environ, **(env or {})}, check=False, timeout=600,
+    )  # fmt: skip
+
+
+def test_example_audit_passes_and_verifies(example: Path) -> None:
+    result = run_audit(example, AuditOptions(runs=2, backend="host"))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    s = result.summary
+    for exp in ("baseline", "mixup"):
+        v = s["experiments"][exp]
+        assert (v["environment"]["status"], v["procedure"]["status"], v["metric"]["status"]) == (
+            "pass",
+        ) * 3
+        assert v["per_metric"]["test_accuracy"]["stats"]["n"] == 2
+    assert s["claims"][0]["holds"] is True
+    assert s["hermetic"] is False
+    bundle = result.path
+    for rel in ("audit.json", "plan.json", "SHA256SUMS", "journal.jsonl", "inputs/reprobridge.toml",
+                "fingerprint/host.json", "runs/baseline/0/stdout.log", "runs/baseline/0/status.json",
+                "runs/mixup/1/metrics.json", "runs/mixup/1/timeline.jsonl"):  # fmt: skip
+        assert (bundle / rel).is_file(), rel
+    report = verify_audit(bundle)
+    assert report.ok, report.problems
+    assert report.passed is True
+
+
+def test_tampered_log_is_caught(example: Path) -> None:
+    result = run_audit(example, AuditOptions(runs=1, backend="host", experiments=["baseline"]))
+    log = result.path / "runs/baseline/0/stdout.log"
+    log.write_text(log.read_text().replace("test_accuracy=", "test_accuracy=0.99 #"))
+    report = verify_audit(result.path)
+    assert not report.ok
+    assert any("runs/baseline/0/stdout.log" in p for p in report.problems)
+
+
+def test_failing_threshold_fails_metric_level(example: Path) -> None:
+    manifest = example / "reprobridge.toml"
+    manifest.write_text(
+        manifest.read_text().replace(
+            "target = 0.79\ntolerance = 0.171", "target = 0.99\ntolerance = 0.001", 1
+        )
+    )
+    _commit(example)
+    out = _rb("audit", "baseline", "--runs", "1", "--backend", "host", "--json", cwd=example)
+    assert out.returncode == 1, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["experiments"]["baseline"]["procedure"]["status"] == "pass"
+    assert doc["experiments"]["baseline"]["metric"]["status"] == "fail"
+
+
+def _tiny(make_repo, script: str, *, timeout: str = "1h", metric: bool = True) -> Path:
+    manifest = f"""schema = 1
+[project]
+name = "tiny"
+[environment]
+python = "{sys.version_info.major}.{sys.version_info.minor}"
+nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
+[experiments.main]
+command = "bash run.sh"
+timeout = "{timeout}"
+"""
+    if metric:
+        manifest += (
+            '[experiments.main.metrics.acc]\nsource = {regex = "acc=([0-9.]+)"}\nmin = 0.5\n'
+        )
+    root = make_repo({"run.sh": script, "reprobridge.toml": manifest})
+    init_repository(root, lock="never")
+    _commit(root)
+    return root
+
+
+def test_secrets_never_reach_the_run_or_the_evidence(
+    make_repo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "s3cr3t-" + "x9" * 12
+    monkeypatch.setenv("FAKE_API_TOKEN", secret)
+    root = _tiny(make_repo, f'env; echo "token=$FAKE_API_TOKEN"; echo {secret}; echo acc=0.9\n')
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    for p in result.path.rglob("*"):
+        if p.is_file():
+            assert secret.encode() not in p.read_bytes(), p
+    log = (result.path / "runs/main/0/stdout.log").read_text()
+    assert "FAKE_API_TOKEN=" not in log  # `env` shows the run never got the variable
+    assert "[REDACTED" in log  # the literal echo was redacted while streaming
+
+
+def test_exit_zero_without_the_metric_fails(make_repo) -> None:
+    root = _tiny(make_repo, "echo all good\n")
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert not result.passed
+    assert result.summary["experiments"]["main"]["metric"]["status"] == "fail"
+
+
+def test_timeout_kills_a_term_ignoring_run(make_repo) -> None:
+    root = _tiny(make_repo, "trap '' TERM; echo acc=0.9; sleep 1000\n", timeout="1s")
+    opts = AuditOptions(runs=1, backend="host", grace=1.0)
+    import reprobridge.audit.auditor as auditor
+
+    t0 = time.monotonic()
+    old = auditor.TIMEOUT_MARGIN
+    auditor.TIMEOUT_MARGIN = 1.0
+    try:
+        result = run_audit(root, opts)
+    finally:
+        auditor.TIMEOUT_MARGIN = old
+    assert time.monotonic() - t0 < 60
+    v = result.summary["experiments"]["main"]
+    assert v["procedure"]["status"] == "fail"
+    assert "124" in v["procedure"]["reason"] or "timeout" in v["procedure"]["reason"]
+
+
+def test_second_audit_on_the_same_bundle_fails_fast(example: Path) -> None:
+    from reprobridge.evidence.bundle import Bundle
+
+    result = run_audit(example, AuditOptions(runs=1, backend="host", experiments=["baseline"]))
+    bundle = Bundle.open(result.path)
+    with bundle.lock():
+        holder = subprocess.run(
+            [sys.executable, "-c", "import sys; from pathlib import Path; from reprobridge.evidence.bundle import Bundle;"
+             f"b = Bundle.open(Path({str(result.path)!r}))\nwith b.lock(): pass"],
+            capture_output=True, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    assert holder.returncode != 0
+    assert "lock" in holder.stderr.lower()
+
+
+def test_interrupted_audit_resumes(example: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reprobridge", "audit", "--runs", "3", "--backend", "host", "-q"],
+        cwd=example, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    bundle_root = example / "repro/evidence"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        sealed = list(bundle_root.glob("*/runs/*/*/status.json"))
+        if sealed:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "resume" in err
+    out = _rb("audit", "--resume", "--backend", "host", "--json", cwd=example)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["passed"] is True
+    journal = [
+        json.loads(x) for x in (Path(doc["path"]) / "journal.jsonl").read_text().splitlines()
+    ]
+    events = [j["event"] for j in journal]
+    assert "interrupted" in events and "resumed" in events
+    assert verify_audit(Path(doc["path"])).ok
+
+
+def test_unknown_experiment(example: Path) -> None:
+    with pytest.raises(AuditError, match=r"no experiment 'mixp' \(did you mean 'mixup'\?\)"):
+        run_audit(example, AuditOptions(experiments=["mixp"], backend="host"))
