@@ -92,6 +92,10 @@ class AuditOptions:
     resume: str | None = None  # an audit id, or "latest"
     sign_key: Path | None = None
     nix_overrides: dict[str, str] = field(default_factory=dict)
+    nix_binary: str = "nix"
+    #: Host paths the operator lets every sandboxed run read (tools outside /nix/store);
+    #: recorded in each run's record.
+    extra_ro_binds: tuple[Path, ...] = ()
     sandbox: SandboxMode = "auto"
     echo: bool = False
     sample_interval: float = 0.5
@@ -144,7 +148,7 @@ def choose_backend(
     )
     if opts.backend == "host":
         return host, host.prepare(root)
-    version = nix_version()
+    version = nix_version(opts.nix_binary)
     if opts.backend == "auto" and (
         version is None or (version < MIN_NIX and not opts.nix_overrides)
     ):
@@ -152,7 +156,7 @@ def choose_backend(
         why = "nix is not installed" if version is None else f"nix {version[0]}.{version[1]} < 2.18"
         state.warnings.append(f"--backend auto chose the host: {why}")
         return host, state
-    nix = NixBackend(overrides=opts.nix_overrides)
+    nix = NixBackend(overrides=opts.nix_overrides, nix=opts.nix_binary)
     state = nix.prepare(root)
     if not state.ok and opts.backend == "auto":
         fallback = host.prepare(root)
@@ -253,7 +257,8 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
         bundle.write_json("environment.json", _jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", fp.host_fingerprint())
-        bundle.write_json("fingerprint/gpu.json", fp.gpu_fingerprint())
+        gpu = fp.gpu_fingerprint()
+        bundle.write_json("fingerprint/gpu.json", gpu)
         bundle.write_json("fingerprint/git.json", fp.git_fingerprint(root))
         if backend.name == "nix":
             bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root))
@@ -264,7 +269,9 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             if interrupt.event.is_set():
                 break
             judgements.setdefault(run.experiment, []).append(
-                _one_run(root, manifest, run, opts, bundle, backend, state, sandboxed, interrupt)
+                _one_run(
+                    root, manifest, run, opts, bundle, backend, state, sandboxed, interrupt, gpu
+                )
             )
         if interrupt.event.is_set():
             bundle.journal_append(
@@ -357,6 +364,7 @@ def _one_run(
     state: EnvironmentState,
     sandbox_off: str | None,
     interrupt: _Interrupt,
+    gpu: dict[str, Any],
 ) -> Any:
     """Execute (or reuse, when resuming) one run; return its RunJudgement."""
 
@@ -389,6 +397,7 @@ def _one_run(
         "backend": backend.name,
         "hermetic": state.hermetic,
         "sandbox": sandbox_off or "bubblewrap",
+        "extra_ro_binds": [str(p) for p in opts.extra_ro_binds],
     }
 
     def rel(p: Path) -> str:
@@ -398,6 +407,14 @@ def _one_run(
         return _seal_failure(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
         )
+    have = len(gpu.get("gpus") or [])
+    if exp.hardware.gpus > have:
+        # Never a pass on the wrong hardware: the run does not start.
+        reason = (
+            f"hw-unavailable: needs {exp.hardware.gpus} GPU(s), this machine has {have} "
+            f"(NVML: {gpu.get('state', 'unknown')})"
+        )
+        return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
     from reprobridge.audit.datasets import check_datasets
 
     checks = check_datasets(manifest, run.experiment, root)
@@ -425,9 +442,11 @@ def _one_run(
             return None  # not sealed: --resume runs it again
         _copy_outputs(workspace / exp.workdir, exp, opts.tier, run_dir / "files")
         from reprobridge.audit.fingerprint import python_packages
+        from reprobridge.audit.sandbox import offline_env
         from reprobridge.evidence.redact import scrub_env
 
-        bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, ENV_RECORD_ALLOWLIST))
+        recorded = (*ENV_RECORD_ALLOWLIST, *offline_env())
+        bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
         bundle.write_json(f"{rel(run_dir)}/packages.json", python_packages("python3", run_env))
         if opts.keep_workspaces:
             kept = bundle.path.parent / f".workspaces/{bundle.path.name}/{run.experiment}-{run.k}"
@@ -496,7 +515,7 @@ def _execute(
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
     if not exp.network:
         run_env.update(offline_env())
-    ro = [*state.ro_binds]
+    ro = [*state.ro_binds, *opts.extra_ro_binds]
     python = state.fingerprint.get("python")
     if python:
         ro.append(Path(os.path.realpath(str(python))).parents[1])  # the interpreter's prefix
@@ -605,7 +624,7 @@ def summarize(
     manifest: Manifest, tier: str, judgements: dict[str, list[Any]], state: EnvironmentState
 ) -> dict[str, Any]:
     """Per-experiment verdicts at each level, claims, and the overall outcome."""
-    from reprobridge.audit.claims import evaluate_claim
+    from reprobridge.audit.claims import evaluate_claim, references
     from reprobridge.audit.judge import claim_values, judge_experiment
 
     experiments: dict[str, Any] = {}
@@ -629,6 +648,20 @@ def summarize(
         values[exp_id] = claim_values(runs)
     claims = []
     for claim in manifest.claims:
+        absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
+        if absent:
+            # A partial audit cannot decide a comparison with experiments it did not run.
+            claims.append(
+                {
+                    "expr": claim.expr,
+                    "provenance": claim.provenance,
+                    "holds": None,
+                    "skipped": True,
+                    "substituted": "",
+                    "reason": f"not evaluated: {', '.join(absent)} not in this audit",
+                }
+            )
+            continue
         result = evaluate_claim(claim.expr, values)
         claims.append({"expr": claim.expr, "provenance": claim.provenance, **_jsonable(result)})
         if result.holds is not True:

@@ -172,12 +172,15 @@ class NixBackend:
         self.overrides = dict(overrides or {})
         self.nix = nix
 
-    def nix_args(self) -> list[str]:
-        """Flags every nix call gets: flakes on, lock never updated, the operator's overrides."""
-        args = [*NIX_BASE_ARGS, *NIX_LOCK_ARGS]
+    def nix_argv(self, command: str, *args: str) -> list[str]:
+        """``nix <global flags> COMMAND <lock flags> <overrides> ARGS``: flakes on, the lock
+        never updated or written, the operator's input overrides, never
+        ``--accept-flake-config``. (Lock and override flags belong after the subcommand:
+        Nix 2.8 rejects them before it.)"""
+        argv = [self.nix, *NIX_BASE_ARGS, command, *NIX_LOCK_ARGS]
         for name, url in sorted(self.overrides.items()):
-            args += ["--override-input", name, url]
-        return args
+            argv += ["--override-input", name, url]
+        return [*argv, *args]
 
     def prepare(self, root: Path) -> EnvironmentState:
         if _proc.which(self.nix) is None:
@@ -197,7 +200,7 @@ class NixBackend:
         lock_before = (root / FLAKE_LOCK_FILE).read_bytes()
         try:
             out = _proc.run(
-                [self.nix, *self.nix_args(), "print-dev-env", "--json"],
+                self.nix_argv("print-dev-env", "--json"),
                 cwd=root,
                 timeout=SETUP_TIMEOUT,
             )

@@ -110,7 +110,11 @@ def _print_summary(result: Any) -> None:
                     + (f"; claimed {m['claimed']:g}" if m.get("claimed") is not None else "")
                 )
     for c in s["claims"]:
-        mark = {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.get("holds")]
+        mark = (
+            "SKIPPED"
+            if c.get("skipped")
+            else {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.get("holds")]
+        )
         click.echo(f"  claim {c['expr']}: {mark} ({c.get('substituted') or c.get('reason')})")
     for w in s.get("warnings", []):
         click.echo(f"  warning: {w}")
@@ -174,6 +178,13 @@ _common = [
         help="Override a flake input for nix calls (an offline mirror); recorded as a warning.",
     ),
     click.option(
+        "--ro-bind",
+        "ro_binds",
+        multiple=True,
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        help="A host directory every sandboxed run may read (tools outside /nix/store); recorded.",
+    ),
+    click.option(
         "-C",
         "--repo",
         "root",
@@ -228,6 +239,7 @@ def audit_command(
     backend: str,
     sandbox: str,
     overrides: tuple[str, ...],
+    ro_binds: tuple[Path, ...],
     root: Path,
 ) -> None:
     """Run EXPERIMENTS (default: all) RUNS times each in isolation, record evidence under
@@ -245,6 +257,7 @@ def audit_command(
         resume=resume,
         sign_key=sign_key,
         nix_overrides=_override(overrides),
+        extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
     )
     run_and_render(root, opts, as_json=as_json, quiet=quiet)
@@ -261,6 +274,7 @@ def run_command(
     backend: str,
     sandbox: str,
     overrides: tuple[str, ...],
+    ro_binds: tuple[Path, ...],
     root: Path,
 ) -> None:
     """Run EXPERIMENT once with live output, then judge it (an audit of one run)."""
@@ -272,6 +286,7 @@ def run_command(
         tier=cast(Tier, tier),
         backend=cast(Backend, backend),
         nix_overrides=_override(overrides),
+        extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         echo=not as_json,
     )

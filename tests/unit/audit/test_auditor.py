@@ -37,9 +37,14 @@ def _rb(
     *args: str, cwd: Path, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "reprobridge", *args], cwd=cwd, capture_output=True, text=True,
-        env={**os.environ, **(env or {})}, check=False, timeout=600,
-    )  # fmt: skip
+        [sys.executable, "-m", "reprobridge", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        check=False,
+        timeout=600,
+    )
 
 
 def test_example_audit_passes_and_verifies(example: Path) -> None:
@@ -55,9 +60,18 @@ def test_example_audit_passes_and_verifies(example: Path) -> None:
     assert s["claims"][0]["holds"] is True
     assert s["hermetic"] is False
     bundle = result.path
-    for rel in ("audit.json", "plan.json", "SHA256SUMS", "journal.jsonl", "inputs/reprobridge.toml",
-                "fingerprint/host.json", "runs/baseline/0/stdout.log", "runs/baseline/0/status.json",
-                "runs/mixup/1/metrics.json", "runs/mixup/1/timeline.jsonl"):  # fmt: skip
+    for rel in (
+        "audit.json",
+        "plan.json",
+        "SHA256SUMS",
+        "journal.jsonl",
+        "inputs/reprobridge.toml",
+        "fingerprint/host.json",
+        "runs/baseline/0/stdout.log",
+        "runs/baseline/0/status.json",
+        "runs/mixup/1/metrics.json",
+        "runs/mixup/1/timeline.jsonl",
+    ):
         assert (bundle / rel).is_file(), rel
     report = verify_audit(bundle)
     assert report.ok, report.problems
@@ -156,10 +170,17 @@ def test_second_audit_on_the_same_bundle_fails_fast(example: Path) -> None:
     bundle = Bundle.open(result.path)
     with bundle.lock():
         holder = subprocess.run(
-            [sys.executable, "-c", "import sys; from pathlib import Path; from reprobridge.evidence.bundle import Bundle;"
-             f"b = Bundle.open(Path({str(result.path)!r}))\nwith b.lock(): pass"],
-            capture_output=True, text=True, check=False, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-c",
+                "import sys; from pathlib import Path; from reprobridge.evidence.bundle import Bundle;"
+                f"b = Bundle.open(Path({str(result.path)!r}))\nwith b.lock(): pass",
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=60,
+        )
     assert holder.returncode != 0
     assert "lock" in holder.stderr.lower()
 
@@ -167,8 +188,11 @@ def test_second_audit_on_the_same_bundle_fails_fast(example: Path) -> None:
 def test_interrupted_audit_resumes(example: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "reprobridge", "audit", "--runs", "3", "--backend", "host", "-q"],
-        cwd=example, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        cwd=example,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     bundle_root = example / "repro/evidence"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -195,3 +219,46 @@ def test_interrupted_audit_resumes(example: Path) -> None:
 def test_unknown_experiment(example: Path) -> None:
     with pytest.raises(AuditError, match=r"no experiment 'mixp' \(did you mean 'mixup'\?\)"):
         run_audit(example, AuditOptions(experiments=["mixp"], backend="host"))
+
+
+def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(make_repo) -> None:
+    root = _tiny(make_repo, "echo acc=0.9\n")
+    manifest = root / "reprobridge.toml"
+    manifest.write_text(
+        manifest.read_text().replace('timeout = "1h"', 'timeout = "1h"\nhardware = {gpus = 1}', 1)
+    )
+    _commit(root)
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    v = result.summary["experiments"]["main"]
+    assert not result.passed
+    assert v["procedure"]["status"] == "fail"
+    assert "hw-unavailable: needs 1 GPU(s), this machine has 0" in v["procedure"]["reason"]
+
+
+def test_signed_audit_verifies_only_with_the_right_key(example: Path, tmp_path: Path) -> None:
+    keys = tmp_path / "keys"
+    out = _rb("keygen", str(keys / "rb.pem"), cwd=tmp_path)
+    assert out.returncode == 0, out.stderr
+    other = _rb("keygen", str(keys / "other.pem"), cwd=tmp_path)
+    assert other.returncode == 0
+    audit = _rb(
+        "audit",
+        "baseline",
+        "--runs",
+        "1",
+        "--backend",
+        "host",
+        "--sign",
+        str(keys / "rb.pem"),
+        "--json",
+        cwd=example,
+    )
+    assert audit.returncode == 0, audit.stderr
+    bundle = json.loads(audit.stdout)["path"]
+    good = _rb("verify", bundle, "--key", str(keys / "rb.pem.pub"), cwd=example)
+    assert good.returncode == 0, good.stdout + good.stderr
+    assert "signature: valid" in good.stdout
+    bad = _rb("verify", bundle, "--key", str(keys / "other.pem.pub"), cwd=example)
+    assert bad.returncode == 1
+    inside = _rb("keygen", str(example / "key.pem"), cwd=example)
+    assert inside.returncode != 0 and "git" in inside.stderr
