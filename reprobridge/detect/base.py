@@ -127,3 +127,37 @@ class Detector(ABC):
     @abstractmethod
     def detect(self, ctx: DetectContext) -> list[Finding]:
         """Return the findings of this source in ``ctx.index``."""
+
+
+class DeclaredFileDetector(Detector):
+    """A detector for one kind of declaration file (``setup.py``, ``setup.cfg``, ...).
+
+    The file at the repository root is a declared source: an error reading or parsing it
+    propagates (DetectionError naming the file). Files of that name deeper in the tree are
+    vendored or example projects: their findings are medium confidence, and a broken one is
+    skipped with a warning.
+    """
+
+    #: The base name of the files this detector reads.
+    filename: str = ""
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        from reprobridge.detect._text import skip_path
+        from reprobridge.errors import DetectionError, UnsafePathError
+
+        findings: list[Finding] = []
+        for path in ctx.index.named(self.filename):
+            if skip_path(path):
+                continue
+            if "/" in path:
+                try:
+                    findings += self._one(ctx, path, "medium")
+                except (DetectionError, UnsafePathError) as exc:
+                    ctx.warn(f"skipped: {exc}", path)
+            else:
+                findings += self._one(ctx, path, "high")
+        return findings
+
+    @abstractmethod
+    def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
+        """The findings of the one file at ``path``."""

@@ -23,8 +23,13 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier
 from packaging.utils import canonicalize_name
 
-from reprobridge.detect._text import skip_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import (
+    Confidence,
+    DeclaredFileDetector,
+    DetectContext,
+    Evidence,
+    Finding,
+)
 from reprobridge.detect.requirements import (
     index_finding,
     is_default_index,
@@ -33,7 +38,7 @@ from reprobridge.detect.requirements import (
     read_deferred,
     requirement_finding,
 )
-from reprobridge.errors import DetectionError, UnsafePathError
+from reprobridge.errors import DetectionError
 
 _TOML_LINE_RE = re.compile(r"line (\d+)")
 _VERSION_RE = re.compile(r"^\d+(?:\.\d+)*$")
@@ -125,7 +130,7 @@ class _Lines:
         return start + 1
 
 
-class PyprojectDetector(Detector):
+class PyprojectDetector(DeclaredFileDetector):
     """Dependencies, Python bound and package indexes declared in ``pyproject.toml``.
 
     The root pyproject.toml is a declared source: invalid TOML, an invalid requirement or
@@ -134,20 +139,7 @@ class PyprojectDetector(Detector):
     """
 
     name = "pyproject"
-
-    def detect(self, ctx: DetectContext) -> list[Finding]:
-        findings: list[Finding] = []
-        for path in ctx.index.named("pyproject.toml"):
-            if skip_path(path):
-                continue
-            if "/" in path:
-                try:
-                    findings += self._one(ctx, path, "medium")
-                except (DetectionError, UnsafePathError) as exc:
-                    ctx.warn(f"skipped: {exc}", path)
-            else:
-                findings += self._one(ctx, path, "high")
-        return findings
+    filename = "pyproject.toml"
 
     def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
         text = ctx.index.read_text(path)

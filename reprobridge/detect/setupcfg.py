@@ -12,15 +12,20 @@ import re
 
 from packaging.specifiers import InvalidSpecifier
 
-from reprobridge.detect._text import skip_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import (
+    Confidence,
+    DeclaredFileDetector,
+    DetectContext,
+    Evidence,
+    Finding,
+)
 from reprobridge.detect.requirements import (
     parse_requirement,
     python_spec_finding,
     read_deferred,
     requirement_finding,
 )
-from reprobridge.errors import DetectionError, UnsafePathError
+from reprobridge.errors import DetectionError
 
 _SECTION_RE = re.compile(r"^\s*\[([^\]]+)\]")
 _KEY_RE = re.compile(r"^([A-Za-z0-9_.-]+)\s*[=:]")
@@ -41,7 +46,7 @@ def _option_lines(text: str, section: str) -> dict[str, int]:
     return lines
 
 
-class SetupCfgDetector(Detector):
+class SetupCfgDetector(DeclaredFileDetector):
     """Declared dependencies and Python bound of every ``setup.cfg``.
 
     A root setup.cfg that configparser cannot read raises DetectionError with its line; a
@@ -50,20 +55,7 @@ class SetupCfgDetector(Detector):
     """
 
     name = "setupcfg"
-
-    def detect(self, ctx: DetectContext) -> list[Finding]:
-        findings: list[Finding] = []
-        for path in ctx.index.named("setup.cfg"):
-            if skip_path(path):
-                continue
-            if "/" in path:
-                try:
-                    findings += self._one(ctx, path, "medium")
-                except (DetectionError, UnsafePathError) as exc:
-                    ctx.warn(f"skipped: {exc}", path)
-            else:
-                findings += self._one(ctx, path, "high")
-        return findings
+    filename = "setup.cfg"
 
     def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
         text = ctx.index.read_text(path)

@@ -15,15 +15,20 @@ from dataclasses import dataclass
 
 from packaging.specifiers import InvalidSpecifier
 
-from reprobridge.detect._text import skip_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import (
+    Confidence,
+    DeclaredFileDetector,
+    DetectContext,
+    Evidence,
+    Finding,
+)
 from reprobridge.detect.requirements import (
     parse_requirement,
     python_spec_finding,
     read_deferred,
     requirement_finding,
 )
-from reprobridge.errors import DetectionError, UnsafePathError
+from reprobridge.errors import DetectionError
 
 _FILE_RE = re.compile(r"^[\w./-]+\.(?:txt|in)$")
 _MAX_DEPTH = 20
@@ -166,7 +171,7 @@ def _keywords(call: ast.Call, ev: _Evaluator) -> dict[str, ast.expr]:
     return found
 
 
-class SetupPyDetector(Detector):
+class SetupPyDetector(DeclaredFileDetector):
     """Dependencies and the Python bound of every ``setup.py`` (AST only).
 
     The root ``setup.py`` is a declared source: one that does not parse, or a requirement
@@ -176,20 +181,7 @@ class SetupPyDetector(Detector):
     """
 
     name = "setuppy"
-
-    def detect(self, ctx: DetectContext) -> list[Finding]:
-        findings: list[Finding] = []
-        for path in ctx.index.named("setup.py"):
-            if skip_path(path):
-                continue
-            if "/" in path:
-                try:
-                    findings += self._one(ctx, path, "medium")
-                except (DetectionError, UnsafePathError) as exc:
-                    ctx.warn(f"skipped: {exc}", path)
-            else:
-                findings += self._one(ctx, path, "high")
-        return findings
+    filename = "setup.py"
 
     def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
         text = ctx.index.read_text(path)
