@@ -118,3 +118,26 @@ def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) 
         argv += ["-c", item]
     argv += ["-C", str(repo), *args]
     return run(argv, env=git_env(), check=check, timeout=timeout)
+
+
+def git_filter_overrides(repo: str | Path) -> list[str]:
+    """``-c`` options that disable every filter driver the repository configures.
+
+    Filter drivers are commands from the repository's own (untrusted) config, run for
+    paths whose attributes name them: ``git archive`` runs ``filter.<name>.smudge``,
+    ``git diff`` against the work tree ``filter.<name>.clean`` (and ``process``). Pass
+    these options among the global ones, ``git(repo, *overrides, "archive", ...)``, to any
+    such command. Empty values mean "no filter" to git; ``required`` is lifted so the
+    missing filter is not an error. (Reading the config runs nothing.)
+    """
+    got = git(repo, "config", "--get-regexp", r"^filter\.", check=False)
+    names = set()
+    for line in got.text.splitlines():
+        key = line.split(" ", 1)[0]
+        if key.startswith("filter.") and key.count(".") >= 2:
+            names.add(key[len("filter.") : key.rindex(".")])
+    args: list[str] = []
+    for name in sorted(names):
+        for item in ("clean=", "smudge=", "process=", "required=false"):
+            args += ["-c", f"filter.{name}.{item}"]
+    return args

@@ -21,6 +21,9 @@ Rules:
 - A regex source is searched in the log (stdout and stderr together, multiline mode); the
   value is the first capture group of the LAST match, because training logs print running
   values and the final one is the result. How many matches there were is reported.
+- An executed notebook prints into its cells, not to stdout: the text outputs (streams,
+  and the ``text/plain`` of results and displays) of every declared output ending in
+  ``.ipynb`` are searched too, after the log (:func:`metric_log`).
 - Ambiguity. The line the value is read from must hold one value: ``train acc=0.99 val
   acc=0.85`` matched by ``acc=([0-9.]+)`` is ambiguous (which one is meant?) and fails, quoting
   the line. Across lines the last match wins (the rule above), so a result printed twice
@@ -304,6 +307,49 @@ def _regex_value(regex: str, log_text: str, select: str) -> float:
     return value
 
 
+def notebook_text(path: Path) -> str:
+    """The text outputs of a notebook's code cells, in order, one per line group.
+
+    Streams (stdout/stderr) and the ``text/plain`` of execute results and displays; ""
+    when the file is not a readable nbformat-4 notebook (a missing output is reported by
+    the output check, not here).
+    """
+    try:
+        with open(path, encoding="utf-8") as handle:
+            nb = json.load(handle)
+    except (OSError, ValueError):
+        return ""
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    parts = []
+    for cell in cells if isinstance(cells, list) else []:
+        outputs = cell.get("outputs") if isinstance(cell, dict) else None
+        for out in outputs if isinstance(outputs, list) else []:
+            if not isinstance(out, dict):
+                continue
+            text = out.get("text")
+            if text is None and isinstance(out.get("data"), dict):
+                text = out["data"].get("text/plain")
+            if isinstance(text, list):
+                text = "".join(t for t in text if isinstance(t, str))
+            if isinstance(text, str) and text:
+                parts.append(text if text.endswith("\n") else text + "\n")
+    return "".join(parts)
+
+
+def metric_log(spec: Mapping[str, Any], log_text: str, workdir: str) -> str:
+    """What regex sources search: ``log_text``, then the text outputs of each declared
+    ``.ipynb`` output found under ``workdir`` (in the order the outputs are declared)."""
+    extra = []
+    for output in spec.get("outputs") or []:
+        rel = str(output.get("path", "")) if isinstance(output, dict) else ""
+        if rel.lower().endswith(".ipynb") and Path(workdir, rel).is_file():
+            extra.append(notebook_text(Path(workdir, rel)))
+    if not extra:
+        return log_text
+    sep = "" if not log_text or log_text.endswith("\n") else "\n"
+    return log_text + sep + "".join(extra)
+
+
 def extract_metric(source: Mapping[str, Any], log_text: str, workdir: str) -> float:
     """The value of a metric whose ``source`` is ``{"regex": ...}`` or ``{"file", "key"}``.
 
@@ -459,6 +505,7 @@ def check_experiment(
     """Check every metric and declared output of one run; one result per line printed."""
     results: list[CheckResult] = []
     metrics, judged = tier_metrics(spec, tier)
+    log_text = metric_log(spec, log_text, workdir)
     for name in sorted(metrics):
         mspec = metrics[name] or {}
         try:

@@ -225,7 +225,10 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     interrupt = _Interrupt()
     with bundle.lock(), interrupt.installed():
         audit_id = bundle.path.name
-        if opts.resume:
+        # A bundle killed before its plan.json was written holds no evidence yet: resuming
+        # it starts it afresh, with the options given now.
+        restart = bool(opts.resume) and not (bundle.path / "plan.json").is_file()
+        if opts.resume and not restart:
             previous = json.loads((bundle.path / "plan.json").read_text())
             if previous.get("manifest_sha256") != hashlib.sha256(manifest_bytes).hexdigest():
                 raise AuditError(
@@ -251,7 +254,10 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     "runs": [dataclasses.asdict(r) for r in plan],
                 },
             )
-            bundle.journal_append({"event": "started", "at": _now(), "runs": len(plan)})
+            started_event: dict[str, Any] = {"event": "started", "at": _now(), "runs": len(plan)}
+            if restart:
+                started_event["restarted"] = "the audit was killed before its plan was recorded"
+            bundle.journal_append(started_event)
         emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
         backend, state = choose_backend(opts, manifest, root)
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
@@ -261,7 +267,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         bundle.write_json("fingerprint/gpu.json", gpu)
         bundle.write_json("fingerprint/git.json", fp.git_fingerprint(root))
         if backend.name == "nix":
-            bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root))
+            bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root, nix=opts.nix_binary))
         started = _now()
         judgements: dict[str, list[Any]] = {}
         sandboxed = _sandbox_choice(opts)
@@ -307,15 +313,33 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
 
 
 def _resume_path(evidence_root: Path, which: str) -> Path:
+    """The bundle to resume: ``which`` by id, or the latest unfinished one.
+
+    Finished means sealed (``SHA256SUMS`` exists), not ``audit.json`` present: an auditor
+    killed between writing ``audit.json`` and the seal leaves a bundle that only a resume
+    can complete. A bundle dir without ``plan.json`` (killed right after it was created)
+    is unfinished too; resuming it starts it afresh.
+    """
+    from reprobridge.evidence.bundle import SUMS_FILE
+
     if which != "latest":
         path = evidence_root / which
         if not path.is_dir():
             raise AuditError(f"no audit {which!r} to resume", path=str(evidence_root))
+        if (path / SUMS_FILE).is_file():
+            raise AuditError(
+                f"audit {which!r} is finished (sealed); there is nothing to resume",
+                path=str(path),
+                hint=f"check it with: rb verify {path}",
+            )
         return path
     unfinished = sorted(
         p
         for p in (evidence_root.iterdir() if evidence_root.is_dir() else [])
-        if (p / "plan.json").is_file() and not (p / "audit.json").is_file()
+        if p.is_dir()
+        and not p.is_symlink()
+        and not p.name.startswith(".")  # .workspaces and other machinery
+        and not (p / SUMS_FILE).is_file()
     )
     if not unfinished:
         raise AuditError("no unfinished audit to resume", path=str(evidence_root))
@@ -371,6 +395,8 @@ def _one_run(
     exp = manifest.experiments[run.experiment]
     run_state = bundle.run_state(run.experiment, run.k)
     if run_state == "sealed":
+        # Verified by run_state (every file against status.json), so reusing it is safe.
+        bundle.journal_append({"event": "run-reused", "run": run.key, "at": _now()})
         emit("run-reused", run=run.key)
         run_dir = bundle.run_dir(run.experiment, run.k)
         status = json.loads((run_dir / "status.json").read_text())
@@ -426,7 +452,11 @@ def _one_run(
     with tempfile.TemporaryDirectory(prefix=f"rb-run-{run.experiment}-{run.k}-") as tmp:
         workspace = Path(tmp) / "repo"
         info: WorkspaceInfo = prepare_workspace(root, workspace)
-        record["workspace"] = {"commit": info.commit, "overlaid": info.overlaid}
+        record["workspace"] = {
+            "commit": info.commit,
+            "overlaid": info.overlaid,
+            "skipped": info.skipped,
+        }
         home = Path(tmp) / "home"
         home.mkdir()
         try:

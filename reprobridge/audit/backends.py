@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -138,6 +139,50 @@ def pinning_problems(root: Path) -> list[str]:
     return problems
 
 
+def _input_node(lock: dict[str, Any], input_path: str) -> str | None:
+    """The node key an input path (``nixpkgs``, ``a/b``) names in ``lock``, or None."""
+    nodes = lock.get("nodes") or {}
+    key: Any = lock.get("root", "root")
+    for part in input_path.split("/"):
+        ref = ((nodes.get(key) or {}).get("inputs") or {}).get(part)
+        if isinstance(ref, list):  # `follows`: a path from the root
+            return _input_node(lock, "/".join(ref)) if ref else None
+        if not isinstance(ref, str):
+            return None
+        key = ref
+    return str(key)
+
+
+def lock_drift(committed: Any, resolved: Any, overridden: Iterable[str] = ()) -> list[str]:
+    """How the lock Nix resolved differs from the committed one (empty: not stale).
+
+    Compared: the set of nodes, each node's ``inputs`` and ``locked``. Nodes of inputs the
+    auditor overrides (``--override-input``) are expected to differ and are skipped.
+    """
+    try:
+        old: dict[str, Any] = committed["nodes"]
+        new: dict[str, Any] = resolved["nodes"]
+    except (KeyError, TypeError):
+        return ["not a lock file"]
+    skip = {_input_node(resolved, name) for name in overridden} | {
+        _input_node(committed, name) for name in overridden
+    }
+    problems = [
+        f"input {k!r} is not in {FLAKE_LOCK_FILE}" for k in sorted(set(new) - set(old) - skip)
+    ]
+    problems += [
+        f"{FLAKE_LOCK_FILE} has input {k!r}, which {FLAKE_FILE} no longer declares"
+        for k in sorted(set(old) - set(new) - skip)
+    ]
+    for key in sorted((set(old) & set(new)) - skip):
+        a, b = old[key] or {}, new[key] or {}
+        if a.get("inputs") != b.get("inputs"):
+            problems.append(f"the inputs of {key!r} changed")
+        elif a.get("locked") != b.get("locked"):
+            problems.append(f"input {key!r} is locked differently")
+    return problems
+
+
 def nix_version(nix: str = "nix") -> tuple[int, int] | None:
     """(major, minor) of ``nix`` on PATH, or None when it is missing or does not answer."""
     import re
@@ -176,8 +221,8 @@ class NixBackend:
         """``nix <global flags> COMMAND <lock flags> <overrides> ARGS``: flakes on, the lock
         never updated or written, the operator's input overrides, never
         ``--accept-flake-config``. (Lock and override flags belong after the subcommand:
-        Nix 2.8 rejects them before it.)"""
-        argv = [self.nix, *NIX_BASE_ARGS, command, *NIX_LOCK_ARGS]
+        Nix 2.8 rejects them before it.) ``COMMAND`` may be two words (``flake metadata``)."""
+        argv = [self.nix, *NIX_BASE_ARGS, *command.split(), *NIX_LOCK_ARGS]
         for name, url in sorted(self.overrides.items()):
             argv += ["--override-input", name, url]
         return [*argv, *args]
@@ -198,6 +243,10 @@ class NixBackend:
             state.reason = "; ".join(problems)
             return state
         lock_before = (root / FLAKE_LOCK_FILE).read_bytes()
+        stale = self._stale_lock(root, lock_before)
+        if stale:
+            state.reason = stale
+            return state
         try:
             out = _proc.run(
                 self.nix_argv("print-dev-env", "--json"),
@@ -236,6 +285,32 @@ class NixBackend:
         }
         state.ok, state.reason = True, "devShell materialized from the pinned flake"
         return state
+
+    def _stale_lock(self, root: Path, lock_bytes: bytes) -> str | None:
+        """Why flake.lock does not lock what flake.nix declares (None when it does).
+
+        ``--no-update-lock-file`` alone does not catch a stale lock: together with
+        ``--no-write-lock-file`` (which the auditor always passes) Nix computes the missing
+        entries in memory, fetches them and goes on, because it checks the no-update flag
+        only on its way to writing. So the lock Nix resolves (``nix flake metadata``) is
+        compared with the committed one, overridden inputs excepted.
+        """
+        try:
+            out = _proc.run(
+                self.nix_argv("flake metadata", "--json"), cwd=root, timeout=SETUP_TIMEOUT
+            )
+            resolved = json.loads(out.stdout)["locks"]
+        except CommandFailed as exc:
+            return f"the flake's inputs could not be resolved: {exc.message}"
+        except (ValueError, KeyError, TypeError) as exc:
+            return f"unexpected `nix flake metadata --json` output ({exc})"
+        drift = lock_drift(json.loads(lock_bytes), resolved, self.overrides)
+        if not drift:
+            return None
+        return (
+            f"environment not pinned: {FLAKE_LOCK_FILE} is stale against {FLAKE_FILE} "
+            f"({'; '.join(drift)}); run `nix flake lock` and commit the lock file"
+        )
 
     def setup_run(self, state: EnvironmentState, workspace: Path, *, home: Path) -> dict[str, str]:
         env = {**state.base_env, **_home_env(home)}

@@ -5,7 +5,8 @@ broken tool; what could not be read is recorded in the dict (``"error"`` keys, a
 ``state``), because "NVML unavailable" or "nix not installed" is evidence, not a crash.
 Commands run through :mod:`reprobridge._proc` (the one module that starts processes);
 git through :func:`reprobridge._proc.git`, hardened against a hostile ``.git/config``,
-plus the filter-driver neutralising below. Runners and NVML are injectable for tests.
+plus :func:`reprobridge._proc.git_filter_overrides` where git would run filter drivers.
+Runners and NVML are injectable for tests.
 """
 
 from __future__ import annotations
@@ -295,6 +296,24 @@ def _flake_lock(root: Path) -> dict[str, Any]:
     return out
 
 
+def _with_binary(run: Runner, nix: str) -> Runner:
+    """``run`` with ``nix`` in place of the literal ``nix`` at argv[0] (the probes, and
+    doctor's, name the program ``nix``)."""
+
+    def swapped(
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> _proc.Result:
+        if argv and argv[0] == "nix":
+            argv = [nix, *argv[1:]]
+        return run(argv, timeout=timeout, cwd=cwd, env=env)
+
+    return swapped
+
+
 def _nix_system(run: Runner, timeout: float) -> str | None:
     try:
         got = run(
@@ -323,9 +342,13 @@ def nix_fingerprint(
     system: str | None = None,
     timeout: float = 30.0,
     devshell_timeout: float = 300.0,
+    nix: str = "nix",
 ) -> dict[str, Any]:
     """Nix version and trust-relevant config, the flake.lock pins, and optionally the
     devShell's derivation path.
+
+    ``nix`` is the binary the audit uses (``--nix-binary``): the fingerprint must describe
+    the Nix that built the environment, not whichever ``nix`` comes first on PATH.
 
     ``flake_lock`` is always read (no nix needed): its sha256 and each input's pins.
     When ``nix`` is missing, ``available`` is False and no other nix command is tried. The
@@ -334,6 +357,8 @@ def nix_fingerprint(
     recorded. Nix is never told to accept the flake's ``nixConfig``.
     """
     out: dict[str, Any] = {"flake_lock": _flake_lock(root)}
+    if nix != "nix":
+        run = _with_binary(run, nix)
     try:
         got = run(["nix", "--version"], timeout=timeout)
     except (MachineError, CommandFailed) as exc:
@@ -389,27 +414,6 @@ def _devshell(
 # -- git ----------------------------------------------------------------------------------
 
 
-def _filter_overrides(root: Path) -> list[str]:
-    """``-c`` options that disable every filter and diff driver the repository configures.
-
-    ``git diff`` against the work tree runs ``filter.<name>.clean`` (and ``process``) for
-    paths whose attributes name a filter, and ``diff.<name>.textconv``/``command`` unless
-    told not to; all come from the repository's own (untrusted) config. Empty values mean
-    "no filter" to git; ``required`` is lifted so the missing filter is not an error.
-    """
-    got = _proc.git(root, "config", "--get-regexp", r"^filter\.", check=False)
-    names = set()
-    for line in got.text.splitlines():
-        key = line.split(" ", 1)[0]
-        if key.startswith("filter.") and key.count(".") >= 2:
-            names.add(key[len("filter.") : key.rindex(".")])
-    args: list[str] = []
-    for name in sorted(names):
-        for item in ("clean=", "smudge=", "process=", "required=false"):
-            args += ["-c", f"filter.{name}.{item}"]
-    return args
-
-
 def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
     """Commit, branch, dirty flag, a hash of uncommitted changes and the untracked files.
 
@@ -439,7 +443,7 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
             root, "symbolic-ref", "--short", "-q", "HEAD", check=False, timeout=timeout
         )
         out["branch"] = branch.text.strip() if branch.returncode == 0 else None  # None: detached
-        safe = _filter_overrides(root)
+        safe = _proc.git_filter_overrides(root)
         if out["commit"] is not None:
             diff_args = ["diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv", "--no-color"]
             diff = _proc.git(root, *safe, *diff_args, timeout=timeout)

@@ -155,11 +155,15 @@ def extract_run_metrics(
 
     The tier's own ``metrics`` when it defines them, else the experiment's. In ``smoke``
     without tier metrics the values only have to exist and be finite (``threshold`` says
-    so). ``log_text`` is the run's stdout and stderr; ``workdir`` holds its file sources.
+    so). ``log_text`` is the run's stdout and stderr; ``workdir`` holds its file sources
+    and output copies (a declared ``.ipynb`` output's cell text is searched after the log).
     Raises :class:`AuditError` for a tier the experiment does not have.
     """
     _check_tier(exp, tier)
     metrics, judged = check.tier_metrics(_spec(exp), tier)
+    # Regex sources also see the cell outputs of declared executed notebooks (check.py's
+    # rule, so `nix run .#reproduce-<exp>` reads the same text).
+    log_text = check.metric_log(_spec(exp), log_text, str(workdir))
     results: dict[str, MetricResult] = {}
     for name in sorted(metrics):
         mspec: Mapping[str, Any] = metrics[name] or {}

@@ -1,15 +1,16 @@
 """Each run starts from a clean copy of the committed repository.
 
 The copy is ``git archive HEAD`` (hardened git: a hostile ``.git/config`` cannot run
-anything) extracted with tarfile's ``data`` filter, plus ReproBridge's own artifacts taken
-from the work tree — the manifest, flake, launchers, check script and Python project are
-often not committed yet when an audit runs. What was overlaid, and a hash of every
+anything; the repository's filter drivers, which ``git archive`` would run as smudge
+filters, are switched off) extracted with tarfile's ``data`` filter, members it refuses
+(a link out of the tree, an absolute path, a device) skipped and recorded, plus
+ReproBridge's own artifacts taken from the work tree — the manifest, flake, launchers,
+check script and Python project are often not committed yet when an audit runs. What was overlaid, and a hash of every
 uncommitted change, is recorded, so the evidence says exactly what ran.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
 import shutil
 import tarfile
@@ -26,6 +27,7 @@ from reprobridge.constants import (
     PYTHON_DIR,
 )
 from reprobridge.errors import AuditError, CommandFailed
+from reprobridge.evidence.hashing import sha256_file
 
 #: rb's artifacts, copied from the work tree over the committed tree.
 OVERLAY = (MANIFEST_FILE, FLAKE_FILE, FLAKE_LOCK_FILE, CHECK_SCRIPT, LAUNCHERS_DIR, PYTHON_DIR)
@@ -38,6 +40,7 @@ class WorkspaceInfo:
 
     commit: str
     overlaid: dict[str, str] = field(default_factory=dict)  # path -> sha256
+    skipped: dict[str, str] = field(default_factory=dict)  # archive member -> why
 
 
 def head_commit(root: Path) -> str:
@@ -52,21 +55,14 @@ def head_commit(root: Path) -> str:
         ) from exc
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def overlay_files(root: Path) -> list[str]:
     """Relative paths of rb's artifacts present in the work tree (sorted)."""
     out: list[str] = []
     for rel in OVERLAY:
         src = root / rel
-        if src.is_symlink():
-            continue  # never follow a link out of the repository
+        chain: list[Path] = [*reversed(Path(rel).parents[:-1]), Path(rel)]
+        if any((root / p).is_symlink() for p in chain):
+            continue  # never follow a link (``repro -> /etc``) out of the repository
         if src.is_file():
             out.append(rel)
         elif src.is_dir():
@@ -81,10 +77,21 @@ def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> W
     """Fill the new directory ``dest`` with HEAD of ``root`` plus rb's artifacts."""
     commit = commit or head_commit(root)
     dest.mkdir(parents=True, exist_ok=False)
-    archive = _proc.git(root, "archive", "--format=tar", commit, timeout=600).stdout
+    safe = _proc.git_filter_overrides(root)
+    archive = _proc.git(root, *safe, "archive", "--format=tar", commit, timeout=600).stdout
+    skipped: dict[str, str] = {}
+
+    def refuse_quietly(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
+        # The data filter refuses absolute paths, `..`, links out and device files; such a
+        # member is left out of the workspace (and recorded) instead of ending the audit.
+        try:
+            return tarfile.data_filter(member, path)
+        except tarfile.FilterError as exc:
+            skipped[member.name] = str(exc)
+            return None
+
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        # The data filter refuses absolute paths, `..`, links out and device files.
-        tar.extractall(dest, filter="data")
+        tar.extractall(dest, filter=refuse_quietly)
     overlaid: dict[str, str] = {}
     for rel in overlay_files(root):
         target = dest / rel
@@ -92,5 +99,5 @@ def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> W
         if target.is_symlink():
             target.unlink()
         shutil.copy2(root / rel, target)
-        overlaid[rel] = _sha256(target)
-    return WorkspaceInfo(commit=commit, overlaid=overlaid)
+        overlaid[rel] = sha256_file(target)[0]
+    return WorkspaceInfo(commit=commit, overlaid=overlaid, skipped=skipped)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from pathlib import PurePosixPath
 from typing import Any
 
 from reprobridge.detect.base import Finding
@@ -350,13 +351,15 @@ def _one_experiment(
             if "{" not in str(o.value["path"])
         }
     )
+    out_sources = [s for o in _for_entry(by_kind["output"], entry) for s in o.sources()]
+    executed = _executed_notebook(command) if kind == "notebook" else None
+    if executed and executed not in outs:
+        # The executed notebook is the run's result (its cell outputs hold the printed
+        # metrics): declaring it makes the auditor keep it as evidence and read it.
+        outs = sorted([*outs, executed])
+        out_sources = [*out_sources, *src]
     if outs:
-        b.put(
-            f"{p}.outputs",
-            [{"path": o} for o in outs],
-            [s for o in _for_entry(by_kind["output"], entry) for s in o.sources()],
-            "medium",
-        )
+        b.put(f"{p}.outputs", [{"path": o} for o in outs], out_sources, "medium")
     metrics: dict[str, Finding] = {}
     for m in sorted(
         _for_entry(by_kind["metric"], entry),
@@ -366,6 +369,55 @@ def _one_experiment(
     for name, m in sorted(metrics.items()):
         source = {k: str(v) for k, v in m.value["source"].items() if k in {"regex", "file", "key"}}
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+
+
+def _executed_notebook(command: str) -> str | None:
+    """Where a headless notebook command writes the executed notebook (workdir-relative).
+
+    ``jupyter nbconvert --execute --to notebook [--output NAME] [--output-dir DIR] NB``
+    writes ``NAME`` (``.ipynb`` added when missing; default ``NB``'s stem plus
+    ``.nbconvert.ipynb``) next to ``NB`` unless ``--output-dir`` says otherwise, or ``NB``
+    itself with ``--inplace``; ``papermill IN OUT`` writes ``OUT``. None when the command
+    is neither, has placeholders, or its output cannot be told statically.
+    """
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    if "{" in command or not words:
+        return None
+    if words[0] == "papermill":
+        args = [w for w in words[1:] if not w.startswith("-")]
+        return args[1] if len(args) >= 2 and args[1].endswith(".ipynb") else None
+    if words[:2] != ["jupyter", "nbconvert"] or "--execute" not in words:
+        return None
+    opts: dict[str, str] = {}
+    inputs: list[str] = []
+    i = 2
+    while i < len(words):
+        w = words[i]
+        name, eq, value = w.partition("=")
+        if name in {"--to", "--output", "--output-dir"}:
+            if not eq:
+                i += 1
+                value = words[i] if i < len(words) else ""
+            opts[name] = value
+        elif w.endswith(".ipynb") and not w.startswith("-"):
+            inputs.append(w)
+        i += 1
+    if len(inputs) != 1:
+        return None
+    nb = PurePosixPath(inputs[0])
+    if "--inplace" in words:
+        return str(nb)
+    if opts.get("--to") != "notebook":
+        return None  # another format (nbconvert's default is html): no executed notebook
+    name = opts.get("--output") or f"{nb.stem}.nbconvert"
+    if not name.endswith(".ipynb"):
+        name += ".ipynb"
+    folder = PurePosixPath(opts["--output-dir"]) if "--output-dir" in opts else nb.parent
+    out = folder / PurePosixPath(name).name
+    return None if out.is_absolute() or ".." in out.parts else str(out)
 
 
 # -- paper targets and claims -------------------------------------------------------------

@@ -1,0 +1,141 @@
+"""The auditor's fixed cost per run: a trivial experiment audited N times vs. run N times bare.
+
+Usage: python benchmarks/audit_overhead.py [--runs 10] [--sandbox auto|on|off] [--keep DIR]
+
+A tiny committed repository after `rb init` whose one experiment is ``echo acc=0.9``. In
+the same process, first the generated launcher runs N times bare (``bash
+repro/launchers/main.sh``, what a person would type), then :func:`run_audit` audits the
+experiment with N runs (host backend, sandbox as asked: ``auto`` uses bubblewrap when it
+works). Printed for each: wall seconds and CPU seconds (this process plus its children,
+``getrusage``) in total and per run, then the audit's extra cost per run and the ratio.
+
+The audit's cost per run includes its share of the per-audit work (fingerprints, plan,
+seal), so it falls as N grows; the workload itself costs nothing, so what is measured is
+all overhead: a clean workspace from ``git archive``, the sandbox, the sampler, redacted and
+capped logs, evidence hashed and fsynced, the judgement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, cast
+
+from reprobridge.audit.auditor import AuditOptions, run_audit
+from reprobridge.initializer import init_repository
+
+MANIFEST = f"""schema = 1
+[project]
+name = "overhead"
+[environment]
+python = "{sys.version_info.major}.{sys.version_info.minor}"
+[experiments.main]
+command = "echo acc=0.9"
+timeout = "10m"
+[experiments.main.metrics.acc]
+source = {{regex = "acc=([0-9.]+)"}}
+min = 0.5
+"""
+
+
+@dataclass
+class Cost:
+    """Wall and CPU seconds (this process + its children) of ``runs`` runs."""
+
+    wall: float
+    cpu: float
+    runs: int
+
+    @property
+    def wall_per_run(self) -> float:
+        return self.wall / self.runs
+
+    @property
+    def cpu_per_run(self) -> float:
+        return self.cpu / self.runs
+
+
+def _cpu() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def make_repo(root: Path) -> Path:
+    """A committed repository after `rb init` with the trivial experiment ``main``."""
+    root.mkdir(parents=True)
+    (root / "reprobridge.toml").write_text(MANIFEST)
+    (root / "README.md").write_text("# overhead\n\nA trivial experiment: `echo acc=0.9`.\n")
+    git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example"]
+    subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
+    init_repository(root, lock="never")
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-qm", "rb init"], check=True)
+    return root
+
+
+def bare(repo: Path, runs: int) -> Cost:
+    """The launcher run ``runs`` times, as a person would run it."""
+    t0, c0 = time.perf_counter(), _cpu()
+    for _ in range(runs):
+        out = subprocess.run(
+            ["bash", "repro/launchers/main.sh"], cwd=repo, capture_output=True, check=True
+        )
+        assert b"acc=0.9" in out.stdout
+    return Cost(time.perf_counter() - t0, _cpu() - c0, runs)
+
+
+def audited(repo: Path, runs: int, sandbox: str) -> tuple[Cost, str]:
+    """One audit of ``runs`` runs; also where the runs went (bubblewrap or why not)."""
+    t0, c0 = time.perf_counter(), _cpu()
+    result = run_audit(
+        repo,
+        AuditOptions(
+            runs=runs, backend="host", sandbox=cast(Literal["auto", "on", "off"], sandbox)
+        ),
+    )
+    cost = Cost(time.perf_counter() - t0, _cpu() - c0, runs)
+    if not result.passed:
+        raise SystemExit(f"the audit did not pass: {result.summary}")
+    return cost, str(result.summary["sandbox"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs of each (default 10)")
+    parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto")
+    parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="rb-audit-overhead-"))
+    try:
+        repo = make_repo((args.keep or tmp) / "repo")
+        plain = bare(repo, args.runs)
+        audit, where = audited(repo, args.runs, args.sandbox)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"audit overhead: `echo acc=0.9`, {args.runs} runs each; audited runs: {where}")
+    print(f"{'':>8} {'wall s':>8} {'CPU s':>8} {'wall ms/run':>12} {'CPU ms/run':>11}")
+    for name, c in (("bare", plain), ("audited", audit)):
+        print(
+            f"{name:>8} {c.wall:8.3f} {c.cpu:8.3f} "
+            f"{c.wall_per_run * 1e3:12.1f} {c.cpu_per_run * 1e3:11.1f}"
+        )
+    extra_wall = (audit.wall_per_run - plain.wall_per_run) * 1e3
+    extra_cpu = (audit.cpu_per_run - plain.cpu_per_run) * 1e3
+    print(f"extra per run: wall {extra_wall:.1f} ms, CPU {extra_cpu:.1f} ms")
+    print(
+        f"ratio audited/bare: wall {audit.wall / plain.wall:.1f}x, "
+        f"CPU {audit.cpu / max(plain.cpu, 1e-9):.1f}x"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
