@@ -1,0 +1,65 @@
+"""`rb report [AUDIT]`: an evidence bundle as a self-contained HTML page or as Markdown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("report")
+@click.argument("audit", required=False)
+@click.option(
+    "-o",
+    "--output",
+    help="Where to write the report; `-` for stdout. "
+    "Default: repro/report.html (repro/report.md with --format md).",
+)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["html", "md"]),
+    help="html (one self-contained page) or md (GitHub Markdown, for a pull request). "
+    "Default: from the output's suffix, else html.",
+)
+@click.option(
+    "--compare",
+    nargs=2,
+    metavar="A B",
+    help="Report on audit B and what changed since audit A (ids or bundle paths).",
+)
+@click.option(
+    "-C",
+    "--repo",
+    "root",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=".",
+    help="The repository whose repro/evidence holds the audits (default: .).",
+)
+def report_command(
+    audit: str | None,
+    output: str | None,
+    fmt: str | None,
+    compare: tuple[str, str] | None,
+    root: Path,
+) -> None:
+    """Render audit AUDIT (an id under repro/evidence, or a bundle path; default: the newest
+    finished audit) as a report: verdicts, metrics against their bands, resource timelines,
+    fingerprints, differences between runs, and claims. The report shows what the bundle
+    records; `rb verify` re-checks it. Prints the path written."""
+    from reprobridge._fs import write_atomic
+    from reprobridge.report import render_report
+
+    if compare and audit:
+        raise click.UsageError("give either AUDIT or --compare A B, not both")
+    if fmt is None:
+        fmt = "md" if output and output.lower().endswith((".md", ".markdown")) else "html"
+    pair = (compare[0], compare[1]) if compare else None
+    text = render_report(root, audit, compare=pair, fmt="md" if fmt == "md" else "html")
+    if output == "-":
+        click.echo(text, nl=False)
+        return
+    path = Path(output) if output else root / "repro" / f"report.{fmt}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, text.encode("utf-8"))
+    click.echo(str(path))

@@ -1,0 +1,200 @@
+"""What differs between the runs of one audit, and between two audits.
+
+Contract: differences are computed from what the bundles record (verdicts, statistics,
+fingerprints, each run's ``env.json`` and ``packages.json``); nothing is re-judged. Rows
+come in a stable order (experiment, level/metric, key), so the report is deterministic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reprobridge.report.load import (
+    LEVELS,
+    VARYING_BY_DESIGN,
+    AuditData,
+    ExperimentData,
+    differing,
+    flatten,
+    package_sets,
+)
+
+#: git.json keys compared between audits. Untracked files are left out: they include the
+#: evidence bundles themselves, so they differ between any two audits.
+GIT_KEYS = ("commit", "branch", "dirty", "changed", "diff_sha256")
+
+
+@dataclass(frozen=True)
+class Spread:
+    """How far one metric's values spread over an experiment's runs."""
+
+    experiment: str
+    metric: str
+    n: int
+    low: float | None
+    high: float | None
+    std: float | None
+
+    @property
+    def range(self) -> float | None:
+        """``high - low``; None without values."""
+        return None if self.low is None or self.high is None else self.high - self.low
+
+
+@dataclass(frozen=True)
+class RunDifferences:
+    """Between the runs of one experiment: metric spread, and the packages, environment
+    variables and terminations that are not the same in every run (``None`` = absent)."""
+
+    experiment: str
+    labels: list[str]
+    spreads: list[Spread]
+    packages: dict[str, list[str | None]]
+    env: dict[str, list[str | None]]
+    terminations: list[str]
+
+
+def run_differences(exp: ExperimentData) -> RunDifferences:
+    """See :class:`RunDifferences`; variables that differ by design (a run's id, its
+    scratch ``HOME``) are left out."""
+    spreads = []
+    for m in exp.metrics:
+        values = [v for v in m.values if v is not None]
+        spreads.append(
+            Spread(
+                exp.id,
+                m.name,
+                len(values),
+                min(values) if values else None,
+                max(values) if values else None,
+                m.stats.std if m.stats else None,
+            )
+        )
+    sealed = [r for r in exp.runs if r.not_started is None]
+    return RunDifferences(
+        experiment=exp.id,
+        labels=[r.label for r in sealed],
+        spreads=spreads,
+        packages=differing([r.packages for r in sealed]) if len(sealed) > 1 else {},
+        env=differing([r.env for r in sealed], VARYING_BY_DESIGN) if len(sealed) > 1 else {},
+        terminations=[r.termination for r in exp.runs],
+    )
+
+
+@dataclass(frozen=True)
+class VerdictChange:
+    """One experiment × level whose status differs (None: not in that audit)."""
+
+    experiment: str
+    level: str
+    before: str | None
+    after: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class MetricDelta:
+    """One metric's mean in each audit and the difference (``after - before``)."""
+
+    experiment: str
+    metric: str
+    before: float | None
+    after: float | None
+    outcome_before: str | None
+    outcome_after: str | None
+
+    @property
+    def delta(self) -> float | None:
+        """``after - before`` where both exist."""
+        return None if self.before is None or self.after is None else self.after - self.before
+
+
+@dataclass(frozen=True)
+class FieldDiff:
+    """One fingerprint key whose value differs (``None``: absent on that side)."""
+
+    section: str
+    key: str
+    before: str | None
+    after: str | None
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Audit ``before`` (A) against ``after`` (B)."""
+
+    before: AuditData
+    after: AuditData
+    verdicts: list[VerdictChange]
+    metrics: list[MetricDelta]
+    claims: list[tuple[str, bool | None, bool | None]]
+    fields: list[FieldDiff]
+
+
+def _fingerprint_rows(audit: AuditData) -> dict[str, dict[str, str]]:
+    git = {k: audit.git[k] for k in GIT_KEYS if k in audit.git}
+    nix = {k: v for k, v in audit.nix.items() if k != "flake_lock"}
+    return {
+        "audit": {
+            "tier": audit.tier,
+            "backend": audit.backend,
+            "hermetic": _yes(audit.hermetic),
+            "sandbox": audit.sandbox,
+            "rb version": audit.rb_version,
+            "manifest sha256": audit.manifest_sha256,
+            "passed": _yes(audit.passed),
+        },
+        "host": flatten(audit.host),
+        "GPU": flatten(audit.gpu),
+        "git": flatten(git),
+        "nix": flatten(nix),
+        "nix inputs": flatten(audit.flake_inputs),
+        "python packages": package_sets(audit),
+    }
+
+
+def _yes(value: bool | None) -> str:
+    return "—" if value is None else "yes" if value else "no"
+
+
+def compare_audits(before: AuditData, after: AuditData) -> Comparison:
+    """Verdict changes, metric mean deltas, claim changes and fingerprint differences."""
+    a = {e.id: e for e in before.experiments}
+    b = {e.id: e for e in after.experiments}
+    verdicts: list[VerdictChange] = []
+    metrics: list[MetricDelta] = []
+    for exp_id in sorted(set(a) | set(b)):
+        ea, eb = a.get(exp_id), b.get(exp_id)
+        for level in LEVELS:
+            sa = ea.levels[level].status if ea else None
+            sb = eb.levels[level].status if eb else None
+            if sa != sb:
+                reason = eb.levels[level].reason if eb else "not in audit B"
+                verdicts.append(VerdictChange(exp_id, level, sa, sb, reason))
+        ma = {m.name: m for m in ea.metrics} if ea else {}
+        mb = {m.name: m for m in eb.metrics} if eb else {}
+        for name in sorted(set(ma) | set(mb)):
+            xa, xb = ma.get(name), mb.get(name)
+            metrics.append(
+                MetricDelta(
+                    exp_id,
+                    name,
+                    xa.stats.mean if xa and xa.stats else None,
+                    xb.stats.mean if xb and xb.stats else None,
+                    xa.outcome if xa else None,
+                    xb.outcome if xb else None,
+                )
+            )
+    ca = {c.expr: c.holds for c in before.claims}
+    cb = {c.expr: c.holds for c in after.claims}
+    claims = [
+        (expr, ca.get(expr), cb.get(expr))
+        for expr in sorted(set(ca) | set(cb))
+        if expr not in ca or expr not in cb or ca[expr] != cb[expr]
+    ]
+    fields: list[FieldDiff] = []
+    ra, rb = _fingerprint_rows(before), _fingerprint_rows(after)
+    for section in ra:
+        for key, values in differing([ra[section], rb[section]]).items():
+            fields.append(FieldDiff(section, key, values[0], values[1]))
+    return Comparison(before, after, verdicts, metrics, claims, fields)

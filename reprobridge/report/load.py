@@ -1,0 +1,621 @@
+"""Read an evidence bundle into typed data for the report.
+
+Contract:
+
+* Nothing is re-judged: verdicts, reasons, statistics and claim results are the bundle's
+  own (``audit.json``, each run's ``status.json`` and ``metrics.json``). The only numbers
+  derived here are for drawing: the target band of a metric (from the manifest the audit
+  used, ``inputs/reprobridge.toml``) and the spread of values between runs.
+* A bundle is untrusted input: any file may be missing, malformed or hold hostile strings.
+  Loading never fails for a malformed *part*; it leaves that part empty. Only a bundle
+  without a readable ``audit.json`` (not a finished audit) is refused, with
+  :class:`~reprobridge.errors.AuditError`. Strings are kept as they are: escaping is the
+  renderers' job.
+* Large parts are bounded: timelines are thinned to :data:`MAX_TIMELINE_POINTS` samples
+  and log tails to :data:`LOG_TAIL_LINES` lines / :data:`LOG_TAIL_BYTES` bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprobridge.constants import EVIDENCE_DIR
+from reprobridge.errors import AuditError
+
+#: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
+MAX_TIMELINE_POINTS = 400
+#: Log tail shown per stream.
+LOG_TAIL_LINES = 40
+LOG_TAIL_BYTES = 8192
+#: Run variables that differ between runs by design (a run's own id and its scratch home).
+VARYING_BY_DESIGN = frozenset({"RB_RUN_ID", "RB_RUN_MARKER", "HOME"})
+LEVELS = ("environment", "procedure", "metric")
+
+
+# -- small readers (untrusted JSON: never raise, never trust a type) -----------------------
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return {str(k): v for k, v in value.items()} if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list) else []
+
+
+def _str(value: Any, default: str = "") -> str:
+    if value is None:
+        return default
+    return value if isinstance(value, str) else str(value)
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
+
+
+def _int(value: Any) -> int | None:
+    number = _float(value)
+    return int(number) if number is not None else None
+
+
+def _bool(value: Any) -> bool | None:
+    return value if isinstance(value, bool) else None
+
+
+# -- the data -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level's verdict as the bundle states it (``pass``/``fail``/``skipped``/...)."""
+
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Band:
+    """What a metric must meet, for drawing: ``target`` ± ``half`` (a two-sided band), or a
+    one-sided target (``direction`` ``ge``/``le``; ``eq`` for an exact target), plus
+    ``low``/``high`` (the manifest's min/max). ``applied`` is False where the tier does not
+    apply thresholds (smoke without its own metrics)."""
+
+    target: float | None
+    half: float | None
+    direction: str | None
+    low: float | None
+    high: float | None
+    applied: bool = True
+
+    def edges(self) -> list[float]:
+        """Every number the band mentions (for choosing an axis range)."""
+        out = [v for v in (self.target, self.low, self.high) if v is not None]
+        if self.target is not None and self.half is not None:
+            out += [self.target - self.half, self.target + self.half]
+        return out
+
+
+@dataclass(frozen=True)
+class Stats:
+    """The bundle's statistics of one metric over the counted runs."""
+
+    n: int
+    mean: float
+    std: float
+    min: float
+    max: float
+    ci95: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class MetricData:
+    """One metric of one experiment over its runs (lists are in run order)."""
+
+    name: str
+    values: list[float | None]
+    statuses: list[str]
+    reasons: list[str]
+    counted: list[bool]
+    stats: Stats | None
+    threshold: str
+    source: str
+    outcome: str
+    reason: str
+    policy: str
+    claimed: float | None
+    claimed_vs_measured: dict[str, Any] | None
+    band: Band | None
+    higher_is_better: bool | None
+    provenance: str
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One timeline sample: seconds since start, CPU% (summed over the tree), RSS bytes,
+    and per GPU ``(index, util %, memory used bytes)``."""
+
+    t: float
+    cpu_percent: float
+    rss_bytes: int
+    gpus: tuple[tuple[int, float, int], ...] = ()
+
+
+@dataclass(frozen=True)
+class RunData:
+    """One run of one experiment, from its sealed files."""
+
+    experiment: str
+    k: int
+    seed: int | None
+    sealed: bool
+    not_started: str | None
+    termination: str
+    procedure_ok: bool | None
+    procedure_reason: str
+    wall_s: float | None
+    cpu_s: float | None
+    started_at: str
+    finished_at: str
+    peaks: dict[str, Any]
+    timeline: list[Sample]
+    env: dict[str, str]
+    packages: dict[str, str]
+    python: str
+    stdout_tail: str
+    stderr_tail: str
+    stdout_bytes: int | None
+    stderr_bytes: int | None
+    sandbox: str
+
+    @property
+    def label(self) -> str:
+        """``run 1`` for k = 0: runs are numbered from 1 in reasons and in the report."""
+        return f"run {self.k + 1}"
+
+
+@dataclass(frozen=True)
+class ExperimentData:
+    """An experiment's levels, metrics and runs."""
+
+    id: str
+    description: str
+    levels: dict[str, Level]
+    metrics: list[MetricData]
+    runs: list[RunData]
+    policy: str
+
+    @property
+    def failed_level(self) -> str | None:
+        """The lowest failing level, as ``ExperimentVerdict.failed_level`` names it."""
+        for name in LEVELS:
+            if self.levels[name].status == "fail":
+                return name
+        return None
+
+
+@dataclass(frozen=True)
+class ClaimData:
+    """A claim and its result: ``holds`` True/False, or None (undecided or not evaluated)."""
+
+    expr: str
+    provenance: str
+    holds: bool | None
+    substituted: str
+    reason: str
+    skipped: bool
+
+
+@dataclass(frozen=True)
+class AuditData:
+    """A finished audit, as its bundle records it."""
+
+    path: Path
+    audit_id: str
+    passed: bool | None
+    tier: str
+    backend: str
+    hermetic: bool | None
+    sandboxed: bool | None
+    sandbox: str
+    started: str
+    finished: str
+    rb_version: str
+    commit: str
+    manifest_sha256: str
+    project: str
+    paper_title: str
+    warnings: list[str]
+    experiments: list[ExperimentData]
+    claims: list[ClaimData]
+    environment: dict[str, Any]
+    host: dict[str, Any]
+    gpu: dict[str, Any]
+    git: dict[str, Any]
+    nix: dict[str, Any]
+    flake_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def run_count(self) -> int:
+        """All runs of the audit."""
+        return sum(len(e.runs) for e in self.experiments)
+
+
+# -- finding a bundle ---------------------------------------------------------------------
+
+
+def resolve_bundle(spec: str | Path | None, root: Path) -> Path:
+    """The bundle ``spec`` names: a path to a bundle directory, or an audit id under
+    ``<root>/repro/evidence``; None means the newest finished one there (ids start with
+    their UTC start time, so the newest sorts last). Raises AuditError when there is none
+    or it is not finished (no ``audit.json``)."""
+    evidence = root / EVIDENCE_DIR
+    if spec is None:
+        finished = sorted(
+            p for p in (evidence.iterdir() if evidence.is_dir() else []) if _finished(p)
+        )
+        if not finished:
+            raise AuditError(
+                "no finished audit to report on",
+                path=str(evidence),
+                hint="run `rb audit` first, or name a bundle: rb report PATH",
+            )
+        return finished[-1]
+    as_path = Path(spec)
+    candidates = [as_path] if as_path.is_dir() else []
+    if as_path.name == str(spec):  # a bare id: look under the evidence directory
+        candidates.append(evidence / str(spec))
+    for candidate in candidates:
+        if _finished(candidate):
+            return candidate
+        if (candidate / "plan.json").is_file():
+            raise AuditError(
+                f"audit {candidate.name} is not finished (no audit.json)",
+                path=str(candidate),
+                hint=f"resume it: rb audit --resume {candidate.name}",
+            )
+    raise AuditError(f"no evidence bundle {str(spec)!r}", path=str(evidence))
+
+
+def _finished(path: Path) -> bool:
+    return path.is_dir() and (path / "audit.json").is_file()
+
+
+# -- loading ------------------------------------------------------------------------------
+
+
+def load_audit(path: Path) -> AuditData:
+    """Read the bundle at ``path`` (see the module docstring for what is trusted)."""
+    summary = _json(path / "audit.json")
+    if not isinstance(summary, dict):
+        raise AuditError("not a finished audit: audit.json is missing or not JSON", path=str(path))
+    plan = _dict(_json(path / "plan.json"))
+    manifest = _manifest(path / "inputs" / "reprobridge.toml")
+    tier = _str(summary.get("tier") or plan.get("tier"), "full")
+    runs_by_exp: dict[str, list[RunData]] = {}
+    runs_root = path / "runs"
+    for exp_dir in sorted(runs_root.iterdir() if runs_root.is_dir() else []):
+        if not exp_dir.is_dir():
+            continue
+        ks = sorted((int(p.name), p) for p in exp_dir.iterdir() if p.is_dir() and p.name.isdigit())
+        runs_by_exp[exp_dir.name] = [_load_run(exp_dir.name, k, p) for k, p in ks]
+    manifest_exps = _dict(manifest.get("experiments"))
+    experiments = []
+    for exp_id, verdict in sorted(_dict(summary.get("experiments")).items()):
+        experiments.append(
+            _experiment(exp_id, _dict(verdict), _dict(manifest_exps.get(exp_id)), tier, runs_by_exp)
+        )
+    project = _dict(manifest.get("project"))
+    git = _dict(_json(path / "fingerprint" / "git.json"))
+    return AuditData(
+        path=path,
+        audit_id=_str(summary.get("audit_id"), path.name),
+        passed=_bool(summary.get("passed")),
+        tier=tier,
+        backend=_str(summary.get("backend"), "unknown"),
+        hermetic=_bool(summary.get("hermetic")),
+        sandboxed=_bool(summary.get("sandboxed")),
+        sandbox=_str(summary.get("sandbox")),
+        started=_str(summary.get("started")),
+        finished=_str(summary.get("finished")),
+        rb_version=_str(summary.get("rb_version") or plan.get("rb_version")),
+        commit=_str(plan.get("commit") or git.get("commit")),
+        manifest_sha256=_str(plan.get("manifest_sha256")),
+        project=_str(project.get("name")),
+        paper_title=_str(_dict(project.get("paper")).get("title")),
+        warnings=[_str(w) for w in _list(summary.get("warnings"))],
+        experiments=experiments,
+        claims=[_claim(_dict(c)) for c in _list(summary.get("claims"))],
+        environment=_dict(_json(path / "environment.json")),
+        host=_dict(_json(path / "fingerprint" / "host.json")),
+        gpu=_dict(_json(path / "fingerprint" / "gpu.json")),
+        git=git,
+        nix=_dict(_json(path / "fingerprint" / "nix.json")),
+        flake_inputs=_flake_inputs(path / "inputs" / "flake.lock"),
+    )
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}
+
+
+def _flake_inputs(path: Path) -> dict[str, dict[str, Any]]:
+    """Each locked flake input's pins (type, rev, narHash, ...), by node name."""
+    from reprobridge.audit.fingerprint import parse_flake_lock
+
+    data = _json(path)
+    if data is None:
+        return {}
+    parsed = parse_flake_lock(data)
+    return {name: _dict(pins) for name, pins in sorted(_dict(parsed.get("inputs")).items())}
+
+
+def _claim(raw: dict[str, Any]) -> ClaimData:
+    return ClaimData(
+        expr=_str(raw.get("expr")),
+        provenance=_str(raw.get("provenance")),
+        holds=_bool(raw.get("holds")),
+        substituted=_str(raw.get("substituted")),
+        reason=_str(raw.get("reason")),
+        skipped=bool(raw.get("skipped")),
+    )
+
+
+def _experiment(
+    exp_id: str,
+    verdict: dict[str, Any],
+    spec: dict[str, Any],
+    tier: str,
+    runs_by_exp: Mapping[str, list[RunData]],
+) -> ExperimentData:
+    from reprobridge.artifacts.check import tier_metrics
+
+    levels = {}
+    for name in LEVELS:
+        raw = _dict(verdict.get(name))
+        levels[name] = Level(_str(raw.get("status"), "unknown"), _str(raw.get("reason")))
+    try:
+        specs, judged = tier_metrics(spec, tier)
+    except (AttributeError, TypeError):  # a malformed manifest table: no bands, still a report
+        specs, judged = {}, False
+    metrics = []
+    for name, raw in sorted(_dict(verdict.get("per_metric")).items()):
+        mspec = _dict(specs.get(name))
+        metrics.append(_metric(name, _dict(raw), mspec, judged))
+    return ExperimentData(
+        id=exp_id,
+        description=_str(spec.get("description")),
+        levels=levels,
+        metrics=metrics,
+        runs=runs_by_exp.get(exp_id, []),
+        policy=_str(_dict(spec.get("stability")).get("policy"), "all"),
+    )
+
+
+def _metric(name: str, raw: dict[str, Any], spec: dict[str, Any], judged: bool) -> MetricData:
+    stats_raw = _dict(raw.get("stats"))
+    stats = None
+    ci = _list(stats_raw.get("ci95"))
+    numbers = [_float(stats_raw.get(k)) for k in ("mean", "std", "min", "max")]
+    ci_numbers = [_float(v) for v in ci[:2]]
+    n = _int(stats_raw.get("n"))
+    if n is not None and all(v is not None for v in numbers) and len(ci_numbers) == 2:
+        mean, std, low, high = (float(v or 0.0) for v in numbers)
+        lo_ci, hi_ci = (float(v) if v is not None else mean for v in ci_numbers)
+        stats = Stats(n, mean, std, low, high, (lo_ci, hi_ci))
+    cvm = raw.get("claimed_vs_measured")
+    return MetricData(
+        name=name,
+        values=[_float(v) for v in _list(raw.get("values"))],
+        statuses=[_str(s) for s in _list(raw.get("statuses"))],
+        reasons=[_str(s) for s in _list(raw.get("reasons"))],
+        counted=[bool(c) for c in _list(raw.get("counted"))],
+        stats=stats,
+        threshold=_str(raw.get("threshold")),
+        source=_str(raw.get("source")),
+        outcome=_str(raw.get("outcome"), "unknown"),
+        reason=_str(raw.get("reason")),
+        policy=_str(raw.get("policy")),
+        claimed=_float(raw.get("claimed")),
+        claimed_vs_measured=_dict(cvm) if isinstance(cvm, dict) else None,
+        band=band_of(spec, judged) if spec else None,
+        higher_is_better=_bool(spec.get("higher_is_better")),
+        provenance=_str(spec.get("provenance")),
+    )
+
+
+def band_of(spec: Mapping[str, Any], applied: bool = True) -> Band | None:
+    """The band of a manifest metric table, as check.py's rules state it: ``target ±
+    max(tolerance, relative_tolerance·|target|)``; a target without tolerance is one-sided
+    by ``higher_is_better`` (exact when unset); ``min``/``max`` bound it. None without any
+    threshold."""
+    target = _float(spec.get("target"))
+    tol = _float(spec.get("tolerance"))
+    rel = _float(spec.get("relative_tolerance"))
+    low = _float(spec.get("min"))
+    high = _float(spec.get("max"))
+    half = direction = None
+    if target is not None:
+        if tol is not None or rel is not None:
+            half = max(tol or 0.0, (rel or 0.0) * abs(target))
+        else:
+            better = spec.get("higher_is_better")
+            direction = "ge" if better is True else "le" if better is False else "eq"
+    if target is None and low is None and high is None:
+        return None
+    return Band(target, half, direction, low, high, applied)
+
+
+def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
+    status = _dict(_json(run_dir / "status.json"))
+    record = _dict(status.get("record"))
+    judgement = _dict(_json(run_dir / "metrics.json"))
+    term = _dict(record.get("termination"))
+    not_started = _dict(record.get("not_started"))
+    packages_raw = _dict(_json(run_dir / "packages.json"))
+    packages = {}
+    for item in _list(packages_raw.get("packages")):
+        item = _dict(item)
+        if item.get("name") is not None:
+            packages[_str(item["name"])] = _str(item.get("version"))
+    user, system = _float(record.get("cpu_user_s")), _float(record.get("cpu_sys_s"))
+    cpu = None if user is None and system is None else (user or 0.0) + (system or 0.0)
+    procedure_ok = _bool(judgement.get("procedure_ok"))
+    return RunData(
+        experiment=experiment,
+        k=k,
+        seed=_int(record.get("seed")),
+        sealed=status.get("sealed") is True,
+        not_started=_str(not_started.get("reason")) if not_started else None,
+        termination=_str(term.get("description"))
+        or (f"not started: {_str(not_started.get('reason'))}" if not_started else "unknown"),
+        procedure_ok=procedure_ok,
+        procedure_reason=_str(judgement.get("procedure_reason")),
+        wall_s=_float(record.get("wall_s")),
+        cpu_s=cpu,
+        started_at=_str(record.get("started_at")),
+        finished_at=_str(record.get("finished_at")),
+        peaks=_dict(record.get("peaks")),
+        timeline=_timeline(run_dir / "timeline.jsonl"),
+        env={k: _str(v) for k, v in sorted(_dict(_json(run_dir / "env.json")).items())},
+        packages=dict(sorted(packages.items())),
+        python=_str(packages_raw.get("executable")),
+        stdout_tail=_tail(run_dir / "stdout.log"),
+        stderr_tail=_tail(run_dir / "stderr.log"),
+        stdout_bytes=_int(_dict(record.get("stdout")).get("total_bytes")),
+        stderr_bytes=_int(_dict(record.get("stderr")).get("total_bytes")),
+        sandbox=_str(record.get("sandbox")),
+    )
+
+
+def _timeline(path: Path) -> list[Sample]:
+    samples: list[Sample] = []
+    try:
+        lines = path.read_bytes().splitlines()
+    except OSError:
+        return samples
+    for line in lines:
+        try:
+            raw = json.loads(line)
+        except ValueError:
+            continue  # a torn last line of a killed run
+        if not isinstance(raw, dict):
+            continue
+        t, cpu, rss = (
+            _float(raw.get("t")),
+            _float(raw.get("cpu_percent")),
+            _int(raw.get("rss_bytes")),
+        )
+        if t is None or cpu is None or rss is None:
+            continue
+        gpus = []
+        for g in _list(raw.get("gpus")):
+            g = _dict(g)
+            index, util, mem = _int(g.get("index")), _float(g.get("util")), _int(g.get("mem_used"))
+            if index is not None and util is not None and mem is not None:
+                gpus.append((index, util, mem))
+        samples.append(Sample(t, cpu, rss, tuple(gpus)))
+    return thin(samples, MAX_TIMELINE_POINTS)
+
+
+def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
+    """At most ``limit`` samples, evenly spaced, always keeping the first and the last."""
+    if len(samples) <= limit:
+        return list(samples)
+    step = (len(samples) - 1) / (limit - 1)
+    return [samples[round(i * step)] for i in range(limit)]
+
+
+def _tail(path: Path) -> str:
+    """The end of a log: its last lines, decoded leniently (logs are bytes, not UTF-8)."""
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as handle:
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            data = handle.read(LOG_TAIL_BYTES)
+    except OSError:
+        return ""
+    lines = data.decode("utf-8", "replace").splitlines()
+    if size > LOG_TAIL_BYTES and lines:
+        lines = lines[1:]  # the first line was cut by the byte window
+    return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+# -- differences --------------------------------------------------------------------------
+
+
+def differing(
+    maps: Sequence[Mapping[str, str]], ignore: frozenset[str] = frozenset()
+) -> dict[str, list[str | None]]:
+    """Keys whose value is not the same in every map (None where a map lacks the key), in
+    key order; ``ignore`` keys are left out."""
+    keys = sorted({k for m in maps for k in m} - ignore)
+    out: dict[str, list[str | None]] = {}
+    for key in keys:
+        values = [m.get(key) for m in maps]
+        if len(set(values)) > 1:
+            out[key] = values
+    return out
+
+
+def flatten(value: Any, prefix: str = "", *, max_items: int = 12) -> dict[str, str]:
+    """A fingerprint as ``dotted.key -> text`` rows (for tables and diffs). Lists of scalars
+    become one comma-joined value (at most ``max_items`` shown, then ``… (N in all)``);
+    lists of tables are numbered (``gpus.0.name``)."""
+    out: dict[str, str] = {}
+    if isinstance(value, dict):
+        for key in sorted(value, key=str):
+            out.update(
+                flatten(value[key], f"{prefix}.{key}" if prefix else str(key), max_items=max_items)
+            )
+    elif isinstance(value, list):
+        if all(not isinstance(v, dict | list) for v in value):
+            shown = ", ".join(_scalar(v) for v in value[:max_items])
+            if len(value) > max_items:
+                shown += f", … ({len(value)} in all)"
+            out[prefix] = shown if value else "(none)"
+        else:
+            for i, item in enumerate(value):
+                out.update(flatten(item, f"{prefix}.{i}", max_items=max_items))
+    else:
+        out[prefix] = _scalar(value)
+    return out
+
+
+def _scalar(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def package_sets(audit: AuditData) -> dict[str, str]:
+    """The Python packages of an audit's runs: ``name -> version`` (versions joined with
+    `` / `` where runs disagree)."""
+    seen: dict[str, set[str]] = {}
+    for exp in audit.experiments:
+        for run in exp.runs:
+            for name, version in run.packages.items():
+                seen.setdefault(name, set()).add(version)
+    return {name: " / ".join(sorted(v)) for name, v in sorted(seen.items())}

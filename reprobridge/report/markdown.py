@@ -1,0 +1,208 @@
+"""The report as GitHub-flavoured Markdown, for a pull-request comment or an artifact
+evaluation form.
+
+Contract: the same facts as the HTML page's summary (overall verdict, experiments × levels,
+metric statistics against thresholds, claims, warnings, and with a comparison its verdict
+changes and metric deltas), no charts. Strings from the bundle are untrusted: table cells
+are escaped so that they cannot break the table, start HTML, or mention/link anything
+(``|``, ``<``, ``>``, backticks, ``[``, ``]``, ``@`` and newlines are neutralised).
+Deterministic, like the HTML page.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from reprobridge.report.compare import Comparison
+from reprobridge.report.html import audit_warnings
+from reprobridge.report.load import LEVELS, AuditData
+from reprobridge.report.svg import fmt_value
+
+_ICON = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped", "not-applicable": "➖ n/a"}
+_ESCAPE = str.maketrans(
+    {
+        "&": "&amp;",
+        "|": "\\|",
+        "<": "&lt;",
+        ">": "&gt;",
+        "`": "\\`",
+        "[": "\\[",
+        "]": "\\]",
+        "*": "\\*",
+        "_": "\\_",
+        "@": "@\u200b",  # no @-mentions from a bundle
+        "\\": "\\\\",
+        "\r": " ",
+        "\n": " ",
+    }
+)
+
+
+def md_escape(text: object) -> str:
+    """``text`` safe as inline Markdown (one line, no markup, no HTML)."""
+    return str(text).translate(_ESCAPE)
+
+
+def _status(status: str | None) -> str:
+    if status is None:
+        return "absent"
+    return _ICON.get(status, md_escape(status))
+
+
+def _holds(holds: bool | None) -> str:
+    return (
+        "✅ holds" if holds is True else "❌ does not hold" if holds is False else "⏭️ not decided"
+    )
+
+
+def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
+    out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return [*out, ""]
+
+
+def _opt(value: float | None) -> str:
+    return "—" if value is None else fmt_value(value)
+
+
+def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> str:
+    """The Markdown report of ``audit`` (optionally with a comparison section)."""
+    word = (
+        "✅ PASS" if audit.passed is True else "❌ FAIL" if audit.passed is False else "❔ UNKNOWN"
+    )
+    held = sum(1 for c in audit.claims if c.holds is True)
+    title = md_escape(audit.project or "Reproduction report")
+    lines = [
+        f"## {word}: {title}",
+        "",
+        f"Audit {md_escape(audit.audit_id)} · tier {md_escape(audit.tier)} · "
+        f"backend {md_escape(audit.backend)}{'' if audit.hermetic else ' (not hermetic)'} · "
+        f"{audit.run_count} run(s) · claims {held}/{len(audit.claims)} hold · "
+        f"commit {md_escape(audit.commit[:12] or '—')} · {md_escape(audit.started)} → "
+        f"{md_escape(audit.finished)}",
+        "",
+        "### Verdicts",
+        "",
+    ]
+    lines += _table(
+        ["Experiment", "Environment", "Procedure", "Metric", "Runs"],
+        (
+            [
+                f"**{md_escape(e.id)}**",
+                *(
+                    f"{_status(e.levels[lv].status)}: {md_escape(e.levels[lv].reason)}"
+                    for lv in LEVELS
+                ),
+                str(len(e.runs)),
+            ]
+            for e in audit.experiments
+        ),
+    )
+    lines += ["### Metrics", ""]
+    rows = []
+    for e in audit.experiments:
+        for m in e.metrics:
+            values = ", ".join("—" if v is None else fmt_value(v) for v in m.values)
+            if m.stats:
+                s = m.stats
+                mean = f"{fmt_value(s.mean)} [{fmt_value(s.ci95[0])}, {fmt_value(s.ci95[1])}]"
+            else:
+                mean = "—"
+            rows.append(
+                [
+                    md_escape(e.id),
+                    md_escape(m.name),
+                    md_escape(m.threshold or "—"),
+                    md_escape(values or "—"),
+                    md_escape(mean),
+                    f"{_status(m.outcome)}: {md_escape(m.reason)}",
+                ]
+            )
+    lines += (
+        _table(
+            ["Experiment", "Metric", "Threshold", "Values per run", "Mean [95% CI]", "Outcome"],
+            rows,
+        )
+        if rows
+        else ["No metrics declared.", ""]
+    )
+    lines += ["### Claims", ""]
+    if audit.claims:
+        lines += _table(
+            ["Claim", "Result", "With measured values", "Source"],
+            (
+                [
+                    md_escape(c.expr),
+                    _holds(c.holds),
+                    md_escape(c.substituted or c.reason or "—"),
+                    md_escape(c.provenance or "—"),
+                ]
+                for c in audit.claims
+            ),
+        )
+    else:
+        lines += ["The manifest states no claims.", ""]
+    warnings = audit_warnings(audit)
+    if warnings:
+        lines += ["### Warnings", "", *(f"- {md_escape(w)}" for w in warnings), ""]
+    if comparison is not None:
+        lines += _comparison(comparison)
+    lines += [
+        f"<sub>ReproBridge {md_escape(audit.rb_version)} · evidence bundle "
+        f"{md_escape(audit.audit_id)} · re-check with rb verify</sub>",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def _comparison(c: Comparison) -> list[str]:
+    lines = [
+        f"### Compared with audit {md_escape(c.before.audit_id)}",
+        "",
+    ]
+    if c.verdicts:
+        lines += _table(
+            ["Experiment", "Level", "Before", "After", "Reason now"],
+            (
+                [
+                    md_escape(v.experiment),
+                    v.level,
+                    _status(v.before),
+                    _status(v.after),
+                    md_escape(v.reason),
+                ]
+                for v in c.verdicts
+            ),
+        )
+    else:
+        lines += ["No verdict changed.", ""]
+    if c.claims:
+        lines += _table(
+            ["Claim", "Before", "After"],
+            ([md_escape(e), _holds(a), _holds(b)] for e, a, b in c.claims),
+        )
+    rows = []
+    for m in c.metrics:
+        delta = m.delta
+        shown = "—" if delta is None else ("+" if delta > 0 else "") + fmt_value(delta)
+        rows.append(
+            [
+                md_escape(m.experiment),
+                md_escape(m.metric),
+                _opt(m.before),
+                _opt(m.after),
+                shown,
+                f"{_status(m.outcome_before)} → {_status(m.outcome_after)}",
+            ]
+        )
+    if rows:
+        lines += _table(["Experiment", "Metric", "Mean before", "Mean now", "Δ", "Outcome"], rows)
+    if c.fields:
+        sections = sorted({f.section for f in c.fields})
+        lines += [
+            f"Fingerprint differences: {md_escape(', '.join(sections))} (see the HTML report).",
+            "",
+        ]
+    else:
+        lines += ["Same host, GPU, git commit, Nix inputs and Python packages.", ""]
+    return lines

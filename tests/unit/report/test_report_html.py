@@ -1,0 +1,106 @@
+"""The HTML report of real bundles: content, escaping of hostile strings, determinism,
+self-containment, and the comparison of two audits."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+from report_helpers import Audits, hostile_bundle
+
+from reprobridge.report.compare import compare_audits
+from reprobridge.report.html import CSP, render_html
+from reprobridge.report.load import load_audit
+
+
+def test_every_experiment_level_and_claim_is_shown(audits: Audits) -> None:
+    data = load_audit(audits.first)
+    page = render_html(data)
+    summary = json.loads((audits.first / "audit.json").read_text())
+    assert '<div class="verdict" id="overall">PASS</div>' in page
+    assert summary["audit_id"] in page
+    for exp_id, verdict in summary["experiments"].items():
+        assert f"Experiment {exp_id} " in page
+        for level in ("environment", "procedure", "metric"):
+            assert verdict[level]["reason"] in page
+        for name, metric in verdict["per_metric"].items():
+            assert f"<h4>{name} " in page
+            assert metric["threshold"].replace("±", "±") in page
+    claim = summary["claims"][0]
+    assert claim["expr"].replace(">", "&gt;") in page
+    assert "holds" in page
+    # Timelines, fingerprints, differences are all there.
+    for heading in ("Resources", "Environment and hardware", "Differences between runs", "Host"):
+        assert heading in page
+    assert page.count('<polyline class="line') >= 4  # CPU and RSS, 2 runs, 2 experiments
+    assert "no NVIDIA driver" in page or "GPU" in page
+
+
+def test_page_is_self_contained(audits: Audits) -> None:
+    page = render_html(load_audit(audits.first))
+    assert f'<meta http-equiv="Content-Security-Policy" content="{CSP}">' in page
+    lowered = page.lower()
+    for needle in ("<script", "<link", "<img", "<iframe", "@import", "url(", "src="):
+        assert needle not in lowered, needle
+    # The only URL is the SVG namespace (a name, never fetched); every href is an anchor.
+    urls = set(re.findall(r"https?://[^\s\"'<>]+", page))
+    assert urls <= {"http://www.w3.org/2000/svg"}, urls
+    assert all(h.startswith("#") for h in re.findall(r'href="([^"]*)"', page))
+
+
+def test_same_bundle_same_bytes_wherever_it_lies(audits: Audits, tmp_path: Path) -> None:
+    first = render_html(load_audit(audits.first))
+    assert render_html(load_audit(audits.first)) == first
+    moved = tmp_path / "elsewhere" / audits.first.name
+    shutil.copytree(audits.first, moved)
+    assert render_html(load_audit(moved)) == first
+
+
+def test_hostile_strings_are_escaped(bundle_copy: Path) -> None:
+    hostile_bundle(bundle_copy)
+    page = render_html(load_audit(bundle_copy))
+    lowered = page.lower()
+    assert "<script" not in lowered
+    assert "<img" not in lowered
+    assert "onerror=alert(1)&gt;" in page
+    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in page
+    # Each hostile place made it into the page (escaped), so each was really tested.
+    assert page.count("&lt;script&gt;") >= 7
+
+
+def test_malformed_parts_leave_gaps_not_errors(bundle_copy: Path) -> None:
+    (bundle_copy / "fingerprint" / "host.json").write_text("{not json")
+    (bundle_copy / "runs" / "baseline" / "0" / "timeline.jsonl").write_text('{"t": 0}\nnope\n')
+    (bundle_copy / "runs" / "mixup" / "1" / "metrics.json").unlink()
+    (bundle_copy / "inputs" / "reprobridge.toml").write_text("= broken")
+    page = render_html(load_audit(bundle_copy))
+    assert "Experiment baseline" in page
+    assert "no samples recorded" in page or "<polyline" in page
+
+
+def test_compare_shows_the_verdict_change_and_metric_deltas(audits: Audits) -> None:
+    before, after = load_audit(audits.first), load_audit(audits.second)
+    comparison = compare_audits(before, after)
+    changes = {(v.experiment, v.level): (v.before, v.after) for v in comparison.verdicts}
+    assert changes == {("baseline", "metric"): ("pass", "fail")}
+    deltas = {(m.experiment, m.metric): m for m in comparison.metrics}
+    assert deltas[("baseline", "test_accuracy")].outcome_after == "fail"
+    assert deltas[("mixup", "test_accuracy")].delta is not None
+    keys = {(f.section, f.key) for f in comparison.fields}
+    assert ("audit", "manifest sha256") in keys
+    assert ("git", "commit") in keys
+    page = render_html(after, comparison)
+    assert '<section id="compare">' in page
+    assert before.audit_id in page and after.audit_id in page
+    assert '<div class="verdict" id="overall">FAIL</div>' in page
+    assert "baseline at the metric level" in page
+
+
+def test_compare_of_an_audit_with_itself_finds_nothing(audits: Audits) -> None:
+    data = load_audit(audits.first)
+    comparison = compare_audits(data, data)
+    assert comparison.verdicts == [] and comparison.fields == [] and comparison.claims == []
+    assert all(m.delta == 0 for m in comparison.metrics)
+    assert "No verdict changed." in render_html(data, comparison)
