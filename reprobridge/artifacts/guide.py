@@ -25,6 +25,9 @@ class GuideNotes:
     warnings: list[str] = field(default_factory=list)
     kept_edits: list[str] = field(default_factory=list)
     lock_note: str = ""
+    #: What the recovery agent (`rb init --agent claude`) did and what it cost, as Markdown
+    #: text made by rb (never model output verbatim without rb's framing); empty: no agent ran.
+    agent_summary: str = ""
 
 
 def _esc(text: object) -> str:
@@ -237,6 +240,8 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         ]
         out.append("")
     review = sorted(p for p, d in manifest.derived.items() if d.confidence == "low")
+    if notes.agent_summary:
+        out += ["## What the recovery agent did", "", notes.agent_summary.rstrip("\n"), ""]
     leftovers = [
         *(f"conflict: {c}" for c in notes.conflicts),
         *(f"paper value not matched: {u}" for u in notes.unmatched_targets),
