@@ -24,13 +24,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "demo": (
         "reprobridge.cli.demo",
-        "Run `rb init` on a copy of the bundled example and show what it found.",
+        "Recover the bundled example paper with `rb init`, then audit it.",
     ),
     "doctor": (
         "reprobridge.cli.doctor",
         "Say what this machine can do: nix, flakes, bubblewrap, uv, GPUs, disk.",
     ),
     "schema": ("reprobridge.cli.schema", "Print the JSON Schema of reprobridge.toml."),
+    "report": ("reprobridge.cli.report", "Show an audit as one HTML page or as Markdown."),
     "check": ("reprobridge.cli.check", "Validate reprobridge.toml and the generated artifacts."),
     "audit": (
         "reprobridge.cli.audit",
@@ -44,6 +45,15 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "keygen": (
         "reprobridge.cli.keygen",
         "Create an Ed25519 key pair for signing evidence bundles.",
+    ),
+    "archive": (
+        "reprobridge.cli.archive",
+        "Pack a deterministic, verifiable archive of the reproduction package.",
+    ),
+    "unpack": ("reprobridge.cli.unpack", "Verify an archive and unpack it safely."),
+    "check-links": (
+        "reprobridge.cli.check_links",
+        "Say which flake inputs and dataset URLs still resolve or are archived.",
     ),
 }
 
@@ -60,7 +70,8 @@ class LazyGroup(click.Group):
         import importlib
 
         module = importlib.import_module(COMMANDS[cmd_name][0])
-        command: click.Command = getattr(module, f"{cmd_name}_command")
+        # Verbs may contain a dash (check-links); Python names use an underscore.
+        command: click.Command = getattr(module, f"{cmd_name.replace('-', '_')}_command")
         return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

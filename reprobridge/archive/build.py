@@ -1,0 +1,266 @@
+"""`rb archive`: collect, describe, sign and pack a reproduction package.
+
+Contract of :func:`build_archive`: the archive holds the members of
+:mod:`reprobridge.archive.members` (plus ``nix-cache/`` with ``with_closure``), then
+``ro-crate-metadata.json``, then ``MANIFEST.json`` (every other file's path, sha256 and
+size, and what was packed), then, when signed, ``MANIFEST.dsse.json`` and ``signer.pub``.
+The timestamp of every entry is ``SOURCE_DATE_EPOCH`` when set, else the audited commit's
+time, so packing the same repository state twice gives byte-identical archives whatever
+the file mtimes, umask, TZ, locale or creation order.
+
+Signature: a DSSE envelope (Ed25519, :mod:`reprobridge.evidence.sign`) over an in-toto
+statement whose one subject is ``MANIFEST.json`` by sha256; MANIFEST.json pins every other
+member, and the verifier refuses members it does not list. It is stored *inside* the
+archive (last, outside MANIFEST.json) so a supplement is one file to upload and keep.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprobridge import __version__
+from reprobridge.archive import members as mem
+from reprobridge.archive.pack import (
+    DEFAULT_FORMAT,
+    FileRecord,
+    Format,
+    Member,
+    PackResult,
+    parse_source_date_epoch,
+    write_archive,
+)
+from reprobridge.archive.rocrate import CRATE_FILE, build_crate
+from reprobridge.constants import MANIFEST_FILE
+from reprobridge.errors import ArchiveError, ManifestError
+from reprobridge.evidence.hashing import sha256_bytes
+
+MANIFEST_JSON = "MANIFEST.json"
+SIGNATURE_FILE = "MANIFEST.dsse.json"
+SIGNER_PUB = "signer.pub"
+ARCHIVE_FORMAT = "rb-archive/1"
+PREDICATE_TYPE = "https://reprobridge.dev/archive/v1"
+CACHE_DIR = "nix-cache"
+#: Members outside MANIFEST.json: itself and the signature over it.
+UNLISTED = frozenset({MANIFEST_JSON, SIGNATURE_FILE, SIGNER_PUB})
+
+
+def canonical(data: Any) -> bytes:
+    """Sorted keys, indent 2, UTF-8, trailing newline, no NaN: the archive's one JSON form."""
+    return (
+        json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    ).encode()
+
+
+@dataclass
+class ArchiveOptions:
+    """What to pack (the CLI's flags)."""
+
+    evidence: Sequence[str] = ("latest",)
+    with_source: bool = False
+    with_closure: bool = False
+    fmt: Format = DEFAULT_FORMAT
+    sign_key: Path | None = None
+    #: Environment to read SOURCE_DATE_EPOCH from (default: os.environ).
+    environ: Mapping[str, str] | None = None
+    #: For --with-closure: the nix binary, flake input overrides, and nix's environment.
+    nix_binary: str = "nix"
+    nix_overrides: dict[str, str] = field(default_factory=dict)
+    nix_env: Mapping[str, str] | None = None
+
+
+@dataclass
+class ArchiveResult:
+    """The written archive and what is in it."""
+
+    path: Path
+    size: int
+    files: int
+    commit: str
+    epoch: int
+    audits: list[str]
+    manifest_sha256: str
+    signed: bool
+
+
+def default_name(project: str, commit: str, fmt: Format) -> str:
+    """``<project>-<commit12>.tar.gz`` (or ``.tar.zst``)."""
+    safe = "".join(c if c.isalnum() or c in "-_." else "-" for c in project) or "repro"
+    return f"{safe}-{commit[:12]}.tar.{fmt}"
+
+
+def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> ArchiveResult:
+    """Pack ``root`` into ``out`` (default: :func:`default_name` in the current directory).
+
+    Raises ArchiveError (exit 10) for anything that stops the archive: an unsealed or
+    unknown audit, a symlink or special file, a bad SOURCE_DATE_EPOCH, a failed git or nix
+    call; the output is then left as it was.
+    """
+    import tempfile
+
+    from reprobridge.manifest.io import load_manifest
+
+    root = Path(root).resolve()
+    epoch_env = parse_source_date_epoch(opts.environ)
+    try:
+        manifest, _ = load_manifest(root / MANIFEST_FILE)
+    except ManifestError as exc:
+        raise ArchiveError(f"the manifest does not validate: {exc}", path=MANIFEST_FILE) from exc
+    audits = mem.select_audits(root, opts.evidence)
+    commit = mem.audited_commit(root, audits)
+    epoch = epoch_env if epoch_env is not None else mem.commit_time(root, commit)
+    out = (
+        Path(out)
+        if out is not None
+        else Path.cwd() / default_name(manifest.project.name, commit, opts.fmt)
+    )
+
+    groups: list[list[Member]] = []
+    with tempfile.TemporaryDirectory(prefix="rb-archive-") as tmp:
+        import contextlib
+
+        with contextlib.ExitStack() as stack:
+            if opts.with_source:
+                groups.append(stack.enter_context(mem.source_members(root, commit)))
+            groups.append(mem.artifact_members(root))
+            for a in audits:
+                groups.append(
+                    mem.tree_members(
+                        a.path,
+                        f"repro/evidence/{a.audit_id}",
+                        skip_top=frozenset({".lock", ".lock.owner"}),
+                    )
+                )
+            if opts.with_closure:
+                from reprobridge.archive.closure import export_closure
+
+                cache = Path(tmp) / CACHE_DIR
+                export_closure(
+                    root,
+                    cache,
+                    nix=opts.nix_binary,
+                    overrides=opts.nix_overrides,
+                    env=opts.nix_env,
+                )
+                groups.append(mem.tree_members(cache, CACHE_DIR))
+            members = mem.merge(*groups)
+            top_dirs = sorted({m.path.split("/", 1)[0] for m in members if "/" in m.path})
+            state: dict[str, Any] = {}
+
+            def trailer(records: list[FileRecord]) -> list[Member]:
+                crate = canonical(
+                    build_crate(
+                        manifest,
+                        records,
+                        audits=audits,
+                        commit=commit,
+                        epoch=epoch,
+                        directories=top_dirs,
+                    )
+                )
+                listed = [*records, FileRecord(CRATE_FILE, sha256_bytes(crate), len(crate))]
+                doc = {
+                    "format": ARCHIVE_FORMAT,
+                    "rb_version": __version__,
+                    "project": manifest.project.name,
+                    "commit": commit,
+                    "source_date_epoch": epoch,
+                    "audits": [a.audit_id for a in audits],
+                    "with_source": opts.with_source,
+                    "with_closure": opts.with_closure,
+                    "files": [
+                        {"path": r.path, "sha256": r.sha256, "size": r.size}
+                        for r in sorted(
+                            listed, key=lambda r: r.path.encode("utf-8", "surrogateescape")
+                        )
+                    ],
+                }
+                manifest_bytes = canonical(doc)
+                state["manifest_sha256"] = sha256_bytes(manifest_bytes)
+                out_members = [
+                    Member(CRATE_FILE, data=crate),
+                    Member(MANIFEST_JSON, data=manifest_bytes),
+                ]
+                if opts.sign_key is not None:
+                    envelope, pub = sign_manifest(manifest_bytes, opts.sign_key, doc)
+                    out_members += [
+                        Member(SIGNATURE_FILE, data=envelope),
+                        Member(SIGNER_PUB, data=pub),
+                    ]
+                return out_members
+
+            for m in members:
+                if m.path in UNLISTED or m.path == CRATE_FILE:
+                    raise ArchiveError(
+                        f"the repository has a file named {m.path}, which the archive reserves",
+                        path=m.path,
+                    )
+            result: PackResult = write_archive(
+                members, out, mtime=epoch, fmt=opts.fmt, trailer=trailer
+            )
+    return ArchiveResult(
+        path=result.path,
+        size=result.size,
+        files=len(result.files),
+        commit=commit,
+        epoch=epoch,
+        audits=[a.audit_id for a in audits],
+        manifest_sha256=state["manifest_sha256"],
+        signed=opts.sign_key is not None,
+    )
+
+
+def sign_manifest(
+    manifest_bytes: bytes, key_path: Path, doc: Mapping[str, Any]
+) -> tuple[bytes, bytes]:
+    """``(DSSE envelope, signer public key PEM)`` over MANIFEST.json's sha256.
+
+    Ed25519 signatures are deterministic, so a signed archive is reproducible too (for one
+    key). The key must be outside every repository (see ``rb keygen``).
+    """
+    from cryptography.hazmat.primitives import serialization
+
+    from reprobridge.evidence.errors import SignatureError
+    from reprobridge.evidence.sign import (
+        PAYLOAD_TYPE,
+        STATEMENT_TYPE,
+        keyid_of,
+        load_private_key,
+        pae,
+    )
+
+    try:
+        key = load_private_key(key_path)
+    except SignatureError as exc:
+        raise ArchiveError(f"cannot sign: {exc}") from exc
+    statement = {
+        "_type": STATEMENT_TYPE,
+        "subject": [{"name": MANIFEST_JSON, "digest": {"sha256": sha256_bytes(manifest_bytes)}}],
+        "predicateType": PREDICATE_TYPE,
+        "predicate": {
+            "rb_version": __version__,
+            "project": doc.get("project"),
+            "commit": doc.get("commit"),
+            "audits": doc.get("audits"),
+            "source_date_epoch": doc.get("source_date_epoch"),
+        },
+    }
+    payload = json.dumps(
+        statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    ).encode()
+    sig = key.sign(pae(PAYLOAD_TYPE, payload))
+    envelope = {
+        "payloadType": PAYLOAD_TYPE,
+        "payload": base64.b64encode(payload).decode("ascii"),
+        "signatures": [
+            {"keyid": keyid_of(key.public_key()), "sig": base64.b64encode(sig).decode("ascii")}
+        ],
+    }
+    pub = key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return canonical(envelope), pub

@@ -1,0 +1,271 @@
+"""What goes into an archive: rb's artifacts, selected evidence, the source, the closure.
+
+Contract of :func:`collect`:
+
+* artifacts come from the working tree, as the auditor used them: ``reprobridge.toml``
+  (required), ``flake.nix``, ``flake.lock``, ``REPRODUCE.md`` and the files under
+  ``repro/`` that git tracks or would track (``git ls-files -co --exclude-standard``, so
+  ignored caches stay out), except ``repro/evidence/`` and ``repro/logs/``;
+* evidence: whole sealed bundles (``SHA256SUMS`` present) from ``repro/evidence/<id>/``,
+  kept at that path, without the lock files; an unsealed bundle is refused;
+* ``with_source``: ``git archive`` of the audited commit (the ``commit`` of the selected
+  audits' ``plan.json``, which must agree; HEAD when no audit is selected), extracted to a
+  temporary directory; the artifacts above win where both have a path;
+* anything that is not a regular file or a directory (a symlink, a FIFO, a device, a
+  socket) is an :class:`~reprobridge.errors.ArchiveError` naming it: an archive that
+  silently drops or follows links would not be the tree that was audited.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+import tarfile
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from reprobridge import _proc
+from reprobridge.archive.pack import Member
+from reprobridge.constants import (
+    EVIDENCE_DIR,
+    FLAKE_FILE,
+    FLAKE_LOCK_FILE,
+    GUIDE_FILE,
+    LOGS_DIR,
+    MANIFEST_FILE,
+    REPRO_DIR,
+)
+from reprobridge.errors import ArchiveError
+
+#: Top-level files of a bundle that are machinery, not evidence.
+_BUNDLE_SKIP = frozenset({".lock", ".lock.owner"})
+_AUDIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+
+
+@dataclass
+class Audit:
+    """One selected evidence bundle and what the archive metadata needs from it."""
+
+    audit_id: str
+    path: Path
+    audit: dict[str, Any]
+    plan: dict[str, Any]
+
+    @property
+    def commit(self) -> str | None:
+        value = self.plan.get("commit")
+        return value if isinstance(value, str) else None
+
+
+@dataclass
+class Collection:
+    """The members of an archive, and where they came from."""
+
+    root: Path
+    commit: str
+    commit_time: int
+    audits: list[Audit]
+    members: list[Member] = field(default_factory=list)
+    with_source: bool = False
+
+
+def _regular_or_dir(path: Path, shown: str) -> os.stat_result:
+    try:
+        st = path.lstat()
+    except OSError as exc:
+        raise ArchiveError(f"cannot be read ({exc.strerror})", path=shown) from exc
+    if stat.S_ISLNK(st.st_mode):
+        raise ArchiveError(
+            f"is a symlink to {str(path.readlink())!r}; archives hold regular files only",
+            path=shown,
+            hint="replace the link by the file it points to, or remove it",
+        )
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        kind = (
+            "FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "socket"
+            if stat.S_ISSOCK(st.st_mode)
+            else "special file"
+        )
+        raise ArchiveError(f"is a {kind}; archives hold regular files only", path=shown)
+    return st
+
+
+def _file_member(path: Path, rel: str) -> Member:
+    st = _regular_or_dir(path, rel)
+    if stat.S_ISDIR(st.st_mode):
+        return Member(rel, kind="dir")
+    return Member(rel, source=path, executable=bool(st.st_mode & 0o100))
+
+
+def tree_members(
+    base: Path, prefix: str, *, skip_top: frozenset[str] = frozenset()
+) -> list[Member]:
+    """Every file and directory under ``base`` as members named ``prefix/<relative path>``.
+
+    Refuses (ArchiveError) any entry that is not a regular file or directory.
+    """
+    out: list[Member] = [Member(prefix, kind="dir")]
+    _regular_or_dir(base, prefix)
+    for dirpath, dirnames, filenames in os.walk(base):
+        d = Path(dirpath)
+        rel_dir = d.relative_to(base).as_posix()
+        for name in [*dirnames, *filenames]:
+            if rel_dir == "." and name in skip_top:
+                continue
+            rel = f"{prefix}/{name}" if rel_dir == "." else f"{prefix}/{rel_dir}/{name}"
+            out.append(_file_member(d / name, rel))
+    return out
+
+
+def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
+    """The bundles named by ``evidence``: ids, ``all``, ``latest`` or ``none``.
+
+    ``latest`` is the newest bundle by id (ids start with a UTC timestamp). Refuses an
+    unknown id and a bundle that is not sealed (no SHA256SUMS: an audit still running or
+    interrupted).
+    """
+    ev_root = root / EVIDENCE_DIR
+    known = (
+        sorted(p.name for p in ev_root.iterdir() if p.is_dir() and _AUDIT_ID.match(p.name))
+        if ev_root.is_dir()
+        else []
+    )
+    wanted: list[str] = []
+    for item in evidence:
+        if item == "none":
+            continue
+        if item == "all":
+            wanted += known
+        elif item == "latest":
+            if not known:
+                raise ArchiveError(
+                    f"there is no audit under {EVIDENCE_DIR}/", hint="run `rb audit`"
+                )
+            wanted.append(known[-1])
+        elif item in known:
+            wanted.append(item)
+        else:
+            raise ArchiveError(
+                f"no audit {item!r} under {EVIDENCE_DIR}/ (known: {', '.join(known) or 'none'})"
+            )
+    audits: list[Audit] = []
+    for audit_id in sorted(set(wanted)):
+        path = ev_root / audit_id
+        shown = f"{EVIDENCE_DIR}/{audit_id}"
+        if not (path / "SHA256SUMS").is_file():
+            raise ArchiveError(
+                "is not sealed (no SHA256SUMS): the audit is running or was interrupted",
+                path=shown,
+                hint="finish it with `rb audit --resume`, or leave it out with --evidence",
+            )
+        audits.append(
+            Audit(audit_id, path, _read_json(path / "audit.json"), _read_json(path / "plan.json"))
+        )
+    return audits
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def audited_commit(root: Path, audits: Sequence[Audit]) -> str:
+    """The one commit the selected audits ran on (HEAD when none is selected)."""
+    commits = {a.commit for a in audits if a.commit}
+    if len(commits) > 1:
+        raise ArchiveError(
+            f"the selected audits ran on different commits ({', '.join(sorted(commits))})",
+            hint="select audits of one commit with --evidence ID",
+        )
+    if commits:
+        return commits.pop()
+    res = _proc.git(root, "rev-parse", "--verify", "HEAD^{commit}", check=False)
+    if res.returncode != 0:
+        raise ArchiveError("the repository has no commit to archive", path=str(root))
+    return res.text.strip()
+
+
+def commit_time(root: Path, commit: str) -> int:
+    """The committer time (seconds since 1970) of ``commit``."""
+    res = _proc.git(root, "show", "-s", "--format=%ct", commit, check=False)
+    if res.returncode != 0 or not res.text.strip().isdigit():
+        raise ArchiveError(
+            f"cannot read the time of commit {commit[:12]} (is it in this repository?)",
+            path=str(root),
+        )
+    return int(res.text.strip())
+
+
+def artifact_members(root: Path) -> list[Member]:
+    """rb's artifacts from the working tree (see the module doc)."""
+    if not (root / MANIFEST_FILE).is_file():
+        raise ArchiveError("not found; there is nothing to archive", path=MANIFEST_FILE)
+    out: list[Member] = []
+    for name in (MANIFEST_FILE, FLAKE_FILE, FLAKE_LOCK_FILE, GUIDE_FILE):
+        if (root / name).exists() or (root / name).is_symlink():
+            out.append(_file_member(root / name, name))
+    res = _proc.git(root, "ls-files", "-z", "-co", "--exclude-standard", "--", REPRO_DIR)
+    skip = (EVIDENCE_DIR + "/", LOGS_DIR + "/")
+    for rel in sorted(set(res.stdout.decode("utf-8", "surrogateescape").split("\0"))):
+        if not rel or rel.startswith(skip):
+            continue
+        path = root / rel
+        if not path.exists() and not path.is_symlink():
+            continue  # deleted in the working tree but still in the index
+        out.append(_file_member(path, rel))
+    return out
+
+
+@contextmanager
+def source_members(root: Path, commit: str) -> Iterator[list[Member]]:
+    """The tree of ``commit`` (``git archive``), extracted to a temporary directory.
+
+    The directory lives as long as the context. A symlink or other non-regular entry in
+    the commit is an ArchiveError naming it.
+    """
+    with tempfile.TemporaryDirectory(prefix="rb-archive-src-") as tmp:
+        tar_path = Path(tmp) / "source.tar"
+        _proc.git(root, "archive", "--format=tar", f"--output={tar_path}", commit, timeout=600)
+        tree = Path(tmp) / "tree"
+        tree.mkdir()
+        with tarfile.open(tar_path) as tar:
+            for info in tar:
+                if info.name == "pax_global_header" or info.type == tarfile.XGLTYPE:
+                    continue
+                if not (info.isreg() or info.isdir()):
+                    raise ArchiveError(
+                        "is a link or special file in the commit; archives hold regular files only",
+                        path=info.name,
+                        hint="replace the link by the file it points to and commit",
+                    )
+                tar.extract(info, tree, filter="data")
+        # tree_members names everything under a prefix; the source belongs at the top.
+        yield [
+            Member(m.path.removeprefix("__src__/"), m.kind, m.source, m.data, m.executable)
+            for m in tree_members(tree, "__src__")[1:]
+        ]
+
+
+def merge(*groups: Sequence[Member]) -> list[Member]:
+    """Members by path; a later group wins over an earlier one for the same path."""
+    by_path: dict[str, Member] = {}
+    for group in groups:
+        for m in group:
+            prev = by_path.get(m.path)
+            if prev is not None and prev.kind == "dir" and m.kind == "dir":
+                continue
+            by_path[m.path] = m
+    return list(by_path.values())

@@ -1,0 +1,486 @@
+"""`rb archive verify` and `rb unpack`: check an archive, and unpack only what checks out.
+
+Contract of :func:`verify_archive`: one streaming pass over the archive (gzip or zstd,
+recognised by magic bytes, never by name) that never writes anything and reports every
+problem, each naming the member and the reason:
+
+* member safety: only regular files and directories (no symlinks, hard links, devices,
+  FIFOs, sparse or other types); no absolute name, no ``..``, no empty, ``.`` or NUL
+  component, no backslash; no duplicate name; no file that is also a parent directory;
+  no setuid/setgid/sticky bits;
+* integrity: a truncated or corrupt stream is reported as such; ``MANIFEST.json`` exists,
+  lists every other file (except the signature files) with the sha256 and size actually
+  read, and nothing more;
+* meaning: ``reprobridge.toml`` validates against the schema; ``ro-crate-metadata.json``
+  is JSON-LD with a root dataset;
+* signature (when present, or required by a key): the DSSE envelope verifies with the
+  given public key (else with the archive's own ``signer.pub``, which proves integrity
+  but not origin, and says so), and its subject is MANIFEST.json's actual sha256.
+
+:func:`unpack` verifies first, then extracts in a second pass with ``tarfile``'s
+``filter="data"`` *and* the same member checks into a fresh directory beside ``dest``,
+re-hashes what it wrote against MANIFEST.json, and only then renames it to ``dest``: a bad
+archive leaves nothing behind, and nothing is ever written outside ``dest``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import stat
+import tarfile
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import IO, Any
+
+from reprobridge.archive.build import (
+    ARCHIVE_FORMAT,
+    MANIFEST_JSON,
+    PREDICATE_TYPE,
+    SIGNATURE_FILE,
+    SIGNER_PUB,
+    UNLISTED,
+)
+from reprobridge.archive.rocrate import CRATE_FILE
+from reprobridge.constants import MANIFEST_FILE
+from reprobridge.errors import ArchiveError
+
+#: Members whose bytes are kept in memory during the scan (all small).
+_KEEP = frozenset(
+    {MANIFEST_JSON, SIGNATURE_FILE, SIGNER_PUB, CRATE_FILE, MANIFEST_FILE, "flake.lock"}
+)
+_KEEP_LIMIT = 32 << 20
+GZIP_MAGIC = b"\x1f\x8b"
+ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+
+
+@dataclass
+class ArchiveReport:
+    """What :func:`verify_archive` found. ``ok`` means no problem at all."""
+
+    path: Path
+    format: str = "unknown"
+    problems: list[str] = field(default_factory=list)
+    signature: str = "absent"
+    files: dict[str, tuple[str, int]] = field(default_factory=dict)
+    dirs: set[str] = field(default_factory=set)
+    manifest: dict[str, Any] | None = None
+    kept: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def member_problem(info: tarfile.TarInfo) -> str | None:
+    """Why ``info`` may not be unpacked, or None. Shared by verify and unpack."""
+    name = info.name
+    shown = repr(name)
+    if not name or "\x00" in name:
+        return f"member {shown}: empty name or NUL byte"
+    if "\\" in name:
+        return f"member {shown}: backslash in the name"
+    if name.startswith("/") or PurePosixPath(name).is_absolute():
+        return f"member {shown}: absolute path"
+    parts = name.rstrip("/").split("/") if info.isdir() else name.split("/")
+    if ".." in parts:
+        return f"member {shown}: '..' leaves the target directory"
+    if any(p in ("", ".") for p in parts):
+        return f"member {shown}: empty or '.' path component"
+    if info.issym() or info.islnk():
+        return f"member {shown}: is a {'symlink' if info.issym() else 'hard link'} to {info.linkname!r}; archives hold regular files only"
+    if info.ischr() or info.isblk():
+        return f"member {shown}: is a device; archives hold regular files only"
+    if info.isfifo():
+        return f"member {shown}: is a FIFO; archives hold regular files only"
+    if not (info.isreg() or info.isdir()):
+        return f"member {shown}: type {info.type!r} is not a regular file or directory"
+    if info.mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
+        return f"member {shown}: setuid, setgid or sticky bit"
+    return None
+
+
+@contextlib.contextmanager
+def open_tar(path: Path) -> Iterator[tuple[tarfile.TarFile, str]]:
+    """A streaming tar reader over ``path`` (gzip or zstd by magic): ``(tar, format)``."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 -- closed below
+    except OSError as exc:
+        raise ArchiveError(f"cannot be read ({exc.strerror})", path=str(path)) from exc
+    with fh:
+        magic = fh.read(4)
+        fh.seek(0)
+        if magic.startswith(GZIP_MAGIC):
+            with tarfile.open(fileobj=fh, mode="r|gz") as tar:
+                yield tar, "gz"
+        elif magic == ZSTD_MAGIC:
+            try:
+                import zstandard
+            except ImportError as exc:
+                raise ArchiveError(
+                    "is a zstd archive; reading it needs the `zstandard` package", path=str(path)
+                ) from exc
+            reader: IO[bytes] = zstandard.ZstdDecompressor().stream_reader(fh)
+            with reader, tarfile.open(fileobj=reader, mode="r|") as tar:
+                yield tar, "zst"
+        else:
+            raise ArchiveError(
+                "is not a gzip or zstd compressed tar archive (unknown magic bytes)", path=str(path)
+            )
+
+
+def _corrupt_errors() -> tuple[type[BaseException], ...]:
+    import zlib
+
+    errors: list[type[BaseException]] = [tarfile.TarError, EOFError, zlib.error, OSError]
+    with contextlib.suppress(ImportError):
+        import zstandard
+
+        errors.append(zstandard.ZstdError)
+    return tuple(errors)
+
+
+def _scan(
+    path: Path,
+    report: ArchiveReport,
+    on_member: Callable[[tarfile.TarFile, tarfile.TarInfo], None] | None = None,
+) -> None:
+    """Walk the archive once, filling ``report`` (files, dirs, kept bytes, problems)."""
+    seen: set[str] = set()
+    errors = _corrupt_errors()
+    try:
+        with open_tar(path) as (tar, fmt):
+            report.format = fmt
+            for info in tar:
+                problem = member_problem(info)
+                name = info.name.rstrip("/")
+                if problem is None and name in seen:
+                    problem = f"member {name!r}: appears twice"
+                if problem is None:
+                    for parent in PurePosixPath(name).parents:
+                        if str(parent) in report.files:
+                            problem = f"member {name!r}: its parent {str(parent)!r} is a file"
+                            break
+                    if info.isdir() and name in report.files:
+                        problem = f"member {name!r}: both a file and a directory"
+                if problem is not None:
+                    report.problems.append(problem)
+                    continue
+                seen.add(name)
+                if info.isdir():
+                    report.dirs.add(name)
+                    if on_member is not None:
+                        on_member(tar, info)
+                    continue
+                if name in report.dirs:
+                    report.problems.append(f"member {name!r}: both a directory and a file")
+                    continue
+                src = tar.extractfile(info)
+                assert src is not None
+                h = hashlib.sha256()
+                size = 0
+                keep = name in _KEEP and info.size <= _KEEP_LIMIT
+                buf = bytearray()
+                while True:
+                    chunk = src.read(1 << 20)
+                    if not chunk:
+                        break
+                    h.update(chunk)
+                    size += len(chunk)
+                    if keep:
+                        buf += chunk
+                report.files[name] = (h.hexdigest(), size)
+                if keep:
+                    report.kept[name] = bytes(buf)
+                if on_member is not None:
+                    on_member(tar, info)
+    except ArchiveError:
+        raise
+    except errors as exc:
+        report.problems.append(f"truncated or corrupt archive ({type(exc).__name__}: {exc})")
+
+
+def _check_manifest(report: ArchiveReport) -> None:
+    raw = report.kept.get(MANIFEST_JSON)
+    if raw is None:
+        report.problems.append(f"{MANIFEST_JSON}: missing (not an rb archive, or truncated)")
+        return
+    try:
+        doc = json.loads(raw)
+    except ValueError as exc:
+        report.problems.append(f"{MANIFEST_JSON}: not valid JSON ({exc})")
+        return
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != ARCHIVE_FORMAT
+        or not isinstance(doc.get("files"), list)
+    ):
+        report.problems.append(f"{MANIFEST_JSON}: not an {ARCHIVE_FORMAT} manifest")
+        return
+    report.manifest = doc
+    listed: dict[str, tuple[str, int]] = {}
+    for entry in doc["files"]:
+        if not (
+            isinstance(entry, dict)
+            and isinstance(entry.get("path"), str)
+            and isinstance(entry.get("sha256"), str)
+            and isinstance(entry.get("size"), int)
+        ):
+            report.problems.append(f"{MANIFEST_JSON}: malformed entry {entry!r:.80}")
+            continue
+        listed[entry["path"]] = (entry["sha256"], entry["size"])
+    for name, (digest, size) in sorted(report.files.items()):
+        if name in UNLISTED:
+            continue
+        want = listed.get(name)
+        if want is None:
+            report.problems.append(f"{name}: in the archive but not in {MANIFEST_JSON}")
+        elif want[1] != size:
+            report.problems.append(f"{name}: size {size} differs from {MANIFEST_JSON} ({want[1]})")
+        elif want[0] != digest:
+            report.problems.append(
+                f"{name}: sha256 {digest[:12]}… differs from {MANIFEST_JSON} ({want[0][:12]}…): modified"
+            )
+    for name in sorted(set(listed) - set(report.files)):
+        report.problems.append(f"{name}: listed in {MANIFEST_JSON} but missing from the archive")
+
+
+def _check_rb_manifest(report: ArchiveReport) -> None:
+    from reprobridge.errors import ManifestError
+    from reprobridge.manifest.io import parse_document, validate_document
+
+    raw = report.kept.get(MANIFEST_FILE)
+    if raw is None:
+        report.problems.append(f"{MANIFEST_FILE}: missing from the archive")
+        return
+    try:
+        validate_document(
+            parse_document(raw.decode("utf-8"), path=MANIFEST_FILE), path=MANIFEST_FILE
+        )
+    except UnicodeDecodeError:
+        report.problems.append(f"{MANIFEST_FILE}: not UTF-8")
+    except ManifestError as exc:
+        report.problems.append(f"{MANIFEST_FILE}: does not validate: {exc}")
+
+
+def _check_crate(report: ArchiveReport) -> None:
+    raw = report.kept.get(CRATE_FILE)
+    if raw is None:
+        report.problems.append(f"{CRATE_FILE}: missing")
+        return
+    try:
+        crate = json.loads(raw)
+    except ValueError as exc:
+        report.problems.append(f"{CRATE_FILE}: not valid JSON ({exc})")
+        return
+    graph = crate.get("@graph") if isinstance(crate, dict) else None
+    ids = {e.get("@id") for e in graph if isinstance(e, dict)} if isinstance(graph, list) else set()
+    if not (isinstance(crate, dict) and "@context" in crate and CRATE_FILE in ids and "./" in ids):
+        report.problems.append(
+            f"{CRATE_FILE}: no RO-Crate @context, metadata descriptor and root dataset"
+        )
+
+
+def _check_signature(report: ArchiveReport, public_key: Path | None) -> None:
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    from reprobridge.evidence.errors import SignatureError
+    from reprobridge.evidence.sign import (
+        PAYLOAD_TYPE,
+        STATEMENT_TYPE,
+        _b64decode,
+        load_public_key,
+        pae,
+    )
+
+    raw = report.kept.get(SIGNATURE_FILE)
+    if raw is None:
+        report.signature = "absent"
+        if public_key is not None:
+            report.problems.append(
+                f"{SIGNATURE_FILE}: absent, but a key was given (unsigned archive)"
+            )
+        return
+    bad: list[str] = []
+    try:
+        envelope = json.loads(raw)
+        ptype = envelope["payloadType"]
+        payload = _b64decode(envelope["payload"])
+        sigs = envelope["signatures"]
+        if not isinstance(sigs, list) or not sigs:
+            raise ValueError("no signatures")
+    except (ValueError, KeyError, TypeError) as exc:
+        report.signature = "invalid"
+        report.problems.append(f"{SIGNATURE_FILE}: not a DSSE envelope ({exc})")
+        return
+    if ptype != PAYLOAD_TYPE:
+        bad.append(f"payloadType is {ptype!r}, expected {PAYLOAD_TYPE!r}")
+    key: Ed25519PublicKey | None = None
+    try:
+        if public_key is not None:
+            key = load_public_key(public_key)
+        else:
+            pem = report.kept.get(SIGNER_PUB)
+            loaded = serialization.load_pem_public_key(pem) if pem else None
+            if not isinstance(loaded, Ed25519PublicKey):
+                raise ValueError(f"{SIGNER_PUB} missing or not an Ed25519 key")
+            key = loaded
+    except (SignatureError, ValueError) as exc:
+        bad.append(f"no usable key ({exc})")
+    if key is not None:
+        message = pae(str(ptype), payload)
+        verified = False
+        for entry in sigs:
+            with contextlib.suppress(ValueError, InvalidSignature, AttributeError):
+                key.verify(_b64decode(entry.get("sig")), message)
+                verified = True
+                break
+        if not verified:
+            bad.append(
+                "no signature verifies with "
+                + ("the given key" if public_key is not None else SIGNER_PUB)
+                + " (tampered, or signed by another key)"
+            )
+    try:
+        statement = json.loads(payload)
+        subject = next(
+            s["digest"]["sha256"] for s in statement["subject"] if s.get("name") == MANIFEST_JSON
+        )
+        if (
+            statement.get("_type") != STATEMENT_TYPE
+            or statement.get("predicateType") != PREDICATE_TYPE
+        ):
+            bad.append("not an rb archive statement")
+    except (ValueError, KeyError, TypeError, StopIteration, AttributeError):
+        bad.append(f"the statement has no {MANIFEST_JSON} subject")
+        subject = None
+    actual = report.files.get(MANIFEST_JSON, ("", 0))[0]
+    if subject is not None and subject != actual:
+        bad.append(
+            f"{MANIFEST_JSON} sha256 {actual[:12]}… differs from the signed subject "
+            f"{str(subject)[:12]}… (modified after signing)"
+        )
+    if bad:
+        report.signature = "invalid"
+        report.problems += [f"{SIGNATURE_FILE}: {b}" for b in bad]
+    else:
+        report.signature = (
+            "valid (given key)"
+            if public_key is not None
+            else f"valid against the archive's own {SIGNER_PUB} only (proves integrity, not origin)"
+        )
+
+
+def verify_archive(path: Path, public_key: Path | None = None) -> ArchiveReport:
+    """Check the archive at ``path`` (see the module doc); never raises for a bad archive
+    (every finding is in ``report.problems``), only ArchiveError for an unreadable file."""
+    report = ArchiveReport(Path(path))
+    _scan(Path(path), report)
+    if any(p.startswith("truncated or corrupt") for p in report.problems):
+        return report
+    _check_manifest(report)
+    _check_rb_manifest(report)
+    _check_crate(report)
+    _check_signature(report, public_key)
+    return report
+
+
+def _refusal(report: ArchiveReport) -> ArchiveError:
+    shown = "; ".join(report.problems[:3])
+    more = f" (and {len(report.problems) - 3} more)" if len(report.problems) > 3 else ""
+    return ArchiveError(
+        f"refused: {shown}{more}",
+        path=str(report.path),
+        hint="`rb archive verify FILE` lists every problem",
+    )
+
+
+def unpack(path: Path, dest: Path, *, public_key: Path | None = None) -> ArchiveReport:
+    """Verify ``path`` and unpack it into ``dest`` (new, or an empty directory).
+
+    Raises ArchiveError with the reasons when the archive is refused; ``dest`` is then
+    untouched. See the module doc for the order of operations.
+    """
+    path = Path(path)
+    dest = Path(dest).absolute()
+    if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
+        raise ArchiveError("exists and is not an empty directory", path=str(dest))
+    report = verify_archive(path, public_key)
+    if not report.ok:
+        raise _refusal(report)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.rb-unpack-", dir=dest.parent))
+    try:
+        second = ArchiveReport(path)
+        # A second pass over the stream (a streaming reader cannot rewind): it re-checks
+        # every member before extracting it, and hashes what it wrote.
+        _scan_extract(path, second, staging)
+        if second.problems or second.files != report.files:
+            raise _refusal(second if second.problems else _changed(report))
+        for name, (digest, _size) in report.files.items():
+            got = _hash_file(staging / name)
+            if got != digest:
+                raise ArchiveError(
+                    f"{name}: differs after extraction (the file changed?)", path=str(path)
+                )
+        if dest.exists():
+            dest.rmdir()
+        os.replace(staging, dest)
+        os.chmod(dest, 0o755)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return report
+
+
+def _changed(report: ArchiveReport) -> ArchiveReport:
+    report.problems.append("the archive changed between verification and extraction")
+    return report
+
+
+def _scan_extract(path: Path, report: ArchiveReport, staging: Path) -> None:
+    seen: set[str] = set()
+    errors = _corrupt_errors()
+    try:
+        with open_tar(path) as (tar, _fmt):
+            for info in tar:
+                problem = member_problem(info)
+                name = info.name.rstrip("/")
+                if problem is None and name in seen:
+                    problem = f"member {name!r}: appears twice"
+                if problem is not None:
+                    report.problems.append(problem)
+                    return
+                seen.add(name)
+                try:
+                    # filter="data" is the second guard after member_problem: it also
+                    # drops owners and special bits and refuses anything leaving staging.
+                    tar.extract(info, staging, filter="data")
+                except tarfile.FilterError as exc:
+                    report.problems.append(
+                        f"member {name!r}: refused by tarfile's data filter ({exc})"
+                    )
+                    return
+                if info.isdir():
+                    report.dirs.add(name)
+                else:
+                    target = staging / name
+                    if target.is_symlink() or not target.is_file():
+                        report.problems.append(f"member {name!r}: did not unpack as a regular file")
+                        return
+                    report.files[name] = (_hash_file(target), target.stat().st_size)
+    except errors as exc:
+        report.problems.append(f"truncated or corrupt archive ({type(exc).__name__}: {exc})")
+
+
+def _hash_file(path: Path) -> str:
+    from reprobridge.evidence.hashing import sha256_file
+
+    return sha256_file(path)[0]

@@ -1,0 +1,36 @@
+"""`rb check-links [PATH]`: which flake inputs and dataset URLs still resolve."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+@click.command("check-links")
+@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option("--offline", is_flag=True, help="Check nothing on the network.")
+@click.option("--timeout", type=click.FloatRange(0.1, 120), default=10.0, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def check_links_command(path: Path, offline: bool, timeout: float, as_json: bool) -> None:
+    """Check the links of PATH, a repository (default: .) or an archive: each locked flake
+    input and dataset URL is ok, broken, unchecked (with the reason) or local, and
+    "covered" when the archive holds it anyway. Exit 1 when a link is broken and not
+    covered."""
+    from reprobridge.archive.links import check_links
+
+    results = check_links(path, offline=offline, timeout=timeout)
+    lost = [r for r in results if r.status == "broken" and not r.covered]
+    if as_json:
+        click.echo(json.dumps([r.as_dict() for r in results], indent=2, sort_keys=True))
+    else:
+        for r in results:
+            cov = f"  [covered: {r.covered_by}]" if r.covered else ""
+            click.echo(
+                f"{r.kind} {r.name}: {r.status}: {r.reason or '-'} ({r.url or 'no url'}){cov}"
+            )
+        if not results:
+            click.echo("no flake inputs or dataset URLs to check")
+    if lost:
+        raise click.exceptions.Exit(1)

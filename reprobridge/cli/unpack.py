@@ -1,0 +1,26 @@
+"""`rb unpack FILE DIR`: verify an archive, then unpack it safely into a new directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("unpack")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option(
+    "--key",
+    "public_key",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Require a signature by this public key (PEM).",
+)
+def unpack_command(file: Path, dest: Path, public_key: Path | None) -> None:
+    """Unpack FILE into DEST (new or empty) after verifying it completely; a refused archive
+    (exit 10, with the reasons) leaves DEST untouched."""
+    from reprobridge.archive.verify import unpack
+
+    rep = unpack(file, dest, public_key=public_key)
+    click.echo(f"unpacked {len(rep.files)} files into {dest}")
+    click.echo(f"signature: {rep.signature}")
