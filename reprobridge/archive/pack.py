@@ -207,7 +207,8 @@ def _compressor(fmt: Format) -> _Compressor:
             ) from exc
         # threads=0: one thread, so the frame does not depend on the machine's core count.
         cctx = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_checksum=True, threads=0)
-        return cctx.compressobj()
+        compressor: _Compressor = cctx.compressobj()
+        return compressor
     raise ArchiveError(f"unknown archive format {fmt!r} (gz or zst)")
 
 
