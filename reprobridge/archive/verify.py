@@ -205,15 +205,23 @@ def _scan(
         report.problems.append(f"truncated or corrupt archive ({type(exc).__name__}: {exc})")
 
 
-def _check_manifest(report: ArchiveReport) -> None:
-    raw = report.kept.get(MANIFEST_JSON)
+def _kept_json(report: ArchiveReport, name: str, missing: str) -> tuple[bool, Any]:
+    """(True, parsed JSON) of a member kept while streaming, or (False, None) after
+    recording why it is missing or unreadable."""
+    raw = report.kept.get(name)
     if raw is None:
-        report.problems.append(f"{MANIFEST_JSON}: missing (not an rb archive, or truncated)")
-        return
+        report.problems.append(f"{name}: {missing}")
+        return False, None
     try:
-        doc = json.loads(raw)
+        return True, json.loads(raw)
     except ValueError as exc:
-        report.problems.append(f"{MANIFEST_JSON}: not valid JSON ({exc})")
+        report.problems.append(f"{name}: not valid JSON ({exc})")
+        return False, None
+
+
+def _check_manifest(report: ArchiveReport) -> None:
+    ok, doc = _kept_json(report, MANIFEST_JSON, "missing (not an rb archive, or truncated)")
+    if not ok:
         return
     if (
         not isinstance(doc, dict)
@@ -269,14 +277,8 @@ def _check_rb_manifest(report: ArchiveReport) -> None:
 
 
 def _check_crate(report: ArchiveReport) -> None:
-    raw = report.kept.get(CRATE_FILE)
-    if raw is None:
-        report.problems.append(f"{CRATE_FILE}: missing")
-        return
-    try:
-        crate = json.loads(raw)
-    except ValueError as exc:
-        report.problems.append(f"{CRATE_FILE}: not valid JSON ({exc})")
+    ok, crate = _kept_json(report, CRATE_FILE, "missing")
+    if not ok:
         return
     graph = crate.get("@graph") if isinstance(crate, dict) else None
     ids = {e.get("@id") for e in graph if isinstance(e, dict)} if isinstance(graph, list) else set()
