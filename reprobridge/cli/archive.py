@@ -8,17 +8,7 @@ from typing import cast
 
 import click
 
-
-def _overrides(items: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items:
-        name, sep, url = item.partition("=")
-        if not sep or not name or not url:
-            raise click.BadParameter(
-                f"expected NAME=URL, got {item!r}", param_hint="--override-input"
-            )
-        out[name] = url
-    return out
+from reprobridge.cli.options import parse_overrides
 
 
 @click.group("archive", invoke_without_command=True)
@@ -103,7 +93,7 @@ def archive_command(
         with_closure=with_closure,
         fmt=cast(Format, fmt),
         sign_key=sign_key,
-        nix_overrides=_overrides(overrides),
+        nix_overrides=parse_overrides(overrides),
     )
     res = build_archive(root, output, opts)
     if as_json:

@@ -12,6 +12,7 @@ from typing import Any, cast
 import click
 
 from reprobridge._log import sink
+from reprobridge.cli.options import parse_overrides
 
 
 class _Progress:
@@ -142,18 +143,6 @@ def run_and_render(root: Path, opts: Any, *, as_json: bool, quiet: bool) -> None
         raise click.exceptions.Exit(1)
 
 
-def _override(values: tuple[str, ...]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in values:
-        name, sep, url = item.partition("=")
-        if not sep or not name or not url:
-            raise click.BadParameter(
-                f"expected NAME=URL, got {item!r}", param_hint="--override-input"
-            )
-        out[name] = url
-    return out
-
-
 _common = [
     click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True),
     click.option(
@@ -256,7 +245,7 @@ def audit_command(
         backend=cast(Backend, backend),
         resume=resume,
         sign_key=sign_key,
-        nix_overrides=_override(overrides),
+        nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
     )
@@ -285,7 +274,7 @@ def run_command(
         runs=1,
         tier=cast(Tier, tier),
         backend=cast(Backend, backend),
-        nix_overrides=_override(overrides),
+        nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         echo=not as_json,
