@@ -107,3 +107,43 @@ def make_repo(tmp_path: Path):
         return root
 
     return _make
+
+
+@pytest.fixture
+def tiny_repo(make_repo):
+    """``tiny_repo(script, timeout=, metric=, files=, name=)`` -> a committed repository after
+    `rb init`, whose one experiment ``main`` runs ``bash run.sh`` (``script``) and, with
+    ``metric``, is judged on ``acc=<value>`` with ``min = 0.5``."""
+    import sys
+
+    from reprobridge.initializer import init_repository
+
+    def _make(
+        script: str = "echo acc=0.9\n",
+        *,
+        timeout: str = "10m",
+        metric: bool = True,
+        files: dict[str, str] | None = None,
+        name: str = "tiny",
+    ) -> Path:
+        manifest = f"""schema = 1
+[project]
+name = "{name}"
+[environment]
+python = "{sys.version_info.major}.{sys.version_info.minor}"
+nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
+[experiments.main]
+command = "bash run.sh"
+timeout = "{timeout}"
+"""
+        if metric:
+            manifest += (
+                '[experiments.main.metrics.acc]\nsource = {regex = "acc=([0-9.]+)"}\nmin = 0.5\n'
+            )
+        root = make_repo({"run.sh": script, "reprobridge.toml": manifest, **(files or {})})
+        init_repository(root, lock="never")
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "rb init"], check=True)
+        return root
+
+    return _make

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,6 @@ from artifacts_helpers import NixRunner, nix_env
 from reprobridge import _proc
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.backends import NIX_LOCK_ARGS, lock_drift
-from reprobridge.initializer import init_repository
 
 #: nix invocations that only probe the binary or the machine: they read no flake.
 _PROBES = ("--version", "show-config", "--expr")
@@ -78,27 +76,11 @@ def offline_nix(nix: NixRunner, monkeypatch: pytest.MonkeyPatch) -> NixRunner:
 
 
 @pytest.fixture
-def tiny(make_repo: Callable[..., Path]) -> Path:
+def tiny(tiny_repo: Callable[..., Path]) -> Path:
     """A committed repository after `rb init`: one experiment printing ``acc=0.9``, no
     Python packages, the generated flake.nix and flake.lock."""
-    manifest = f"""schema = 1
-[project]
-name = "tiny"
-[environment]
-python = "{sys.version_info.major}.{sys.version_info.minor}"
-nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
-[experiments.main]
-command = "bash run.sh"
-timeout = "10m"
-[experiments.main.metrics.acc]
-source = {{regex = "acc=([0-9.]+)"}}
-min = 0.5
-"""
-    root = make_repo({"run.sh": "echo acc=0.9\n", "reprobridge.toml": manifest})
-    init_repository(root, lock="never")
+    root = tiny_repo()
     assert (root / "flake.lock").is_file()
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "rb init")
     return root
 
 

@@ -26,30 +26,12 @@ import pytest
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.verify import verify_audit
 from reprobridge.evidence.errors import EvidenceError
-from reprobridge.initializer import init_repository
 
 
 @pytest.fixture
-def tiny(make_repo: Callable[..., Path]) -> Path:
+def tiny(tiny_repo: Callable[..., Path]) -> Path:
     """A committed repository after `rb init` whose one experiment prints ``acc=0.9``."""
-    manifest = f"""schema = 1
-[project]
-name = "tiny"
-[environment]
-python = "{sys.version_info.major}.{sys.version_info.minor}"
-nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
-[experiments.main]
-command = "bash run.sh"
-timeout = "10m"
-[experiments.main.metrics.acc]
-source = {{regex = "acc=([0-9.]+)"}}
-min = 0.5
-"""
-    root = make_repo({"run.sh": "echo acc=0.9\n", "reprobridge.toml": manifest})
-    init_repository(root, lock="never")
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
-    return root
+    return tiny_repo()
 
 
 def _rb(

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -19,40 +18,21 @@ import pytest
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.workspace import overlay_files, prepare_workspace
 from reprobridge.errors import AuditError
-from reprobridge.initializer import init_repository
-
-MANIFEST = f"""schema = 1
-[project]
-name = "hostile"
-[environment]
-python = "{sys.version_info.major}.{sys.version_info.minor}"
-nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
-[experiments.main]
-command = "bash run.sh"
-timeout = "10m"
-[experiments.main.metrics.acc]
-source = {{regex = "acc=([0-9.]+)"}}
-min = 0.5
-"""
 
 
 def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True)
 
 
-def _committed(make_repo: Callable[..., Path], files: dict[str, str]) -> Path:
-    root = make_repo({"reprobridge.toml": MANIFEST, **files})
-    init_repository(root, lock="never")
-    _git(root, "add", "-A")
-    _git(root, "commit", "-qm", "rb init")
-    return root
+def _committed(tiny_repo: Callable[..., Path], files: dict[str, str]) -> Path:
+    return tiny_repo(files.pop("run.sh"), files=files, name="hostile")
 
 
-def test_git_config_programs_never_run(make_repo: Callable[..., Path], tmp_path: Path) -> None:
+def test_git_config_programs_never_run(tiny_repo: Callable[..., Path], tmp_path: Path) -> None:
     marker = tmp_path / "pwned"
     touch = f"touch {marker}"
     root = _committed(
-        make_repo,
+        tiny_repo,
         {
             # export-subst only substitutes placeholders (no program runs): harmless.
             "run.sh": "echo acc=0.9 commit=$Format:%H$\n",
@@ -96,9 +76,9 @@ def test_git_config_programs_never_run(make_repo: Callable[..., Path], tmp_path:
 
 
 def test_evidence_is_never_written_through_a_symlinked_repro(
-    make_repo: Callable[..., Path], tmp_path: Path
+    tiny_repo: Callable[..., Path], tmp_path: Path
 ) -> None:
-    root = _committed(make_repo, {"run.sh": "echo acc=0.9\n"})
+    root = _committed(tiny_repo, {"run.sh": "echo acc=0.9\n"})
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "launchers").mkdir()
@@ -118,8 +98,8 @@ def test_evidence_is_never_written_through_a_symlinked_repro(
         assert not (tmp_path / "ran").exists()
 
 
-def test_workspace_overlay_skips_symlinks(make_repo: Callable[..., Path], tmp_path: Path) -> None:
-    root = _committed(make_repo, {"run.sh": "echo acc=0.9\n"})
+def test_workspace_overlay_skips_symlinks(tiny_repo: Callable[..., Path], tmp_path: Path) -> None:
+    root = _committed(tiny_repo, {"run.sh": "echo acc=0.9\n"})
     outside = tmp_path / "outside"
     (outside / "launchers").mkdir(parents=True)
     (outside / "launchers" / "evil.sh").write_text("echo evil\n")

@@ -102,33 +102,12 @@ def test_failing_threshold_fails_metric_level(example: Path) -> None:
     assert doc["experiments"]["baseline"]["metric"]["status"] == "fail"
 
 
-def _tiny(make_repo, script: str, *, timeout: str = "1h", metric: bool = True) -> Path:
-    manifest = f"""schema = 1
-[project]
-name = "tiny"
-[environment]
-python = "{sys.version_info.major}.{sys.version_info.minor}"
-nixpkgs = {{release = "nixos-25.11", rev = "b6018f87da91d19d0ab4cf979885689b469cdd41", narHash = "sha256-twXPFqFsrrY5r28Zh7Homgcp2gUMBgQ6WDS98Q/3xFI=", lastModified = 1782847189}}
-[experiments.main]
-command = "bash run.sh"
-timeout = "{timeout}"
-"""
-    if metric:
-        manifest += (
-            '[experiments.main.metrics.acc]\nsource = {regex = "acc=([0-9.]+)"}\nmin = 0.5\n'
-        )
-    root = make_repo({"run.sh": script, "reprobridge.toml": manifest})
-    init_repository(root, lock="never")
-    _commit(root)
-    return root
-
-
 def test_secrets_never_reach_the_run_or_the_evidence(
-    make_repo, monkeypatch: pytest.MonkeyPatch
+    tiny_repo, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     secret = "s3cr3t-" + "x9" * 12
     monkeypatch.setenv("FAKE_API_TOKEN", secret)
-    root = _tiny(make_repo, f'env; echo "token=$FAKE_API_TOKEN"; echo {secret}; echo acc=0.9\n')
+    root = tiny_repo(f'env; echo "token=$FAKE_API_TOKEN"; echo {secret}; echo acc=0.9\n')
     result = run_audit(root, AuditOptions(runs=1, backend="host"))
     for p in result.path.rglob("*"):
         if p.is_file():
@@ -138,15 +117,15 @@ def test_secrets_never_reach_the_run_or_the_evidence(
     assert "[REDACTED" in log  # the literal echo was redacted while streaming
 
 
-def test_exit_zero_without_the_metric_fails(make_repo) -> None:
-    root = _tiny(make_repo, "echo all good\n")
+def test_exit_zero_without_the_metric_fails(tiny_repo) -> None:
+    root = tiny_repo("echo all good\n")
     result = run_audit(root, AuditOptions(runs=1, backend="host"))
     assert not result.passed
     assert result.summary["experiments"]["main"]["metric"]["status"] == "fail"
 
 
-def test_timeout_kills_a_term_ignoring_run(make_repo) -> None:
-    root = _tiny(make_repo, "trap '' TERM; echo acc=0.9; sleep 1000\n", timeout="1s")
+def test_timeout_kills_a_term_ignoring_run(tiny_repo) -> None:
+    root = tiny_repo("trap '' TERM; echo acc=0.9; sleep 1000\n", timeout="1s")
     opts = AuditOptions(runs=1, backend="host", grace=1.0)
     import reprobridge.audit.auditor as auditor
 
@@ -221,8 +200,8 @@ def test_unknown_experiment(example: Path) -> None:
         run_audit(example, AuditOptions(experiments=["mixp"], backend="host"))
 
 
-def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(make_repo) -> None:
-    root = _tiny(make_repo, "echo acc=0.9\n")
+def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(tiny_repo) -> None:
+    root = tiny_repo("echo acc=0.9\n", timeout="1h")
     manifest = root / "reprobridge.toml"
     manifest.write_text(
         manifest.read_text().replace('timeout = "1h"', 'timeout = "1h"\nhardware = {gpus = 1}', 1)
