@@ -42,6 +42,21 @@ def which(name: str) -> str | None:
     return shutil.which(name)
 
 
+def uv_binary() -> str | None:
+    """The uv executable rb uses: the one of the ``uv`` package rb depends on (its version is
+    the one rb was installed and tested with), else ``uv`` on PATH; None when neither exists.
+
+    One locator for every caller (``rb init``'s lock, the host backend, ``rb doctor``), so
+    they cannot disagree about which uv runs.
+    """
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return which("uv")
+
+
 def run(
     argv: Sequence[str],
     *,

@@ -185,7 +185,13 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         out.append(
             f"| nixpkgs | {env.nixpkgs.release} `{env.nixpkgs.rev[:12]}` | {src('environment.nixpkgs.rev')} |"
         )
-    mode = {"uv": "uv venv from `repro/python/uv.lock`", "nixpkgs": "nixpkgs `python.withPackages`"}
+    mode = {
+        # Only a written lock is named: with none, the venv is built from the requirements.
+        "uv": "uv venv from `repro/python/uv.lock`"
+        if env.python_lock
+        else "uv venv from `repro/python/requirements.txt` (not locked)",
+        "nixpkgs": "nixpkgs `python.withPackages`",
+    }
     out.append(
         f"| Python packages | {mode[env.python_env]} ({len(env.python_requirements)}) | "
         f"{src('environment.python_requirements')} |"

@@ -12,14 +12,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
 from reprobridge import _proc
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
-from reprobridge.errors import CommandFailed, MachineError
+from reprobridge.errors import CommandFailed
 from reprobridge.manifest.schema import Manifest
 
 PYPROJECT = f"{PYTHON_DIR}/pyproject.toml"
@@ -116,14 +115,8 @@ class LockResult:
 
 
 def _uv_argv() -> list[str] | None:
-    uv = _proc.which("uv")
-    if uv:
-        return [uv]
-    try:  # the uv wheel on PyPI installs the binary as a module of rb's own Python
-        _proc.run([sys.executable, "-m", "uv", "--version"], timeout=30)
-    except (MachineError, CommandFailed):
-        return None
-    return [sys.executable, "-m", "uv"]
+    uv = _proc.uv_binary()
+    return [uv] if uv else None
 
 
 def lock_python_project(
@@ -133,7 +126,7 @@ def lock_python_project(
 
     ``offline`` passes ``--offline`` (only uv's cache is used). ``python`` is the
     interpreter uv resolves for; by default uv looks for one matching ``requires-python``
-    and never downloads one. uv comes from PATH, else ``<rb's python> -m uv``. Never raises for
+    and never downloads one. uv is :func:`reprobridge._proc.uv_binary`. Never raises for
     an unreachable index, a missing interpreter or a resolution failure: those come back
     as ``locked=False`` with the reason.
     """
@@ -141,7 +134,8 @@ def lock_python_project(
     base = _uv_argv()
     if base is None:
         return LockResult(
-            False, reason="uv is not installed (neither `uv` on PATH nor `python -m uv`)"
+            False,
+            reason="uv is not installed (rb depends on the `uv` package; reinstall rb, or put `uv` on PATH)",
         )
     env = dict(os.environ)
     env["UV_PYTHON_DOWNLOADS"] = "never"

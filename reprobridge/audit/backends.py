@@ -364,13 +364,13 @@ class HostBackend:
         return os.path.realpath(sys.executable)
 
     def _uv(self) -> list[str]:
-        found = _proc.which("uv")
-        if found:
-            return [found]
-        beside = Path(sys.executable).with_name("uv")
-        if beside.exists():
-            return [str(beside)]
-        return [sys.executable, "-m", "uv"]
+        found = _proc.uv_binary()
+        if found is None:
+            raise MachineError(
+                "uv is not installed: the host backend builds the Python environment with it",
+                hint="reinstall rb (it depends on the `uv` package), or put `uv` on PATH",
+            )
+        return [found]
 
     def prepare(self, root: Path) -> EnvironmentState:
         state = EnvironmentState(self.name, ok=True, reason="", hermetic=False)

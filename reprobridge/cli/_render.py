@@ -49,6 +49,7 @@ def init_json(result: InitResult) -> str:
         "warnings": result.merge.warnings,
         "kept_edits": result.refresh.kept_edits if result.refresh else [],
         "lock": result.lock_note,
+        "lock_warning": result.lock_warning,
     }
     return json.dumps(doc, indent=2, sort_keys=True)
 
@@ -117,6 +118,10 @@ def print_init_summary(result: InitResult) -> None:
             echo(f"  - {n}")
         if len(notes) > 20:
             echo(f"  ... and {len(notes) - 20} more in REPRODUCE.md")
+    if result.lock_warning:
+        echo(style(f"warning: {result.lock_warning}", fg="yellow"))
+        if "repro/python/uv.lock" not in result.files:
+            echo("  the flake installs repro/python/requirements.txt unpinned until a lock exists")
     ch = result.changes
     verb = "Would write" if result.dry_run else "Wrote"
     echo(
