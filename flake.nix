@@ -40,6 +40,8 @@
             py.pypdf
             py.cryptography
             py.filelock
+            # rb finds the uv binary through the uv package (python3Packages.uv wraps pkgs.uv).
+            py.uv
           ];
           # rb calls these at run time; put them on its PATH.
           makeWrapperArgs = [
