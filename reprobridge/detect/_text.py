@@ -79,6 +79,16 @@ def is_test_path(path: str) -> bool:
     return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
 
 
+#: Directories of code that supports the project but is not run by its experiments.
+_SUPPORT_DIRS = frozenset({"docs", "doc", "benchmarks", "benchmark", "bench", "asv_bench"})
+
+
+def is_support_path(path: str) -> bool:
+    """True for tests (:func:`is_test_path`), documentation and benchmark code: files whose
+    imports are not requirements of the experiments."""
+    return is_test_path(path) or any(p in _SUPPORT_DIRS for p in _parts(path)[:-1])
+
+
 def _ascii(text: str) -> str:
     # NFKD splits accented letters into letter + mark, so "Überblick" keeps its "U".
     return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")

@@ -20,8 +20,10 @@ declared imports are never parsed.
 from __future__ import annotations
 
 import re
+import shlex
 import sys
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from reprobridge.detect._pkgmap import (
@@ -31,9 +33,13 @@ from reprobridge.detect._pkgmap import (
     PROVIDER_PREFIXES,
     PROVIDERS,
     PY2_STDLIB,
+    SUBMODULE_DISTS,
+    submodule_dists,
 )
-from reprobridge.detect._text import skip_path
+from reprobridge.detect._text import is_support_path, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.index import scan_imports
+from reprobridge.detect.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
 NOTE = "imported but not declared in any dependency file"
 #: Files re-read at most per undeclared import name, to confirm the scan's match.
@@ -42,6 +48,18 @@ _MAX_CONFIRM = 5
 _KNOWN = frozenset(IMPORT_TO_DIST) | frozenset(PROVIDERS) | frozenset(NOT_ON_PYPI) | {"google"}
 _STDLIB = frozenset(sys.stdlib_module_names) | PY2_STDLIB | {"__future__", "__main__"}
 _GOOGLE_RE = re.compile(r"^[ \t]*(?:from|import)[ \t]+google\.(\w+)", re.M)
+_DOTTED_RE = re.compile(
+    r"^[ \t]*(?:from[ \t]+(?P<frm>[A-Za-z_][\w.]*)[ \t]+import[ \t]+(?P<names>\([^)]*\)|[^\n#;]+)"
+    r"|import[ \t]+(?P<mods>[A-Za-z_][\w., \t]*))",
+    re.M,
+)
+#: pip options that take a value (``-r file``, ``-i URL``): the value is not a requirement.
+_PIP_VALUE_OPTIONS = frozenset(
+    {"-r", "--requirement", "-c", "--constraint", "-e", "--editable", "-i", "--index-url",
+     "--extra-index-url", "-f", "--find-links", "-t", "--target", "--prefix", "--root",
+     "--src", "--upgrade-strategy", "--platform", "--python-version", "--only-binary",
+     "--no-binary", "--trusted-host", "--cache-dir", "--log", "--progress-bar"}
+)  # fmt: skip
 _EXTENSION_RE = re.compile(r"""Extension\(\s*(?:name\s*=\s*)?["']([A-Za-z_][\w.]*)["']""")
 
 
@@ -100,21 +118,119 @@ def _declared(name: str, dist: str, declared: set[str]) -> bool:
     return any(d.startswith(prefixes) for d in declared) if prefixes else False
 
 
+class _Code:
+    """The Python the detector reads: ``.py`` files and the code cells of notebooks.
+
+    Notebook code (magics and shell escapes blanked) is kept per path; its line numbers are
+    mapped back to the notebook's JSON for evidence.
+    """
+
+    def __init__(self, ctx: DetectContext) -> None:
+        self._ctx = ctx
+        self._nb: dict[str, str] = {}
+        self._nb_raw: dict[str, list[str]] = {}
+        for path in ctx.index.with_suffix(".ipynb"):
+            if skip_path(path):
+                continue
+            text = ctx.index.try_read_text(path)
+            code = notebook_code(text) if text is not None else None
+            if code is not None and text is not None:
+                self._nb[path] = code
+                self._nb_raw[path] = text.splitlines()
+
+    def notebooks(self) -> list[str]:
+        return sorted(self._nb)
+
+    def imports(self) -> list[tuple[str, frozenset[str]]]:
+        """(path, top-level names) of every file to consider, sorted by path. setup.py's
+        imports (setuptools, torch for CUDAExtension) are build requirements of the package,
+        which the setup.py detector and the build backend deal with."""
+        out = [
+            (path, scan.imports)
+            for path, scan in self._ctx.index.py_scan().items()
+            if not skip_path(path) and path.rsplit("/", 1)[-1] != "setup.py"
+        ]
+        out += [(path, scan_imports(code.encode())) for path, code in self._nb.items()]
+        return sorted(out)
+
+    def text(self, path: str) -> str | None:
+        if path in self._nb:
+            return self._nb[path]
+        return self._ctx.index.try_read_text(path)
+
+    def line(self, path: str, offset: int) -> int | None:
+        """The 1-based line of character ``offset`` of :meth:`text` in the file itself."""
+        text = self.text(path) or ""
+        if path not in self._nb:
+            return text.count("\n", 0, offset) + 1
+        start = text.rfind("\n", 0, offset) + 1
+        end = text.find("\n", offset)
+        needle = text[start : end if end >= 0 else len(text)].strip()
+        return json_line_of(self._nb_raw[path], needle) if needle else None
+
+
+def _dotted_imports(text: str) -> list[tuple[str, tuple[str, ...], int]]:
+    """(module, names, character offset) of every absolute import in ``text``."""
+    out: list[tuple[str, tuple[str, ...], int]] = []
+    for match in _DOTTED_RE.finditer(text):
+        if match.group("frm"):
+            names = tuple(
+                w.strip().split(" ")[0]
+                for w in match.group("names").strip("() \\").split(",")
+                if w.strip()
+            )
+            out.append((match.group("frm"), names, match.start()))
+        else:
+            for word in match.group("mods").split(","):
+                module = word.strip().split(" ")[0]
+                if module:
+                    out.append((module, (), match.start()))
+    return out
+
+
+def _pip_install_requirements(line: str) -> list[Requirement]:
+    """The requirements a ``pip install ...`` line names (options, paths and URLs skipped)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:
+        return []
+    if words[:1] == ["python"] or words[:1] == ["python3"]:
+        words = words[2:] if words[1:2] == ["-m"] else words[1:]
+    if words[:2] != ["pip", "install"] and words[:2] != ["pip3", "install"]:
+        return []
+    out: list[Requirement] = []
+    skip_next = False
+    for word in words[2:]:
+        if skip_next:
+            skip_next = False
+            continue
+        if word.startswith("-"):
+            skip_next = word in _PIP_VALUE_OPTIONS
+            continue
+        if "/" in word or word.startswith(".") or ":" in word.split(";")[0]:
+            continue  # a path, a local project or a URL: not a PyPI requirement
+        try:
+            out.append(Requirement(word))
+        except InvalidRequirement:
+            continue
+    return out
+
+
 class ImportsDetector(Detector):
     """Flags third-party imports that no dependency file declares (see module docstring)."""
 
     name = "imports"
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
-        declared = {f.key for f in ctx.of_kind("python_requirement")}
+        code = _Code(ctx)
+        found: dict[str, Finding] = {}
+        for finding in self._notebook_installs(ctx, code):
+            found.setdefault(finding.key, finding)
+        declared = {f.key for f in ctx.of_kind("python_requirement")} | set(found)
         own = _OwnModules(ctx)
         importers: dict[str, list[str]] = {}  # import name -> files importing it, sorted
-        for path, scan in sorted(ctx.index.py_scan().items()):
-            # setup.py's imports (setuptools, torch for CUDAExtension) are build requirements
-            # of the package, which the setup.py detector and the build backend deal with.
-            if skip_path(path) or path.rsplit("/", 1)[-1] == "setup.py":
-                continue
-            for name in scan.imports:
+        for path, names in code.imports():
+            for name in names:
                 if not (
                     name == "."
                     or name.startswith("_")
@@ -122,19 +238,26 @@ class ImportsDetector(Detector):
                     or own.provides(name, path)
                 ):
                     importers.setdefault(name, []).append(path)
-        found: dict[str, Finding] = {}
-        for name, paths in sorted(importers.items()):
+        support_only: list[str] = []
+        for name, all_paths in sorted(importers.items()):
             simple = canonicalize_name(IMPORT_TO_DIST.get(name, name))
             if name != "google" and _declared(name, simple, declared):
                 continue
             if name not in _KNOWN and name in own.anywhere:
                 continue  # an unknown name that is some module of the repo: sys.path tricks
-            hit = self._confirm(ctx, paths, name)
+            # Tests, docs and benchmarks are not what the experiments run: an import seen only
+            # there (a test importing torch) would pull a framework the experiments never use.
+            paths = [p for p in all_paths if not is_support_path(p)]
+            if not paths:
+                if self._confirm(code, all_paths, name) is not None:
+                    support_only.append(f"{name} ({all_paths[0]})")
+                continue
+            hit = self._confirm(code, paths, name)
             if hit is None:
                 continue  # only in docstrings or strings: the scan's regex over-matched
             path, line = hit
             if name == "google":
-                targets = self._google(ctx, path)
+                targets = self._google(code, path)
             else:
                 targets = [(name, IMPORT_TO_DIST.get(name, name))]
             for import_name, dist in targets:
@@ -152,7 +275,7 @@ class ImportsDetector(Detector):
                 evidence = (
                     Evidence(path, line)
                     if line is not None and "." not in import_name
-                    else self._evidence(ctx, path, import_name)
+                    else self._evidence(code, path, import_name)
                 )
                 found[key] = Finding(
                     kind="python_requirement",
@@ -163,10 +286,70 @@ class ImportsDetector(Detector):
                     confidence=confidence,
                     note=note,
                 )
+        for finding in self._submodules(code, importers, declared | set(found)):
+            found.setdefault(finding.key, finding)
+        if support_only:
+            ctx.warn(
+                "imported only by tests, docs or benchmarks, so not a run requirement: "
+                + ", ".join(support_only)
+            )
         return [found[k] for k in sorted(found)]
 
+    def _submodules(
+        self, code: _Code, importers: dict[str, list[str]], declared: set[str]
+    ) -> list[Finding]:
+        """Distributions that a submodule import needs beyond its package's
+        (``torch.utils.tensorboard`` -> ``tensorboard``), from the data table's rules."""
+        tops = {key.split(".", 1)[0] for key in SUBMODULE_DISTS}
+        needles = {key.rsplit(".", 1)[1] for key in SUBMODULE_DISTS}
+        out: dict[str, Finding] = {}
+        paths = sorted(
+            {p for top in tops for p in importers.get(top, ()) if not is_support_path(p)}
+        )
+        for path in paths:
+            text = code.text(path)
+            if text is None or not any(n in text for n in needles):
+                continue
+            for module, names, offset in _dotted_imports(text):
+                for dotted in [module, *(f"{module}.{n}" for n in names)]:
+                    for dist in submodule_dists(dotted):
+                        key = canonicalize_name(dist)
+                        if key in out or key in declared:
+                            continue
+                        out[key] = Finding(
+                            kind="python_requirement",
+                            key=key,
+                            value={"requirement": key, "declared": False},
+                            evidence=(Evidence(path, code.line(path, offset)),),
+                            detector=self.name,
+                            confidence="medium",
+                            note=f"{NOTE}; `{dotted}` needs it (package table rule)",
+                        )
+        return [out[k] for k in sorted(out)]
+
+    def _notebook_installs(self, ctx: DetectContext, code: _Code) -> list[Finding]:
+        """Requirements a notebook installs itself (``!pip install x==1``, ``%pip install``)."""
+        out: list[Finding] = []
+        for path in code.notebooks():
+            text = ctx.index.try_read_text(path) or ""
+            raw_lines = text.splitlines()
+            for line in notebook_shell_lines(text):
+                for requirement in _pip_install_requirements(line):
+                    out.append(
+                        Finding(
+                            kind="python_requirement",
+                            key=canonicalize_name(requirement.name),
+                            value={"requirement": str(requirement), "declared": True},
+                            evidence=(Evidence(path, json_line_of(raw_lines, line)),),
+                            detector=self.name,
+                            confidence="medium",
+                            note="installed by the notebook itself (a pip install cell)",
+                        )
+                    )
+        return out
+
     @staticmethod
-    def _confirm(ctx: DetectContext, paths: list[str], name: str) -> tuple[str, int | None] | None:
+    def _confirm(code: _Code, paths: list[str], name: str) -> tuple[str, int | None] | None:
         """The first (file, line) whose code really imports ``name``, reading few files.
 
         The index's scan is a line search, so ``import it`` inside a docstring counts too;
@@ -176,20 +359,20 @@ class ImportsDetector(Detector):
         """
         pattern = _import_line_re(name)
         for path in paths[:_MAX_CONFIRM]:
-            text = ctx.index.try_read_text(path)
+            text = code.text(path)
             if text is None:
                 continue
             for match in pattern.finditer(text):
                 start = match.start()
                 if text.count('"""', 0, start) % 2 or text.count("'''", 0, start) % 2:
                     continue
-                return path, text.count("\n", 0, start) + 1
+                return path, code.line(path, start)
         return None
 
     @staticmethod
-    def _google(ctx: DetectContext, path: str) -> list[tuple[str, str]]:
+    def _google(code: _Code, path: str) -> list[tuple[str, str]]:
         """Distributions behind ``import google.X`` (a namespace of many projects)."""
-        text = ctx.index.try_read_text(path) or ""
+        text = code.text(path) or ""
         out: list[tuple[str, str]] = []
         for sub in dict.fromkeys(m.group(1) for m in _GOOGLE_RE.finditer(text)):
             dist = GOOGLE_SUBPACKAGES.get(sub, f"google-{sub}" if sub != "cloud" else None)
@@ -201,13 +384,13 @@ class ImportsDetector(Detector):
         return list(dict.fromkeys(out))
 
     @staticmethod
-    def _evidence(ctx: DetectContext, path: str, import_name: str) -> Evidence:
-        text = ctx.index.try_read_text(path)
+    def _evidence(code: _Code, path: str, import_name: str) -> Evidence:
+        text = code.text(path)
         parts = import_name.split(".")
         # "google.cloud.storage" may be written "from google.cloud import storage": try the
         # full dotted name first, then its parents.
         for end in range(len(parts), 0, -1):
             match = _import_line_re(".".join(parts[:end])).search(text or "")
             if text is not None and match:
-                return Evidence(path, text.count("\n", 0, match.start()) + 1)
+                return Evidence(path, code.line(path, match.start()))
         return Evidence(path)

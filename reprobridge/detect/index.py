@@ -272,7 +272,7 @@ class RepoIndex:
         if self._py is None:
             self._py = {}
             for path, data in self._py_bytes():
-                imports = _scan_imports(data)
+                imports = scan_imports(data)
                 markers = ["__main__"] if b"__main__" in data else []
                 # cpp_extension lives in torch: only files that import torch can use it.
                 if "torch" in imports and b"cpp_extension" in data:
@@ -341,7 +341,7 @@ class RepoIndex:
         """
         out: list[tuple[str, tuple[str, ...]]] = []
         for _, data in self.py_bytes([path]):
-            for frm, names in _import_statements(data):
+            for frm, names in import_statements(data):
                 if frm is None:
                     out += [(n, ()) for n in names]
                 else:
@@ -364,7 +364,7 @@ def _read_sized(fh: BinaryIO, size: int, limit: int) -> bytes:
     return data
 
 
-def _import_statements(data: bytes) -> Iterator[tuple[str | None, list[str]]]:
+def import_statements(data: bytes) -> Iterator[tuple[str | None, list[str]]]:
     """(``from`` module or None, imported names) of each import line of ``data``."""
     for match in _IMPORT_KW_RE.finditer(data):
         start = match.start()
@@ -389,9 +389,10 @@ def _import_statements(data: bytes) -> Iterator[tuple[str | None, list[str]]]:
         yield frm, names
 
 
-def _scan_imports(data: bytes) -> frozenset[str]:
+def scan_imports(data: bytes) -> frozenset[str]:
+    """Top-level names imported by the Python source ``data`` (``"."`` for relative ones)."""
     names: set[str] = set()
-    for frm, imported in _import_statements(data):
+    for frm, imported in import_statements(data):
         if frm is not None:
             if frm:
                 names.add("." if frm.startswith(".") else frm.split(".")[0])

@@ -6,7 +6,9 @@ experiment of kind ``notebook`` run headless as ``jupyter nbconvert --to noteboo
 notebook), medium confidence. A notebook that is not valid JSON (or not nbformat) is
 ``ctx.warn``-ed and skipped.
 
-Imports are left to the imports detector. What this detector adds from the cells:
+Imports are left to the imports detector, which reads the code cells through
+:func:`notebook_code` (IPython magics and shell escapes blanked). What this detector adds
+from the cells:
 
 * ``metric`` candidates from saved outputs (stream text and ``text/plain`` results): lines
   such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
@@ -44,11 +46,76 @@ _OUTPUT_RE = re.compile(
     r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])"
 )
 _MAGIC_RE = re.compile(r"^\s*[%!?]")
+#: ``files = !ls`` / ``t = %timeit f()``: an assignment from a magic or a shell escape.
+_ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")
+#: Cell magics whose body is still Python (``%%time``); any other (``%%bash``) is not.
+_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
 
 
 def _source(cell: dict[str, Any]) -> str:
     src = cell.get("source", "")
     return "".join(src) if isinstance(src, list) else str(src)
+
+
+def _is_magic(line: str) -> bool:
+    stripped = line.rstrip()
+    return bool(
+        _MAGIC_RE.match(line)
+        or _ASSIGNED_MAGIC_RE.match(line)
+        or (stripped.endswith("?") and not stripped.lstrip().startswith("#"))
+    )
+
+
+def cell_code(source: str) -> str:
+    """The Python of one code cell: magic, shell-escape and help lines blanked (line count
+    kept); a cell magic other than the timing/capture ones (``%%bash``) blanks the cell."""
+    lines = source.splitlines()
+    first = next((ln.strip() for ln in lines if ln.strip()), "")
+    if first.startswith("%%"):
+        magic = first[2:].split(None, 1)[0] if len(first) > 2 else ""
+        if magic not in _PYTHON_CELL_MAGICS:
+            return "\n" * len(lines)
+    return "\n".join("" if _is_magic(line) else line for line in lines)
+
+
+def notebook_cells(text: str) -> list[dict[str, Any]] | None:
+    """The cell dicts of an nbformat-4 notebook's JSON ``text``; None when it is not one."""
+    try:
+        nb = json.loads(text)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return None
+    return [c for c in cells if isinstance(c, dict)]
+
+
+def notebook_code(text: str) -> str | None:
+    """The Python of every code cell of the notebook ``text``, in order, one cell after the
+    other (see :func:`cell_code`); None when ``text`` is not an nbformat-4 notebook."""
+    cells = notebook_cells(text)
+    if cells is None:
+        return None
+    return "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
+
+
+def notebook_shell_lines(text: str) -> list[str]:
+    """The shell-escape and ``%pip``/``%conda`` lines of the notebook's code cells
+    (``!pip install x``), without the escape character."""
+    out: list[str] = []
+    for cell in notebook_cells(text) or []:
+        if cell.get("cell_type") != "code":
+            continue
+        for line in _source(cell).splitlines():
+            stripped = line.strip()
+            if stripped.startswith(("!", "%pip ", "%conda ")):
+                out.append(stripped[1:].strip())
+    return out
+
+
+def json_line_of(raw_lines: list[str], needle: str) -> int | None:
+    """The 1-based line of the notebook JSON holding the code line ``needle``."""
+    return _line_of(raw_lines, needle, 0)
 
 
 def _output_texts(cell: dict[str, Any]) -> list[str]:
@@ -97,7 +164,7 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
 
 def _code_seed(source: str) -> tuple[int, int] | None:
     """(line within the cell, literal seed) of the first literal seeding call in ``source``."""
-    code = "\n".join("" if _MAGIC_RE.match(line) else line for line in source.splitlines())
+    code = cell_code(source)
     try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError, RecursionError):

@@ -91,6 +91,50 @@ def merge_requirements(
     return chosen
 
 
+#: What the way rb runs an experiment needs in the environment, by a word among the
+#: command's first few (``jupyter``, ``python -m nbconvert``): notebooks run headless as
+#: ``jupyter nbconvert --execute`` (nbconvert brings the ``jupyter`` command, ipykernel the
+#: ``python3`` kernel that executes the cells), or with papermill.
+RUN_TOOLING: dict[str, tuple[str, ...]] = {
+    "jupyter": ("nbconvert", "ipykernel"),
+    "nbconvert": ("nbconvert", "ipykernel"),
+    "papermill": ("papermill", "ipykernel"),
+}
+
+
+def add_run_tooling(b: Builder, res: MergeResult) -> None:
+    """Add the packages rb's run commands need (:data:`RUN_TOOLING`) to
+    ``environment.python_requirements``, with the experiments that need them as provenance."""
+    experiments = b.data.get("experiments", {})
+    needed: dict[str, list[str]] = {}
+    for exp_id in sorted(experiments):
+        words = str(experiments[exp_id].get("command", "")).split()[:4]
+        for dist in dict.fromkeys(d for w in words for d in RUN_TOOLING.get(w, ())):
+            needed.setdefault(dist, []).append(exp_id)
+    if not needed:
+        return
+    current = list(b.data.get("environment", {}).get("python_requirements", []))
+    have = {canonicalize_name(Requirement(r).name) for r in current}
+    added = [d for d in sorted(needed) if d not in have]
+    if not added:
+        return
+    sources, confidence = b.prov.get("environment.python_requirements", ([], "high"))
+    why = [
+        f"rb run tooling: {d} for experiment(s) {', '.join(needed[d])} (how notebooks run)"
+        for d in added
+    ]
+    b.put(
+        "environment.python_requirements",
+        sorted([*current, *added], key=lambda r: canonicalize_name(Requirement(r).name)),
+        [*sources, *why],
+        confidence,
+    )
+    res.decisions.append(
+        f"added {', '.join(added)} to the environment: the notebook experiments run headless "
+        "(`jupyter nbconvert --execute`), which needs them"
+    )
+
+
 def _py_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split("."))
 

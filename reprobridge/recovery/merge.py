@@ -30,6 +30,7 @@ from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
 from reprobridge.recovery.environment import (
+    add_run_tooling,
     merge_cuda,
     merge_environment,
     merge_python,
@@ -66,6 +67,7 @@ def merge_findings(
     merge_environment(b, by_kind, python, cuda, python_lock, res)
     datasets = merge_datasets(b, by_kind)
     merge_experiments(b, by_kind, datasets, cuda, res)
+    add_run_tooling(b, res)
     merge_paper(b, by_kind, res)
     res.warnings += [w.message if not w.path else f"{w.path}: {w.message}" for w in ctx.warnings]
     res.manifest = _finalize(b)

@@ -98,3 +98,51 @@ def test_unknown_name_matching_a_nested_module_is_local(make_repo) -> None:
         },
     )
     assert flagged(ctx) == {"transformers": "train.py:1"}
+
+
+def test_notebook_code_cells_are_scanned_magics_are_not(make_repo) -> None:
+    import json
+
+    def nb(*cells: str) -> str:
+        return json.dumps(
+            {
+                "cells": [
+                    {"cell_type": "code", "source": c.splitlines(keepends=True), "outputs": []}
+                    for c in cells
+                ],
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+
+    ctx = run(
+        make_repo,
+        {
+            "nb/demo.ipynb": nb(
+                "%matplotlib inline\nimport numpy as np\nfrom jax import numpy as jnp",
+                "%%bash\nimport not_python",
+                "!pip install 'einops==0.7' -q -r reqs.txt ./local git+https://x/y.git\n"
+                "x = !ls\nimport yaml",
+            ),
+        },
+    )
+    reqs = {f.key: f for f in ctx.of_kind("python_requirement")}
+    assert set(reqs) == {"numpy", "jax", "einops", "pyyaml"}
+    assert reqs["einops"].value == {"requirement": "einops==0.7", "declared": True}
+    assert reqs["numpy"].sources() == ["nb/demo.ipynb:7"]  # the line in the .ipynb JSON
+
+
+def test_imports_only_in_tests_docs_and_benchmarks_are_not_run_requirements(make_repo) -> None:
+    ctx = run(
+        make_repo,
+        {
+            "train.py": "import numpy\n",
+            "tests/test_train.py": "import torch\nimport numpy\n",
+            "test_speed.py": "import pytest_benchmark\n",
+            "docs/conf.py": "import sphinx_rtd_theme\n",
+            "benchmarks/bench_io.py": "import asv\n",
+        },
+    )
+    assert flagged(ctx) == {"numpy": "train.py:1"}
+    assert any("torch (tests/test_train.py)" in w.message for w in ctx.warnings)

@@ -1,0 +1,69 @@
+"""The package table (reprobridge/data/packages.toml): data, loaded once, with checked rules."""
+
+from __future__ import annotations
+
+import tomllib
+from importlib.resources import files
+
+import pytest
+from packaging.utils import canonicalize_name
+
+from reprobridge.detect import _pkgmap
+from reprobridge.detect._pkgmap import (
+    IMPORT_TO_DIST,
+    NOT_ON_PYPI,
+    PROVIDERS,
+    PYTHON_SYSTEM_NEEDS,
+    SUBMODULE_DISTS,
+    submodule_dists,
+)
+
+
+def test_table_is_a_data_file_not_python_literals() -> None:
+    text = files("reprobridge.data").joinpath("packages.toml").read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    assert data["imports"]["sklearn"] == "scikit-learn"
+    # the module holds no literal rules of its own
+    source = files("reprobridge.detect").joinpath("_pkgmap.py").read_text(encoding="utf-8")
+    assert '"opencv-python"' not in source and '"scikit-learn"' not in source
+
+
+def test_every_distribution_name_is_canonical() -> None:
+    dists = list(IMPORT_TO_DIST.values())
+    dists += [d for group in PROVIDERS.values() for d in group]
+    dists += [d for group in SUBMODULE_DISTS.values() for d in group]
+    dists += list(PYTHON_SYSTEM_NEEDS)
+    assert [d for d in dists if canonicalize_name(d) != d] == []
+
+
+@pytest.mark.parametrize(
+    ("name", "dist"),
+    [
+        ("ignite", "pytorch-ignite"),  # PyPI's `ignite` is an unrelated project
+        ("sklearn", "scikit-learn"),
+        ("cv2", "opencv-python"),
+        ("tree", "dm-tree"),
+        ("pyro", "pyro-ppl"),
+    ],
+)
+def test_import_rules(name: str, dist: str) -> None:
+    assert IMPORT_TO_DIST[name] == dist
+
+
+def test_submodule_rules_match_by_longest_prefix() -> None:
+    assert submodule_dists("torch.utils.tensorboard") == ("tensorboard",)
+    assert submodule_dists("torch.utils.tensorboard.writer") == ("tensorboard",)
+    assert submodule_dists("torch.utils.data") == ()
+    assert submodule_dists("torch") == ()  # the package itself is the imports table's job
+    assert submodule_dists("pytorch_lightning.loggers.TensorBoardLogger") == ("tensorboard",)
+
+
+def test_not_on_pypi_values_are_direct_references() -> None:
+    assert all(" @ git+https://" in req for req in NOT_ON_PYPI.values())
+
+
+def test_a_broken_table_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A duplicated key is an error of the data file, not a silent override (TOML says so).
+    with pytest.raises(tomllib.TOMLDecodeError):
+        tomllib.loads('[imports]\ntree = "dm-tree"\ntree = "tree"\n')
+    assert _pkgmap.load_tables()["imports"] == _pkgmap._DATA["imports"]
