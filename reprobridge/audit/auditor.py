@@ -470,7 +470,9 @@ def _one_run(
         )
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
-        _copy_outputs(workspace / exp.workdir, exp, opts.tier, run_dir / "files")
+        not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
+        # Only refusals are evidence (a missing file is reported by the output check).
+        record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}
         from reprobridge.audit.fingerprint import python_packages
         from reprobridge.audit.sandbox import offline_env
         from reprobridge.evidence.redact import scrub_env
@@ -581,19 +583,19 @@ def _execute(
     return output.completed, output.peaks, run_env
 
 
-def _copy_outputs(workdir: Path, exp: Experiment, tier: str, dest: Path) -> None:
-    """Declared outputs and metric source files, copied for judging and for `rb verify`."""
+def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> dict[str, str]:
+    """Declared outputs and metric source files, copied for judging and for `rb verify`.
+
+    The workspace is the run's (untrusted): :func:`~reprobridge.audit.collect.collect_files`
+    never follows a link in it. Returns ``{path: reason}`` for what was not copied.
+    """
+    from reprobridge.audit.collect import collect_files
+
     metrics = exp.tier(tier).metrics or exp.metrics  # type: ignore[arg-type]
     wanted = {o.path for o in exp.outputs} | {
         m.source.file for m in metrics.values() if m.source.file
     }
-    for rel in sorted(wanted):
-        src = (workdir / rel).resolve()
-        if not src.is_file() or not src.is_relative_to(workdir.resolve()):
-            continue
-        target = dest / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src, target)
+    return collect_files(workspace, exp.workdir, wanted, dest)
 
 
 def _seal_failure(
@@ -647,6 +649,7 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any
         termination_description=str(term.get("description", "unknown")),
         log_text=log.decode("utf-8", "replace"),
         workdir=run_dir / "files",
+        refused=record.get("files_refused") or {},
     )
 
 

@@ -200,7 +200,9 @@ def extract_run_metrics(
     return results
 
 
-def _output_record(workdir: Path, rel: str, expected: str | None, compare: bool) -> dict[str, Any]:
+def _output_record(
+    workdir: Path, rel: str, expected: str | None, compare: bool, refused: str | None = None
+) -> dict[str, Any]:
     full = workdir / rel
     record: dict[str, Any] = {
         "exists": False,
@@ -210,13 +212,19 @@ def _output_record(workdir: Path, rel: str, expected: str | None, compare: bool)
         "ok": False,
         "reason": "missing",
     }
-    # is_file follows symlinks and is false for FIFOs and devices, which must never be opened.
+    if refused:
+        record["reason"] = refused  # the auditor would not copy it (a symlink, not a file)
+        return record
+    # The copies are the auditor's; a link among them was not made by it: never follow one.
+    if full.is_symlink():
+        record["reason"] = "refused: a symlink among the copies (never followed)"
+        return record
+    # is_file is false for FIFOs and devices, which must never be opened.
     if not full.is_file():
         return record
     record["exists"] = True
     try:
-        # sha256_file refuses a symlink at the last component; hash what it points to.
-        digest, size = sha256_file(full.resolve())
+        digest, size = sha256_file(full)
     except OSError as exc:
         record["reason"] = f"cannot be read ({exc.strerror or exc})"
         return record
@@ -237,6 +245,7 @@ def judge_run(
     termination_description: str,
     log_text: str,
     workdir: Path,
+    refused: Mapping[str, str] | None = None,
 ) -> RunJudgement:
     """Judge one run from its evidence.
 
@@ -244,14 +253,18 @@ def judge_run(
     timeout, no signal) and ``termination_description`` its words (``exit(1)``,
     ``timeout after 3600s (SIGKILL)``). Declared outputs are checked relative to
     ``workdir``: they must exist as regular files; a declared ``sha256`` is compared in
-    tier ``full`` only (as check.py does). Metrics are extracted whatever the procedure's
+    tier ``full`` only (as check.py does). ``refused`` maps a declared path the auditor would
+    not copy out of the workspace (a symlink on its path) to why; it is reported as the
+    output's reason. Metrics are extracted whatever the procedure's
     outcome: a crashed run's numbers are evidence too, but :func:`judge_experiment` does not
     count them as passing.
     """
     metrics = extract_run_metrics(exp, tier, log_text, workdir)
     outputs: dict[str, dict[str, Any]] = {}
     for output in exp.outputs:
-        outputs[output.path] = _output_record(workdir, output.path, output.sha256, tier == "full")
+        outputs[output.path] = _output_record(
+            workdir, output.path, output.sha256, tier == "full", (refused or {}).get(output.path)
+        )
     bad = [(path, rec) for path, rec in outputs.items() if not rec["ok"]]
     if not termination_ok:
         ok, reason = False, termination_description

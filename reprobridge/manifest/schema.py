@@ -17,6 +17,7 @@ import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -24,6 +25,7 @@ from pydantic import (
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import WithJsonSchema
 
 SCHEMA_VERSION = 1
 
@@ -43,6 +45,58 @@ ParamName = Annotated[str, StringConstraints(pattern=PARAM_PATTERN)]
 NixAttr = Annotated[str, StringConstraints(pattern=NIX_ATTR_PATTERN)]
 Duration = Annotated[str, StringConstraints(pattern=DURATION_PATTERN)]
 Scalar = str | int | float | bool
+
+
+def check_rel_path(text: str) -> str:
+    """``text`` when it is a relative, normalised POSIX path inside its base, else ValueError.
+
+    The contract of every manifest path the auditor reads or writes on behalf of the
+    repository (``workdir``, ``outputs.path``, ``metrics.*.source.file``, dataset paths):
+    components separated by single ``/``, none of them empty, ``.`` or ``..``; no leading
+    ``/``, no backslash, no NUL, no drive or home prefix. ``"."`` alone is the base itself.
+    The manifest is untrusted: a path that could name something outside the workspace
+    (``../../etc/passwd``) is refused here, before any file is touched.
+    """
+    if text == ".":
+        return text
+    if not text:
+        raise ValueError('is empty (use "." for the base directory itself)')
+    if "\\" in text or "\0" in text:
+        raise ValueError(f"{text!r}: use `/` only (no backslash or NUL)")
+    if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text):
+        raise ValueError(f"{text!r} is absolute; give a path relative to the repository")
+    parts = text.split("/")
+    if ".." in parts:
+        raise ValueError(f"{text!r} contains `..`; paths must stay inside the repository")
+    if any(p in {"", "."} for p in parts):
+        clean = "/".join(p for p in parts if p not in {"", "."}) or "."
+        raise ValueError(f"{text!r} is not normalised (write {clean!r})")
+    return text
+
+
+def clean_rel_path(text: str) -> str | None:
+    """``text`` normalised (``./a//b/`` -> ``a/b``) when that passes :func:`check_rel_path`,
+    else None. For detectors, which must never write a path the schema refuses."""
+    parts = [p for p in text.strip().split("/") if p not in {"", "."}]
+    candidate = "/".join(parts) or "."
+    if text.strip().startswith("/"):
+        return None
+    try:
+        return check_rel_path(candidate)
+    except ValueError:
+        return None
+
+
+#: check_rel_path as a JSON Schema pattern (ECMA regex), for editors; a test keeps them equal.
+REL_PATH_PATTERN = (
+    r"^(?:\.|(?![A-Za-z]:|~)(?!\.\.?(?:/|$))[^/\\\x00]+(?:/(?!\.\.?(?:/|$))[^/\\\x00]+)*)$"
+)
+#: A relative, normalised path inside the repository or the workdir (see check_rel_path).
+RelPath = Annotated[
+    str,
+    AfterValidator(check_rel_path),
+    WithJsonSchema({"type": "string", "pattern": REL_PATH_PATTERN}),
+]
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -138,8 +192,8 @@ class Environment(StrictModel):
 class Dataset(StrictModel):
     """A dataset an experiment reads."""
 
-    path: str | None = Field(
-        None, description="Where the experiments read it, relative to the repo."
+    path: RelPath | None = Field(
+        None, description="Where the experiments read it, relative to the repo (no `..`)."
     )
     url: str | None = Field(None, description="Where to download it.")
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
@@ -156,8 +210,8 @@ class MetricSource(StrictModel):
     regex: str | None = Field(
         None, description="First group is the value; matched on stdout+stderr."
     )
-    file: str | None = Field(
-        None, description="Output file (JSON, YAML or CSV), relative to the workdir."
+    file: RelPath | None = Field(
+        None, description="Output file (JSON, YAML or CSV), relative to the workdir (no `..`)."
     )
     key: str | None = Field(
         None, description="Dotted key path in `file` (CSV: column name, last row)."
@@ -235,7 +289,7 @@ class Stability(StrictModel):
 class Output(StrictModel):
     """A file the experiment must write."""
 
-    path: str = Field(description="Relative to the experiment's workdir.")
+    path: RelPath = Field(description="Relative to the experiment's workdir (no `..`).")
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
         None, description="Expected content hash (checked in the full tier only)."
     )
@@ -277,7 +331,9 @@ class Experiment(StrictModel):
     command: str = Field(
         description="Shell words; `{seed}` and `{param}` placeholders are filled by the launcher."
     )
-    workdir: str = Field(".", description="Directory the command runs in, relative to the repo.")
+    workdir: RelPath = Field(
+        ".", description="Directory the command runs in, relative to the repo (no `..`)."
+    )
     kind: Literal["script", "module", "notebook", "make", "shell"] = Field(
         "script", description="What the command runs (informational)."
     )

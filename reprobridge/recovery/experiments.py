@@ -9,7 +9,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from reprobridge.detect.base import Finding
-from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN
+from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
@@ -31,8 +31,12 @@ def merge_datasets(b: Builder, by_kind: dict[str, list[Finding]]) -> dict[str, F
             continue
         out[ds_id] = f
         for key in ("path", "url", "name", "description"):
-            if f.value.get(key):
-                b.put(f"datasets.{ds_id}.{key}", str(f.value[key]), f.sources(), f.confidence)
+            value = str(f.value.get(key) or "")
+            if key == "path" and value:
+                # The schema refuses paths that could leave the repository; never derive one.
+                value = clean_rel_path(value) or ""
+            if value:
+                b.put(f"datasets.{ds_id}.{key}", value, f.sources(), f.confidence)
         if f.value.get("generated"):
             b.put(f"datasets.{ds_id}.generated", True, f.sources(), f.confidence)
         if not any(f.value.get(k) for k in ("path", "url", "name", "description", "generated")):
@@ -296,8 +300,14 @@ def _one_experiment(
         b.put(f"{p}.description", str(f.value["description"]), src, f.confidence)
     if kind in {"script", "module", "notebook", "make", "shell"}:
         b.put(f"{p}.kind", kind, src, f.confidence)
-    if f.value.get("workdir") and f.value["workdir"] != ".":
-        b.put(f"{p}.workdir", str(f.value["workdir"]), src, f.confidence)
+    workdir = clean_rel_path(str(f.value.get("workdir") or "."))
+    if workdir is None:
+        res.warnings.append(
+            f"{exp_id}: the command runs in {f.value['workdir']!r}, outside the repository; "
+            f"set experiments.{exp_id}.workdir to a directory inside it"
+        )
+    elif workdir != ".":
+        b.put(f"{p}.workdir", workdir, src, f.confidence)
     for name, value in params.items():
         psrc = param_f[name].sources() if name in param_f else src
         b.put(f"{p}.params.{name}", value, [*src, *psrc] if name in param_f else src)
@@ -346,13 +356,15 @@ def _one_experiment(
         b.put(f"{p}.datasets", ds_ids, [s for i in ds_ids for s in datasets[i].sources()], "medium")
     outs = sorted(
         {
-            str(o.value["path"])
+            clean
             for o in _for_entry(by_kind["output"], entry)
             if "{" not in str(o.value["path"])
+            and (clean := clean_rel_path(str(o.value["path"]))) is not None
         }
     )
     out_sources = [s for o in _for_entry(by_kind["output"], entry) for s in o.sources()]
     executed = _executed_notebook(command) if kind == "notebook" else None
+    executed = clean_rel_path(executed) if executed else None
     if executed and executed not in outs:
         # The executed notebook is the run's result (its cell outputs hold the printed
         # metrics): declaring it makes the auditor keep it as evidence and read it.
@@ -368,6 +380,11 @@ def _one_experiment(
         metrics.setdefault(m.key, m)
     for name, m in sorted(metrics.items()):
         source = {k: str(v) for k, v in m.value["source"].items() if k in {"regex", "file", "key"}}
+        if "file" in source:
+            clean = clean_rel_path(source["file"])
+            if clean is None:
+                continue  # a file outside the workdir is not evidence the auditor may read
+            source["file"] = clean
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
 
 
