@@ -23,8 +23,6 @@ fails; :attr:`ExperimentVerdict.failed_level` names the lowest failing one.
 
 from __future__ import annotations
 
-import math
-import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +32,7 @@ from reprobridge.artifacts import check
 from reprobridge.errors import AuditError
 from reprobridge.evidence.hashing import sha256_file
 from reprobridge.manifest.schema import Experiment
+from reprobridge.stats import summarize
 
 MetricStatus = Literal["ok", "missing", "invalid", "ambiguous", "out-of-band"]
 VerdictStatus = Literal["pass", "fail", "skipped", "not-applicable"]
@@ -47,39 +46,6 @@ STATUS_LABEL: dict[str, str] = {
     "out-of-band": "out-of-band",
 }
 
-#: Two-sided 95% Student t quantiles t_{0.975, df} for df = 1..30 (beyond: the normal 1.96).
-T_975: tuple[float, ...] = (
-    12.706204736,
-    4.302652730,
-    3.182446305,
-    2.776445105,
-    2.570581836,
-    2.446911851,
-    2.364624252,
-    2.306004135,
-    2.262157163,
-    2.228138852,
-    2.200985160,
-    2.178812830,
-    2.160368656,
-    2.144786688,
-    2.131449546,
-    2.119905299,
-    2.109815578,
-    2.100922040,
-    2.093024054,
-    2.085963447,
-    2.079613845,
-    2.073873068,
-    2.068657610,
-    2.063898562,
-    2.059538553,
-    2.055529439,
-    2.051830516,
-    2.048407142,
-    2.045229642,
-    2.042272456,
-)
 
 
 #: check.py's failure kinds as statuses (an unknown kind is treated as invalid).
@@ -276,61 +242,6 @@ def judge_run(
     return RunJudgement(procedure_ok=ok, procedure_reason=reason, metrics=metrics, outputs=outputs)
 
 
-# -- statistics ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Stats:
-    """Summary of one metric over runs: sample std (ddof=1, 0 for one value) and a 95%
-    confidence interval of the mean (Student t; ``(value, value)`` for one value)."""
-
-    n: int
-    mean: float
-    std: float
-    min: float
-    max: float
-    ci95: tuple[float, float]
-
-    def to_json(self) -> dict[str, Any]:
-        """The stats as a JSON-ready dict (``ci95`` a two-item list)."""
-        return {
-            "n": self.n,
-            "mean": self.mean,
-            "std": self.std,
-            "min": self.min,
-            "max": self.max,
-            "ci95": list(self.ci95),
-        }
-
-
-def t_975(df: int) -> float:
-    """t_{0.975, df}: exact to 9 digits for df 1..30, then the normal quantile 1.96."""
-    if df < 1:
-        raise AuditError(f"degrees of freedom must be at least 1, got {df}")
-    return T_975[df - 1] if df <= len(T_975) else 1.96
-
-
-def stats(values: Sequence[float]) -> Stats:
-    """n, mean, sample std, min, max and the 95% t interval of ``values``.
-
-    Raises :class:`AuditError` for no values or a non-finite one (callers pass only
-    extracted, finite metric values).
-    """
-    data = [float(v) for v in values]
-    if not data:
-        raise AuditError("statistics of no values")
-    if not all(math.isfinite(v) for v in data):
-        raise AuditError("statistics of a non-finite value")
-    n = len(data)
-    # fsum-based mean: exact rounding, so the mean of equal values is that value.
-    mean = math.fsum(data) / n
-    if n == 1:
-        return Stats(1, mean, 0.0, data[0], data[0], (data[0], data[0]))
-    std = statistics.stdev(data)
-    half = t_975(n - 1) * std / math.sqrt(n)
-    return Stats(n, mean, std, min(data), max(data), (mean - half, mean + half))
-
-
 # -- one experiment -----------------------------------------------------------------------
 
 
@@ -451,7 +362,7 @@ def judge_experiment(
         results = [r.metrics.get(name) for r in runs]
         values = [res.value if res is not None else None for res in results]
         kept = [v for v, c in zip(values, counted, strict=True) if c and v is not None]
-        st = stats(kept) if kept else None
+        st = summarize(kept, value_range=(metric_specs[name] or {}).get("range")) if kept else None
         claimed = next((res.claimed for res in results if res is not None), None)
         if claimed is None:
             claimed = _declared_claim(exp, tier, name)

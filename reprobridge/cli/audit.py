@@ -90,6 +90,9 @@ class _Progress:
 
 
 def _print_summary(result: Any) -> None:
+    from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+    from reprobridge.stats import Stats
+
     s = result.summary
     click.echo(
         click.style(f"Audit {result.audit_id} ({s['backend']}, tier {s['tier']})", bold=True)
@@ -103,12 +106,16 @@ def _print_summary(result: Any) -> None:
             if v[lvl]["status"] == "fail":
                 click.echo(f"      {lvl}: {v[lvl]['reason']}")
         for name, m in v.get("per_metric", {}).items():
-            st = m.get("stats") or {}
-            if st:
+            st = Stats.from_json(m.get("stats"))
+            if st is not None:
                 click.echo(
-                    f"      {name}: mean {st['mean']:.4g} ± {st['std']:.2g} (n={st['n']}, "
-                    f"95% CI {st['ci95'][0]:.4g}..{st['ci95'][1]:.4g})"
-                    + (f"; claimed {m['claimed']:g}" if m.get("claimed") is not None else "")
+                    f"      {name}: mean {fmt_value(st.mean)} ± {fmt_value(st.std, 2)} "
+                    f"(n={st.n}, 95% CI {fmt_ci(st)})"
+                    + (
+                        f"; claimed {fmt_value(m['claimed'])}"
+                        if isinstance(m.get("claimed"), int | float)
+                        else ""
+                    )
                 )
     for c in s["claims"]:
         mark = (
@@ -116,7 +123,8 @@ def _print_summary(result: Any) -> None:
             if c.get("skipped")
             else {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.get("holds")]
         )
-        click.echo(f"  claim {c['expr']}: {mark} ({c.get('substituted') or c.get('reason')})")
+        shown = round_numbers(str(c.get("substituted") or c.get("reason") or ""))
+        click.echo(f"  claim {c['expr']}: {mark} ({shown})")
     for w in s.get("warnings", []):
         click.echo(f"  warning: {w}")
     verdict = click.style("PASS", fg="green") if result.passed else click.style("FAIL", fg="red")

@@ -248,6 +248,13 @@ class Metric(StrictModel):
     min: float | None = Field(None, description="Lowest acceptable value.")
     max: float | None = Field(None, description="Highest acceptable value.")
     higher_is_better: bool | None = Field(None, description="Direction, for claims and reports.")
+    range: list[float] | None = Field(
+        None,
+        min_length=2,
+        max_length=2,
+        description="The values the metric can take, e.g. `[0, 1]` for an accuracy: reports "
+        "clip confidence intervals to it (and say so). Never a threshold.",
+    )
     provenance: str | None = Field(
         None, description="Where the target comes from (paper table, row, column)."
     )
@@ -264,6 +271,8 @@ class Metric(StrictModel):
             raise ValueError("a tolerance needs a `target`")
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
+        if self.range is not None and not self.range[0] < self.range[1]:
+            raise ValueError(f"`range` needs [low, high] with low < high, not {list(self.range)}")
         return self
 
 

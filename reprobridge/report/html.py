@@ -27,7 +27,8 @@ from reprobridge.report.load import (
     flatten,
     package_sets,
 )
-from reprobridge.report.svg import esc, fmt_bytes, fmt_value, metric_plot, resource_charts
+from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+from reprobridge.report.svg import esc, fmt_bytes, metric_plot, resource_charts
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: Verdict words that have a colour; anything else a bundle says is shown as ``unknown``.
@@ -217,8 +218,8 @@ def _claims(claims: Sequence[ClaimData]) -> str:
         [
             _code(c.expr),
             _holds_badge(c.holds, c.skipped),
-            _code(c.substituted) if c.substituted else "—",
-            c.reason,
+            _code(round_numbers(c.substituted)) if c.substituted else "—",
+            round_numbers(c.reason),
             c.provenance or "—",
         ]
         for c in claims
@@ -318,7 +319,7 @@ def _metric(m: MetricData, runs: Sequence[RunData]) -> str:
         facts.append(
             (
                 "mean (95% CI)",
-                f"{fmt_value(s.mean)} [{fmt_value(s.ci95[0])}, {fmt_value(s.ci95[1])}]",
+                fmt_ci(s, mean=True),
             )
         )
         facts.append(

@@ -27,6 +27,7 @@ from typing import Any
 
 from reprobridge.constants import EVIDENCE_DIR
 from reprobridge.errors import AuditError
+from reprobridge.stats import Stats
 
 #: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
 MAX_TIMELINE_POINTS = 400
@@ -109,18 +110,6 @@ class Band:
         if self.target is not None and self.half is not None:
             out += [self.target - self.half, self.target + self.half]
         return out
-
-
-@dataclass(frozen=True)
-class Stats:
-    """The bundle's statistics of one metric over the counted runs."""
-
-    n: int
-    mean: float
-    std: float
-    min: float
-    max: float
-    ci95: tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -411,16 +400,7 @@ def _experiment(
 
 
 def _metric(name: str, raw: dict[str, Any], spec: dict[str, Any], judged: bool) -> MetricData:
-    stats_raw = _dict(raw.get("stats"))
-    stats = None
-    ci = _list(stats_raw.get("ci95"))
-    numbers = [_float(stats_raw.get(k)) for k in ("mean", "std", "min", "max")]
-    ci_numbers = [_float(v) for v in ci[:2]]
-    n = _int(stats_raw.get("n"))
-    if n is not None and all(v is not None for v in numbers) and len(ci_numbers) == 2:
-        mean, std, low, high = (float(v or 0.0) for v in numbers)
-        lo_ci, hi_ci = (float(v) if v is not None else mean for v in ci_numbers)
-        stats = Stats(n, mean, std, low, high, (lo_ci, hi_ci))
+    stats = Stats.from_json(raw.get("stats"))
     cvm = raw.get("claimed_vs_measured")
     return MetricData(
         name=name,

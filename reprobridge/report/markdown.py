@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from reprobridge.report.compare import Comparison
 from reprobridge.report.html import audit_warnings
 from reprobridge.report.load import LEVELS, AuditData
-from reprobridge.report.svg import fmt_value
+from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
 
 _ICON = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped", "not-applicable": "➖ n/a"}
 _ESCAPE = str.maketrans(
@@ -103,11 +103,7 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
     for e in audit.experiments:
         for m in e.metrics:
             values = ", ".join("—" if v is None else fmt_value(v) for v in m.values)
-            if m.stats:
-                s = m.stats
-                mean = f"{fmt_value(s.mean)} [{fmt_value(s.ci95[0])}, {fmt_value(s.ci95[1])}]"
-            else:
-                mean = "—"
+            mean = fmt_ci(m.stats, mean=True) if m.stats else "—"
             rows.append(
                 [
                     md_escape(e.id),
@@ -134,7 +130,7 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
                 [
                     md_escape(c.expr),
                     _holds(c.holds),
-                    md_escape(c.substituted or c.reason or "—"),
+                    md_escape(round_numbers(c.substituted or c.reason) or "—"),
                     md_escape(c.provenance or "—"),
                 ]
                 for c in audit.claims

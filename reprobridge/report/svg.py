@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reprobridge.report.load import Band, MetricData, RunData
+from reprobridge.report.numbers import fmt_ci, fmt_value
 
 #: Series colour classes (s0..s7), reused cyclically.
 SERIES = 8
@@ -30,15 +31,6 @@ def num(value: float) -> str:
     """A coordinate: one decimal, no ``-0.0`` (so equal inputs give equal bytes)."""
     text = f"{value:.1f}"
     return "0.0" if text == "-0.0" else text
-
-
-def fmt_value(value: float) -> str:
-    """A metric value for people: 4 significant digits (``0.8270``, ``1.234e+06``)."""
-    if value == 0:
-        return "0"
-    if abs(value) >= 1e5 or abs(value) < 1e-3:
-        return f"{value:.3e}"
-    return f"{value:.4g}"
 
 
 def fmt_bytes(value: float) -> str:
@@ -118,7 +110,7 @@ def metric_plot(metric: MetricData, runs: Sequence[RunData] = ()) -> str:
     if band is not None:
         numbers += band.edges()
     if metric.stats is not None:
-        numbers += [metric.stats.mean, *metric.stats.ci95]
+        numbers += [metric.stats.mean, *(metric.stats.ci95_clipped or ())]
     label = f"{metric.name}: values per run against the target band"
     rows = max(1, min(len(metric.values), 10))
     top, row_h = 22, 13
@@ -160,11 +152,10 @@ def metric_plot(metric: MetricData, runs: Sequence[RunData] = ()) -> str:
         )
     if metric.stats is not None:
         s = metric.stats
-        a, b = num(x(s.ci95[0])), num(x(s.ci95[1]))
-        tip = (
-            f"mean {fmt_value(s.mean)}, 95% CI [{fmt_value(s.ci95[0])}, "
-            f"{fmt_value(s.ci95[1])}], n = {s.n}"
-        )
+        # One run has no interval: the bar shrinks to the mean's mark.
+        ci_low, ci_high = s.ci95_clipped or (s.mean, s.mean)
+        a, b = num(x(ci_low)), num(x(ci_high))
+        tip = f"mean {fmt_value(s.mean)}, 95% CI {fmt_ci(s)}, n = {s.n}"
         body.append(
             f'<g class="mean"><title>{esc(tip)}</title>'
             f'<line x1="{a}" y1="{mean_y}" x2="{b}" y2="{mean_y}"/>'
@@ -176,7 +167,7 @@ def metric_plot(metric: MetricData, runs: Sequence[RunData] = ()) -> str:
         # it is left out (the table beside the plot states the mean and its CI).
         text = f"mean {fmt_value(s.mean)}"
         room = 7 * len(text) + 6
-        right, left = x(s.ci95[1]) + 6, x(s.ci95[0]) - 6
+        right, left = x(ci_high) + 6, x(ci_low) - 6
         place = (
             (right, "start") if right + room < WIDTH else (left, "end") if left - room > 0 else None
         )
