@@ -7,7 +7,8 @@ and the exit code of the class::
     ReproBridgeError                    exit 1x  (never raised bare)
     ├── ManifestError                   3   reprobridge.toml missing, malformed, invalid
     │   ├── ManifestNotFoundError
-    │   └── SchemaVersionError
+    │   ├── SchemaVersionError
+    │   └── SuiteError          an `rb bench` suite file is missing, malformed, invalid
     ├── RepositoryError                 4   the target is not a usable repository
     │   ├── NotAGitRepositoryError
     │   ├── EmptyRepositoryError
@@ -77,6 +78,11 @@ class ManifestNotFoundError(ManifestError):
 
 class SchemaVersionError(ManifestError):
     """The manifest declares a schema version this release does not know."""
+
+
+class SuiteError(ManifestError):
+    """An `rb bench` suite file is missing, not valid TOML, or not a valid suite (like the
+    manifest, an input a person wrote; same exit code)."""
 
 
 class RepositoryError(ReproBridgeError):

@@ -51,6 +51,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Pack a deterministic, verifiable archive of the reproduction package.",
     ),
     "unpack": ("reprobridge.cli.unpack", "Verify an archive and unpack it safely."),
+    "bench": (
+        "reprobridge.cli.bench",
+        "Init and smoke-audit every repository of a suite; tabulate what ran.",
+    ),
     "check-links": (
         "reprobridge.cli.check_links",
         "Say which flake inputs and dataset URLs still resolve or are archived.",

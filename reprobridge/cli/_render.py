@@ -51,6 +51,14 @@ def init_json(result: InitResult) -> str:
         "lock": result.lock_note,
         "lock_warning": result.lock_warning,
     }
+    if result.agent is not None:
+        # What the recovery cost (rb bench tabulates it).
+        ledger = result.agent.ledger
+        doc["agent"] = {
+            "calls": len(ledger.entries),
+            "cost_usd": ledger.cost_usd,
+            "stopped_by": result.agent.stopped_by,
+        }
     return json.dumps(doc, indent=2, sort_keys=True)
 
 

@@ -118,6 +118,12 @@ def render_html(audit: AuditData, comparison: Comparison | None = None) -> str:
     parts += [_experiment(e, exp_anchor[e.id], audit) for e in audit.experiments]
     parts += [_differences(audit), _environment(audit), "</main>", _footer(audit)]
     title = f"Reproduction report: {audit.project or audit.audit_id} ({audit.audit_id})"
+    return page(title, parts)
+
+
+def page(title: str, parts: Sequence[str]) -> str:
+    """A whole self-contained document: the CSP, the stylesheet, ``title`` (escaped) and
+    ``parts`` (markup already built and escaped by the caller), one per line."""
     return (
         "<!DOCTYPE html>\n"
         '<html lang="en">\n<head>\n<meta charset="utf-8">\n'

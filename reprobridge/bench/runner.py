@@ -1,0 +1,554 @@
+"""Bench every repository of a suite: copy it, `rb init`, smoke audit, one record each.
+
+Contract of :func:`run_bench`:
+
+* Each repository is worked on in a copy under ``<out>/work/<name>`` (a ``git clone`` of a
+  local checkout's committed HEAD, a plain copy of a directory that is not a checkout, or a
+  clone of ``url`` at ``commit``); the user's checkout is only read.
+* `rb init` and `rb audit` run as child processes of this same rb (``python -m reprobridge``
+  with this package first on ``PYTHONPATH``), supervised by
+  :func:`reprobridge._proc.monitored.run_monitored`: their logs go to
+  ``<out>/logs/<name>/``, and the repository's time limit covers both (TERM, then KILL).
+* Up to ``jobs`` repositories run at once. A repository's record is written atomically
+  when it is done, whatever the outcome; one that already has a record is skipped, so an
+  interrupted bench (Ctrl-C, a killed machine) resumes where it stopped. An interrupted
+  repository gets no record and is redone from a fresh copy.
+* With ``reuse`` (a first pass's output directory), each repository starts from the first
+  pass's copy, with the artifacts rb wrote and whatever a person or agent refined there,
+  and only the audit runs: the raw-vs-refined comparison.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import reprobridge
+from reprobridge import _proc
+from reprobridge._fs import write_atomic
+from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
+from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
+from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
+from reprobridge.errors import ReproBridgeError
+
+Progress = Callable[[str, str], None]
+
+#: How long a child gets between TERM and KILL when the time limit is reached (rb audit
+#: uses it to stop its own run and seal the bundle).
+GRACE_S = 20.0
+
+
+@dataclass
+class BenchOptions:
+    """How to bench (the CLI's flags)."""
+
+    out: Path
+    jobs: int = 1
+    time_limit_s: float = 600.0
+    tier: str = "smoke"
+    runs: int = 1
+    backend: str = "host"
+    agent: str = "static"
+    reuse: Path | None = None
+    only: Sequence[str] = ()
+    #: The rb to run (tests substitute a stand-in); default this interpreter and package.
+    rb_argv: Sequence[str] = field(default_factory=lambda: (sys.executable, "-m", "reprobridge"))
+    progress: Progress | None = None
+
+
+def record_path(out: Path, name: str) -> Path:
+    """Where the record of ``name`` lives."""
+    return out / "records" / f"{name}.json"
+
+
+def load_record(out: Path, name: str) -> RepoRecord | None:
+    """The finished record of ``name`` under ``out``, or None (absent or unreadable: redo)."""
+    path = record_path(out, name)
+    try:
+        return RepoRecord.model_validate_json(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+
+
+def run_bench(suite: Suite, base: Path, opts: BenchOptions) -> list[RepoRecord]:
+    """Bench the suite's repositories; return every record (earlier ones included) in suite
+    order. Raises KeyboardInterrupt after stopping the running children when interrupted."""
+    entries = [e for e in suite.repos if not opts.only or e.name in opts.only]
+    if opts.only:
+        unknown = sorted(set(opts.only) - {e.name for e in suite.repos})
+        if unknown:
+            from reprobridge.errors import SuiteError
+
+            raise SuiteError(f"no repository named {', '.join(unknown)}", field="--only")
+    todo = [e for e in entries if load_record(opts.out, e.name) is None]
+    say = opts.progress or (lambda _name, _text: None)
+    for e in entries:
+        if e not in todo:
+            say(e.name, "done earlier; record kept")
+    stop = threading.Event()
+    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+        pending: set[Future[RepoRecord | None]] = {
+            pool.submit(bench_one, e, base, opts, stop) for e in todo
+        }
+        try:
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                for fut in done:
+                    fut.result()
+        except BaseException:
+            stop.set()
+            for fut in pending:
+                fut.cancel()
+            raise
+    records = [load_record(opts.out, e.name) for e in entries]
+    return [r for r in records if r is not None]
+
+
+def bench_one(
+    entry: RepoEntry, base: Path, opts: BenchOptions, stop: threading.Event
+) -> RepoRecord | None:
+    """Bench one repository; write and return its record (None when interrupted)."""
+    say = opts.progress or (lambda _name, _text: None)
+    if stop.is_set():
+        return None
+    t0 = time.monotonic()
+    deadline = t0 + opts.time_limit_s
+    work = opts.out / "work" / entry.name
+    logs = opts.out / "logs" / entry.name
+    if logs.exists():
+        shutil.rmtree(logs)
+    logs.mkdir(parents=True)
+    rec = RepoRecord(
+        name=entry.name,
+        shape=entry.shape,
+        cpu_runnable=entry.cpu_runnable,
+        source=_describe_source(entry, base, opts),
+        pass_kind="reuse" if opts.reuse else "raw",
+        # target applies only where the suite says what to expect.
+        levels={**dict.fromkeys(LEVELS), "target": False if entry.expected else None},
+    )
+    say(entry.name, "copying")
+    try:
+        rec.commit = _prepare_copy(entry, base, opts, work)
+        local = local_modules(work)
+    except ReproBridgeError as exc:
+        return _finish(rec, opts, t0, "init", f"copy: {str(exc)[-300:]}")
+    init_doc: dict[str, Any] | None = None
+    if opts.reuse is None:
+        say(entry.name, "rb init")
+        argv = [*opts.rb_argv, "init", str(work), "--json", "--agent", opts.agent]
+        done = _child(argv, work, logs / "init", deadline, stop)
+        if done is None:
+            return None
+        rec.init_exit = done.termination.returncode
+        rec.init_s = done.wall_s
+        if done.termination.kind == "timeout":
+            return _finish(
+                rec, opts, t0, "init", f"time limit {opts.time_limit_s:g}s reached in rb init"
+            )
+        if done.termination.returncode != 0:
+            return _finish(rec, opts, t0, "init", _error_line(logs / "init.stderr"))
+        init_doc = _json_or_none(logs / "init.stdout")
+        if init_doc is None:
+            return _finish(rec, opts, t0, "init", "rb init printed no JSON report")
+        rec.agent_cost_usd = _agent_cost(init_doc)
+        rec.warnings = [str(w) for w in init_doc.get("warnings", [])][:20]
+    rec.levels["init"] = True
+    rec.dependencies = dependencies(_declared(work, init_doc), entry.dependencies, local)
+    say(entry.name, "rb audit")
+    argv = [
+        *opts.rb_argv,
+        "audit",
+        "-C",
+        str(work),
+        "--tier",
+        opts.tier,
+        "--runs",
+        str(opts.runs),
+        "--backend",
+        opts.backend,
+        "--json",
+        "-q",
+    ]
+    done = _child(argv, work, logs / "audit", deadline, stop)
+    if done is None:
+        return None
+    rec.audit_exit = done.termination.returncode
+    rec.audit_s = done.wall_s
+    if done.termination.kind == "timeout":
+        return _finish(
+            rec, opts, t0, "environment", f"time limit {opts.time_limit_s:g}s reached in rb audit"
+        )
+    summary = _json_or_none(logs / "audit.stdout")
+    if summary is None or done.termination.returncode not in (0, 1):
+        return _finish(rec, opts, t0, "environment", _error_line(logs / "audit.stderr"))
+    _judge(rec, summary, work, entry)
+    return _finish(rec, opts, t0, None, "")
+
+
+def _finish(
+    rec: RepoRecord, opts: BenchOptions, t0: float, failed: str | None, cause: str
+) -> RepoRecord:
+    if failed is not None:
+        rec.levels[failed] = False
+        for later in LEVELS[LEVELS.index(failed) + 1 :]:
+            rec.levels[later] = (
+                False if later != "target" or rec.levels[later] is not None else None
+            )
+    if rec.failed_level is None:
+        rec.failed_level = next((lvl for lvl in LEVELS if rec.levels[lvl] is False), None)
+    rec.cause = rec.cause or cause
+    rec.wall_s = time.monotonic() - t0
+    write_atomic(
+        record_path(opts.out, rec.name),
+        (rec.model_dump_json(indent=2) + "\n").encode(),
+    )
+    if opts.progress:
+        opts.progress(
+            rec.name,
+            f"done: {rec.failed_level or 'all levels'}" + (f" — {rec.cause}" if rec.cause else ""),
+        )
+    return rec
+
+
+# -- the copy -------------------------------------------------------------------------------
+
+
+def _describe_source(entry: RepoEntry, base: Path, opts: BenchOptions) -> str:
+    if opts.reuse is not None:
+        return f"reuse {opts.reuse / 'work' / entry.name}"
+    local = resolve_source(entry, base)
+    if local is not None:
+        return f"path {local}"
+    return f"{entry.url}@{entry.commit}"
+
+
+def _prepare_copy(entry: RepoEntry, base: Path, opts: BenchOptions, work: Path) -> str:
+    """Make ``work`` a fresh copy of the repository; return its HEAD commit."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.parent.mkdir(parents=True, exist_ok=True)
+    if opts.reuse is not None:
+        earlier = opts.reuse / "work" / entry.name
+        if not earlier.is_dir():
+            raise ReproBridgeError(f"the first pass has no copy at {earlier}")
+        shutil.copytree(earlier, work, symlinks=True)
+    else:
+        local = resolve_source(entry, base)
+        if local is not None and _is_checkout_root(local):
+            _proc.git(
+                work.parent,
+                "-c",
+                "protocol.file.allow=always",
+                "clone",
+                "--no-hardlinks",
+                "-q",
+                str(local),
+                str(work),
+                timeout=600,
+            )
+        elif local is not None:
+            shutil.copytree(local, work, symlinks=True)
+            _commit_all(work)
+        elif entry.url is not None and entry.commit is not None:
+            _proc.git(
+                work.parent,
+                "-c",
+                "protocol.https.allow=always",
+                "-c",
+                "protocol.file.allow=always",
+                "clone",
+                "-q",
+                "--no-checkout",
+                entry.url,
+                str(work),
+                timeout=1800,
+            )
+            _proc.git(work, "checkout", "-q", entry.commit)
+        else:
+            raise ReproBridgeError(f"{entry.path} does not exist and no url is given")
+    head = _proc.git(work, "rev-parse", "HEAD", check=False)
+    return head.text.strip() if head.returncode == 0 else ""
+
+
+def _is_checkout_root(path: Path) -> bool:
+    res = _proc.git(path, "rev-parse", "--show-toplevel", check=False)
+    return res.returncode == 0 and Path(res.text.strip()).resolve() == path.resolve()
+
+
+def _commit_all(work: Path) -> None:
+    if not (work / ".git").exists():
+        _proc.git(work, "init", "-q")
+    _proc.git(work, "add", "-A")
+    _proc.git(
+        work,
+        "-c",
+        "user.name=rb bench",
+        "-c",
+        "user.email=bench@reprobridge.invalid",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "rb bench: copy",
+    )
+
+
+# -- children -------------------------------------------------------------------------------
+
+
+def _child(
+    argv: list[str], work: Path, log: Path, deadline: float, stop: threading.Event
+) -> Completed | None:
+    """Run one rb child until ``deadline``; None when the bench was interrupted."""
+    env = dict(os.environ)
+    pkg_parent = str(Path(reprobridge.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
+    env["PYTHONUNBUFFERED"] = "1"
+    marker = f"rb-bench-{uuid.uuid4().hex}"
+    env[MARKER_VAR] = marker
+    done = run_monitored(
+        argv,
+        cwd=work,
+        env=env,
+        stdout_path=log.with_name(log.name + ".stdout"),
+        stderr_path=log.with_name(log.name + ".stderr"),
+        timeout=max(1.0, deadline - time.monotonic()),
+        grace=GRACE_S,
+        marker=marker,
+        stop_event=stop,
+        stop_reason=lambda: "rb bench interrupted",
+    )
+    return None if done.termination.kind == "interrupted" else done
+
+
+def _json_or_none(path: Path) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def _error_line(stderr: Path) -> str:
+    """The child's ``error:`` line (its one-line cause), else its last line."""
+    try:
+        lines = stderr.read_text("utf-8", "replace").splitlines()
+    except OSError:
+        return "no output"
+    for line in lines:
+        if line.startswith("error: "):
+            return line.removeprefix("error: ").strip()[:400]
+    last = [ln for ln in lines if ln.strip()]
+    return (last[-1].strip() if last else "no output")[:400]
+
+
+def _agent_cost(init_doc: dict[str, Any]) -> float | None:
+    agent = init_doc.get("agent")
+    if isinstance(agent, dict) and isinstance(agent.get("cost_usd"), int | float):
+        return float(agent["cost_usd"])
+    return None
+
+
+# -- judging the audit ----------------------------------------------------------------------
+
+
+def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntry) -> None:
+    """Fill the levels, experiments, claims and cause from ``rb audit --json``."""
+    rows: list[ExperimentRow] = []
+    for exp_id, v in sorted(summary.get("experiments", {}).items()):
+        env_st = str(v.get("environment", {}).get("status", ""))
+        proc_st = str(v.get("procedure", {}).get("status", ""))
+        metrics: dict[str, float] = {}
+        for name, m in sorted(v.get("per_metric", {}).items()):
+            counted = m.get("counted") or []
+            for i, value in enumerate(m.get("values") or []):
+                if value is not None and (i >= len(counted) or counted[i]):
+                    metrics[name] = float(value)
+        reason = ""
+        for lvl in ("environment", "procedure", "metric"):
+            if v.get(lvl, {}).get("status") == "fail":
+                reason = f"{lvl}: {v[lvl].get('reason', '')}"
+                break
+        if proc_st == "fail":
+            tail = _run_tail(work, summary, exp_id)
+            if tail:
+                reason += f" — {tail}"
+        if not reason and not metrics:
+            reason = "metric: " + str(v.get("metric", {}).get("reason") or "no metric extracted")
+        rows.append(
+            ExperimentRow(
+                id=exp_id,
+                environment=env_st,
+                procedure=proc_st,
+                metric_extracted=proc_st == "pass" and bool(metrics),
+                reason=reason,
+                metrics=metrics,
+            )
+        )
+    rec.experiments = rows
+    rec.audit_id = str(summary.get("audit_id") or "") or None
+    claims = summary.get("claims", [])
+    rec.claims_total = len(claims)
+    rec.claims_holding = sum(1 for c in claims if c.get("holds") is True)
+    rec.levels["environment"] = any(r.environment == "pass" for r in rows)
+    rec.levels["procedure"] = any(r.environment == "pass" and r.procedure == "pass" for r in rows)
+    rec.levels["metric"] = any(r.metric_extracted for r in rows)
+    if entry.expected:
+        rec.levels["target"] = rec.levels["metric"] and all(
+            any(
+                exp.met_by(r.metrics[name])
+                for r in rows
+                if name in r.metrics and (exp.experiment is None or exp.experiment == r.id)
+            )
+            for name, exp in entry.expected.items()
+        )
+    if not rows:
+        rec.cause = "rb init wrote no experiment"
+        for lvl in ("environment", "procedure", "metric"):
+            rec.levels[lvl] = False
+        return
+    failed = next((lvl for lvl in LEVELS if rec.levels[lvl] is False), None)
+    if failed == "target":
+        got = {n: r.metrics[n] for r in rows for n in entry.expected if n in r.metrics}
+        rec.cause = f"target: expected {_expected_text(entry)}, measured {got or 'nothing'}"
+    elif failed is not None:
+        # The experiment that got furthest explains the repository's miss.
+        best = max(rows, key=lambda r: (r.environment == "pass", r.procedure == "pass"))
+        rec.cause = (
+            f"{best.id}: {best.reason}" if best.reason else f"{best.id}: {failed} not reached"
+        )
+
+
+def _expected_text(entry: RepoEntry) -> str:
+    return ", ".join(f"{n} {e.value:g}±{e.tolerance:g}" for n, e in sorted(entry.expected.items()))
+
+
+def _run_tail(work: Path, summary: dict[str, Any], exp_id: str) -> str:
+    """The last meaningful stderr line of the experiment's first run (the traceback's end)."""
+    bundle = Path(str(summary.get("path") or ""))
+    if not bundle.is_absolute():
+        bundle = work / bundle
+    for name in ("stderr.log", "stdout.log"):
+        log = bundle / "runs" / exp_id / "1" / name
+        try:
+            text = log.read_bytes()[-65536:].decode("utf-8", "replace")
+        except OSError:
+            continue
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        if lines:
+            return lines[-1][:300]
+    return ""
+
+
+# -- dependencies ---------------------------------------------------------------------------
+
+_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def normalize(name: str) -> str:
+    """A distribution name in PEP 503 form (``Scikit_Learn`` -> ``scikit-learn``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement_name(requirement: str) -> str | None:
+    """The normalized distribution name of a requirement line, or None."""
+    m = _NAME.match(requirement)
+    return normalize(m.group(1)) if m else None
+
+
+def local_modules(root: Path) -> set[str]:
+    """Normalized names of the repository's own top-level modules: ``*.py`` files and
+    packages at the root and under ``src/`` (what a requirement must never name)."""
+    names: set[str] = set()
+    for top in (root, root / "src"):
+        if not top.is_dir() or top.is_symlink():
+            continue
+        for p in top.iterdir():
+            if p.is_symlink():
+                continue
+            if p.is_file() and p.suffix == ".py" and p.stem != "setup":
+                names.add(normalize(p.stem))
+            elif p.is_dir() and (p / "__init__.py").is_file():
+                names.add(normalize(p.name))
+    return names
+
+
+def _declared(work: Path, init_doc: dict[str, Any] | None) -> list[str]:
+    reqs: list[str] = []
+    if init_doc is not None:
+        env = init_doc.get("manifest", {}).get("environment", {})
+        reqs = [str(r) for r in env.get("python_requirements", [])]
+    else:
+        import tomllib
+
+        try:
+            data = tomllib.loads((work / "reprobridge.toml").read_text("utf-8"))
+        except (OSError, ValueError):
+            return []
+        reqs = [str(r) for r in data.get("environment", {}).get("python_requirements", [])]
+    return sorted({n for n in (requirement_name(r) for r in reqs) if n})
+
+
+def dependencies(declared: list[str], needed: Sequence[str], local: set[str]) -> Dependencies:
+    """Compare what rb declared with what a person verified is needed (``"a|b"``: either)."""
+    have = set(declared)
+    found: list[str] = []
+    missing: list[str] = []
+    for item in needed:
+        options = [normalize(x.strip()) for x in item.split("|") if x.strip()]
+        (found if any(o in have for o in options) else missing).append(item)
+    return Dependencies(
+        declared=sorted(have),
+        needed=list(needed),
+        found=found,
+        missing=missing,
+        local=sorted(have & local),
+    )
+
+
+def rb_commit() -> str:
+    """The git commit of the rb being measured ("" when it is not a checkout)."""
+    root = Path(reprobridge.__file__).resolve().parent.parent
+    if not (root / ".git").exists():
+        return ""
+    res = _proc.git(root, "rev-parse", "HEAD", check=False)
+    dirty = _proc.git(root, "status", "--porcelain", "--untracked-files=no", check=False)
+    commit = res.text.strip() if res.returncode == 0 else ""
+    return commit + ("+dirty" if commit and dirty.text.strip() else "")
+
+
+def make_report(
+    suite_path: Path, suite: Suite, opts: BenchOptions, records: list[RepoRecord]
+) -> BenchReport:
+    """The bench's report: its settings, these records and the first pass's (``reuse``)."""
+    baseline = None
+    if opts.reuse is not None:
+        names = [r.name for r in records]
+        baseline = [b for b in (load_record(opts.reuse, n) for n in names) if b is not None]
+    return BenchReport(
+        suite=str(suite_path),
+        suite_name=suite.bench.name,
+        rb_version=reprobridge.__version__,
+        rb_commit=rb_commit(),
+        tier=opts.tier,
+        runs=opts.runs,
+        backend=opts.backend,
+        agent=opts.agent if opts.reuse is None else "reused",
+        time_limit_s=opts.time_limit_s,
+        jobs=opts.jobs,
+        reuse=str(opts.reuse) if opts.reuse else None,
+        records=records,
+        baseline=baseline,
+    )

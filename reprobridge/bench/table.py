@@ -1,0 +1,276 @@
+"""Totals with Wilson 95% intervals, and the bench as Markdown, JSON and one HTML page.
+
+Contract: every renderer is a pure function of the :class:`BenchReport` (records in suite
+order, no clock of its own), so the same records give the same bytes. The HTML page reuses
+:mod:`reprobridge.report.html`'s escaping, tables, stylesheet and Content-Security-Policy:
+everything a repository could influence (causes, names, metric names) is escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from reprobridge._fs import write_atomic
+from reprobridge.bench.records import LEVEL_TITLES, LEVELS, BenchReport, RepoRecord
+
+#: z for a two-sided 95% interval.
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``k`` successes in ``n`` trials ((0, 1) when n is 0)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k} is not within 0..n={n}")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # Clamp the rounding noise of the end points (k = 0 or k = n).
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+@dataclass(frozen=True)
+class Proportion:
+    """k of n, the rate, and its Wilson 95% interval."""
+
+    k: int
+    n: int
+    rate: float | None
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, k: int, n: int) -> Proportion:
+        low, high = wilson(k, n)
+        return cls(k, n, k / n if n else None, low, high)
+
+    def text(self) -> str:
+        if not self.n:
+            return "— (0 of 0)"
+        return f"{self.k}/{self.n} = {100 * (self.rate or 0):.0f}% [{100 * self.low:.0f}–{100 * self.high:.0f}%]"
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The bench's totals: per level over all repositories and over the CPU-runnable ones,
+    pooled dependency recall, repositories with a local module declared, time and cost."""
+
+    levels: dict[str, Proportion]
+    cpu_levels: dict[str, Proportion]
+    dependency_recall: Proportion
+    local_module_repos: list[str]
+    wall_s: float
+    agent_cost_usd: float | None
+
+
+def totals(records: Sequence[RepoRecord]) -> Totals:
+    """Count each level over the records where it applies (``target``: only where the
+    suite gives expected values)."""
+
+    def count(recs: Sequence[RepoRecord]) -> dict[str, Proportion]:
+        out: dict[str, Proportion] = {}
+        for lvl in LEVELS:
+            applies = [r for r in recs if r.levels.get(lvl) is not None]
+            out[lvl] = Proportion.of(sum(1 for r in applies if r.levels[lvl]), len(applies))
+        return out
+
+    found = sum(len(r.dependencies.found) for r in records)
+    needed = sum(len(r.dependencies.needed) for r in records)
+    costs = [r.agent_cost_usd for r in records if r.agent_cost_usd is not None]
+    return Totals(
+        levels=count(records),
+        cpu_levels=count([r for r in records if r.cpu_runnable]),
+        dependency_recall=Proportion.of(found, needed),
+        local_module_repos=[r.name for r in records if r.dependencies.local],
+        wall_s=sum(r.wall_s for r in records),
+        agent_cost_usd=sum(costs) if costs else None,
+    )
+
+
+def _mark(value: bool | None) -> str:
+    return "—" if value is None else ("yes" if value else "no")
+
+
+def _recall(r: RepoRecord) -> str:
+    d = r.dependencies
+    return f"{len(d.found)}/{len(d.needed)}" if d.needed else "—"
+
+
+def _cost(value: float | None) -> str:
+    return "—" if value is None else f"${value:.2f}"
+
+
+def _cell(text: str) -> str:
+    """Markdown table cell text: one line, pipes escaped."""
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+HEADERS = (
+    "repository",
+    "shape",
+    *(LEVEL_TITLES[lvl] for lvl in LEVELS),
+    "claims",
+    "deps found",
+    "wall",
+    "agent",
+    "cause of the first miss",
+)
+
+
+def rows(report: BenchReport) -> list[list[str]]:
+    """One row of plain text per repository, in suite order (the table's body)."""
+    out = []
+    for r in report.records:
+        out.append(
+            [
+                r.name,
+                r.shape + ("" if r.cpu_runnable else " (needs more than a CPU)"),
+                *(_mark(r.levels.get(lvl)) for lvl in LEVELS),
+                f"{r.claims_holding}/{r.claims_total}" if r.claims_total else "—",
+                _recall(r),
+                f"{r.wall_s:.0f} s",
+                _cost(r.agent_cost_usd),
+                r.cause or "",
+            ]
+        )
+    return out
+
+
+def total_lines(report: BenchReport) -> list[str]:
+    """The totals as lines of text (shared by Markdown and the terminal)."""
+    t = totals(report.records)
+    lines = ["Totals (k/n = rate [Wilson 95% interval]):"]
+    for lvl in LEVELS:
+        lines.append(
+            f"- {LEVEL_TITLES[lvl]}: all {t.levels[lvl].text()}; "
+            f"CPU-runnable {t.cpu_levels[lvl].text()}"
+        )
+    lines.append(f"- dependency recall (pooled): {t.dependency_recall.text()}")
+    lines.append(
+        "- a local module declared as a dependency: "
+        + (", ".join(t.local_module_repos) if t.local_module_repos else "none")
+    )
+    lines.append(f"- wall time: {t.wall_s:.0f} s; agent cost: {_cost(t.agent_cost_usd)}")
+    return lines
+
+
+def _comparison_rows(report: BenchReport) -> list[list[str]]:
+    base = {r.name: r for r in report.baseline or []}
+    out = []
+    for r in report.records:
+        b = base.get(r.name)
+        out.append(
+            [
+                r.name,
+                *(
+                    f"{_mark(b.levels.get(lvl)) if b else '?'} → {_mark(r.levels.get(lvl))}"
+                    for lvl in LEVELS[1:]
+                ),
+                (b.cause if b else "") or "",
+                r.cause or "",
+            ]
+        )
+    return out
+
+
+_COMPARISON_HEADERS = (
+    "repository",
+    *(f"{LEVEL_TITLES[lvl]} (raw → refined)" for lvl in LEVELS[1:]),
+    "raw cause",
+    "refined cause",
+)
+
+
+def render_markdown(report: BenchReport) -> str:
+    """The table, the totals and (with a baseline) the raw-vs-refined comparison."""
+
+    def table(headers: Sequence[str], body: list[list[str]]) -> list[str]:
+        return [
+            "| " + " | ".join(headers) + " |",
+            "|" + "---|" * len(headers),
+            *("| " + " | ".join(_cell(c) for c in row) + " |" for row in body),
+        ]
+
+    out = [
+        f"rb bench {report.suite_name or report.suite}: rb {report.rb_version}"
+        + (f" ({report.rb_commit[:12]})" if report.rb_commit else "")
+        + f", tier {report.tier}, {report.runs} run(s), backend {report.backend},"
+        f" agent {report.agent}, limit {report.time_limit_s:g} s per repository",
+        "",
+        *table(HEADERS, rows(report)),
+        "",
+        *total_lines(report),
+    ]
+    if report.baseline is not None:
+        out += ["", "Raw (first pass) against refined (this pass):", ""]
+        out += table(_COMPARISON_HEADERS, _comparison_rows(report))
+        base = totals(report.baseline)
+        now = totals(report.records)
+        out.append("")
+        for lvl in LEVELS[1:]:
+            out.append(
+                f"- {LEVEL_TITLES[lvl]}: raw {base.levels[lvl].text()} → refined {now.levels[lvl].text()}"
+            )
+    return "\n".join(out) + "\n"
+
+
+def render_json(report: BenchReport) -> str:
+    """The report and its totals as JSON (sorted keys)."""
+    doc = report.model_dump(mode="json")
+    doc["totals"] = asdict(totals(report.records))
+    if report.baseline is not None:
+        doc["baseline_totals"] = asdict(totals(report.baseline))
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def render_html(report: BenchReport) -> str:
+    """One self-contained page (the report module's stylesheet and CSP)."""
+    from reprobridge.report.html import Raw, _badge, _table, page
+    from reprobridge.report.svg import esc
+
+    def level_cell(value: bool | None) -> Raw:
+        if value is None:
+            return _badge("not-applicable", "—")
+        return _badge("pass", "yes") if value else _badge("fail", "no")
+
+    body_rows: list[list[object]] = []
+    for r, text in zip(report.records, rows(report), strict=True):
+        body_rows.append(
+            [
+                *text[:2],
+                *(level_cell(r.levels.get(lvl)) for lvl in LEVELS),
+                *text[2 + len(LEVELS) :],
+            ]
+        )
+    parts = [
+        f"<header><h1>{esc('rb bench: ' + (report.suite_name or report.suite))}</h1>",
+        f"<p>{esc(render_markdown(report).splitlines()[0])}</p></header>",
+        "<main><section><h2>Repositories</h2>",
+        _table(HEADERS, body_rows),
+        "</section><section><h2>Totals</h2><ul>",
+        *(f"<li>{esc(line.removeprefix('- '))}</li>" for line in total_lines(report)[1:]),
+        "</ul></section>",
+    ]
+    if report.baseline is not None:
+        parts += [
+            "<section><h2>Raw against refined</h2>",
+            _table(_COMPARISON_HEADERS, _comparison_rows(report)),
+            "</section>",
+        ]
+    parts.append("</main>")
+    return page(f"rb bench: {report.suite_name or report.suite}", parts)
+
+
+def write_outputs(report: BenchReport, out: Path) -> dict[str, Path]:
+    """Write ``bench.md``, ``bench.json`` and ``bench.html`` under ``out`` (atomically)."""
+    paths = {"markdown": out / "bench.md", "json": out / "bench.json", "html": out / "bench.html"}
+    write_atomic(paths["markdown"], render_markdown(report).encode())
+    write_atomic(paths["json"], render_json(report).encode())
+    write_atomic(paths["html"], render_html(report).encode())
+    return paths

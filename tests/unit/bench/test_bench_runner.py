@@ -1,0 +1,303 @@
+"""rb bench's runner with a stand-in rb (tests/fixtures/bench/fake_rb.py): copies, causes,
+time limit, resume after an interruption, reuse; and one real end-to-end run."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reprobridge.bench.runner import BenchOptions, load_record, make_report, run_bench
+from reprobridge.bench.suite import load_suite
+from reprobridge.bench.table import render_markdown, totals
+from tests.conftest import FIXTURES, git_init, write_tree
+
+FAKE_RB = (sys.executable, str(FIXTURES / "bench" / "fake_rb.py"))
+
+
+def _exp(
+    env: str = "pass", proc: str = "pass", values: dict[str, float] | None = None
+) -> dict[str, Any]:
+    return {
+        "environment": {
+            "status": env,
+            "reason": "host environment" if env == "pass" else "uv sync failed",
+        },
+        "procedure": {
+            "status": proc,
+            "reason": "all 1 run(s) completed" if proc == "pass" else "0 of 1 run(s) completed",
+        },
+        "metric": {
+            "status": "pass" if values else "not-applicable",
+            "reason": "no metric declared",
+        },
+        "per_metric": {n: {"values": [v], "counted": [True]} for n, v in (values or {}).items()},
+    }
+
+
+def _audit(exps: dict[str, Any], claims: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    return {
+        "audit_id": "a1",
+        "path": "repro/evidence/a1",
+        "experiments": exps,
+        "claims": claims or [],
+    }
+
+
+def _ok(summary: dict[str, Any]) -> dict[str, Any]:
+    return {"doc": summary}
+
+
+def _init(reqs: list[str]) -> dict[str, Any]:
+    return {"doc": {"manifest": {"environment": {"python_requirements": reqs}}, "warnings": []}}
+
+
+def _repo(root: Path, play: dict[str, Any], extra: dict[str, str] | None = None) -> Path:
+    root.mkdir(parents=True)
+    write_tree(root, {"fake.json": json.dumps(play), "train.py": "print('hi')\n", **(extra or {})})
+    return git_init(root)
+
+
+def _suite(tmp_path: Path, entries: str) -> Path:
+    path = tmp_path / "suite.toml"
+    path.write_text('[bench]\nname = "t"\n' + textwrap.dedent(entries))
+    return path
+
+
+def _bench(tmp_path: Path, suite_path: Path, **kw: Any) -> list[Any]:
+    suite, base = load_suite(suite_path)
+    opts = BenchOptions(out=tmp_path / "out", rb_argv=FAKE_RB, **kw)
+    return run_bench(suite, base, opts)
+
+
+def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
+    _repo(
+        tmp_path / "good",
+        {
+            "init": _init(["numpy>=1", "torch"]),
+            "audit": _ok(_audit({"train": _exp(values={"acc": 0.91})})),
+        },
+    )
+    _repo(
+        tmp_path / "initfails",
+        {"init": {"exit": 5, "stderr": "error: setup.py: line 3: cannot parse\nhint: fix it"}},
+    )
+    _repo(
+        tmp_path / "nosmoke",
+        {
+            "init": _init([]),
+            "audit": {
+                "exit": 9,
+                "stderr": "error: reprobridge.toml: experiments: no experiment has a smoke tier",
+            },
+        },
+    )
+    _repo(
+        tmp_path / "crash",
+        {
+            "init": _init(["torch", "good"]),
+            "audit": {
+                "exit": 1,
+                "doc": _audit({"train": _exp(proc="fail")}),
+                "files": {
+                    "repro/evidence/a1/runs/train/1/stderr.log": "Traceback\nModuleNotFoundError: No module named 'matplotlib'\n"
+                },
+            },
+        },
+        extra={"good/__init__.py": ""},
+    )
+    _repo(tmp_path / "noexp", {"init": _init([]), "audit": {"exit": 0, "doc": _audit({})}})
+    _repo(
+        tmp_path / "miss",
+        {"init": _init([]), "audit": _ok(_audit({"t": _exp(values={"acc": 0.5})}))},
+    )
+    suite = _suite(
+        tmp_path,
+        """
+        [[repo]]
+        name = "good"
+        path = "good"
+        dependencies = ["numpy", "torch", "scikit-learn|sklearn"]
+        expected = { acc = { value = 0.9, tolerance = 0.02 } }
+        [[repo]]
+        name = "initfails"
+        path = "initfails"
+        [[repo]]
+        name = "nosmoke"
+        path = "nosmoke"
+        [[repo]]
+        name = "crash"
+        path = "crash"
+        dependencies = ["torch", "matplotlib"]
+        [[repo]]
+        name = "noexp"
+        path = "noexp"
+        [[repo]]
+        name = "miss"
+        path = "miss"
+        expected = { acc = { value = 0.9, tolerance = 0.02 } }
+        """,
+    )
+    recs = {r.name: r for r in _bench(tmp_path, suite, jobs=2, time_limit_s=60)}
+    good = recs["good"]
+    assert good.levels == {
+        "init": True,
+        "environment": True,
+        "procedure": True,
+        "metric": True,
+        "target": True,
+    }
+    assert good.cause == "" and good.failed_level is None
+    assert good.dependencies.found == ["numpy", "torch"]
+    assert good.dependencies.missing == ["scikit-learn|sklearn"]
+    assert recs["initfails"].failed_level == "init"
+    assert recs["initfails"].cause == "setup.py: line 3: cannot parse"
+    assert recs["nosmoke"].failed_level == "environment"
+    assert "no experiment has a smoke tier" in recs["nosmoke"].cause
+    crash = recs["crash"]
+    assert crash.levels["environment"] and crash.levels["procedure"] is False
+    assert "No module named 'matplotlib'" in crash.cause
+    assert crash.dependencies.local == ["good"]  # the repository's own package declared
+    assert recs["noexp"].cause == "rb init wrote no experiment"
+    assert recs["miss"].levels["metric"] and recs["miss"].levels["target"] is False
+    assert "expected acc 0.9±0.02, measured {'acc': 0.5}" in recs["miss"].cause
+    # The user's checkouts are never written: the stand-in wrote into the copy only.
+    assert not (tmp_path / "crash" / "repro").exists()
+    assert (tmp_path / "out" / "work" / "crash" / "repro" / "evidence").is_dir()
+    t = totals(list(recs.values()))
+    assert (t.levels["metric"].k, t.levels["metric"].n) == (2, 6)
+    assert (t.levels["target"].k, t.levels["target"].n) == (1, 2)
+    assert (t.dependency_recall.k, t.dependency_recall.n) == (3, 5)
+    assert t.local_module_repos == ["crash"]
+
+
+def test_the_time_limit_stops_a_repository_and_says_so(tmp_path: Path) -> None:
+    _repo(tmp_path / "slow", {"init": _init([]), "audit": {"sleep": 60}})
+    suite = _suite(tmp_path, '[[repo]]\nname = "slow"\npath = "slow"\n')
+    t0 = time.monotonic()
+    (rec,) = _bench(tmp_path, suite, time_limit_s=3)
+    assert time.monotonic() - t0 < 30
+    assert rec.failed_level == "environment"
+    assert rec.cause == "time limit 3s reached in rb audit"
+
+
+def test_a_directory_that_is_not_a_checkout_is_copied(tmp_path: Path) -> None:
+    src = tmp_path / "plain"
+    src.mkdir()
+    write_tree(
+        src,
+        {
+            "fake.json": json.dumps(
+                {"init": _init([]), "audit": _ok(_audit({"t": _exp(values={"x": 1.0})}))}
+            )
+        },
+    )
+    suite = _suite(tmp_path, '[[repo]]\nname = "plain"\npath = "plain"\n')
+    (rec,) = _bench(tmp_path, suite)
+    assert rec.levels["metric"] is True
+    assert len(rec.commit) == 40
+    assert not (src / ".git").exists()
+
+
+_DRIVER = """
+import sys
+from pathlib import Path
+from reprobridge.bench.runner import BenchOptions, run_bench
+from reprobridge.bench.suite import load_suite
+suite, base = load_suite(Path(sys.argv[1]))
+run_bench(suite, base, BenchOptions(out=Path(sys.argv[2]), rb_argv=(sys.executable, sys.argv[3]),
+          progress=lambda n, t: print(n, t, flush=True)))
+"""
+
+
+def test_an_interrupted_bench_resumes_and_skips_finished_repositories(tmp_path: Path) -> None:
+    quick = {"init": _init([]), "audit": _ok(_audit({"t": _exp(values={"x": 1.0})}))}
+    _repo(tmp_path / "r1", quick)
+    hang = _repo(tmp_path / "r2", {"init": _init([]), "audit": {"sleep": 120}})
+    _repo(tmp_path / "r3", quick)
+    suite = _suite(
+        tmp_path, "".join(f'[[repo]]\nname = "r{i}"\npath = "r{i}"\n' for i in (1, 2, 3))
+    )
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, str(suite), str(out), FAKE_RB[1]],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if line.startswith("r2 rb audit"):
+            break
+    assert load_record(out, "r1") is not None
+    proc.send_signal(signal.SIGINT)
+    proc.communicate(timeout=60)
+    assert proc.returncode != 0
+    assert load_record(out, "r2") is None and load_record(out, "r3") is None
+    first = (out / "records" / "r1.json").read_bytes()
+    # The hang is gone on the second try; r1 is not redone.
+    (hang / "fake.json").write_text(json.dumps(quick))
+    subprocess.run(["git", "-C", str(hang), "commit", "-qam", "quick"], check=True)
+    said: list[str] = []
+    suite_obj, base = load_suite(suite)
+    recs = run_bench(
+        suite_obj,
+        base,
+        BenchOptions(out=out, rb_argv=FAKE_RB, progress=lambda n, t: said.append(f"{n} {t}")),
+    )
+    assert [r.name for r in recs] == ["r1", "r2", "r3"]
+    assert all(r.levels["metric"] for r in recs)
+    assert "r1 done earlier; record kept" in said
+    assert (out / "records" / "r1.json").read_bytes() == first
+
+
+def test_reuse_audits_the_first_pass_copies_and_compares(tmp_path: Path) -> None:
+    _repo(
+        tmp_path / "r", {"init": _init([]), "audit": {"exit": 9, "stderr": "error: no smoke tier"}}
+    )
+    suite_path = _suite(tmp_path, '[[repo]]\nname = "r"\npath = "r"\n')
+    (raw,) = _bench(tmp_path, suite_path)
+    assert raw.levels["environment"] is False
+    # A person refines the first pass's copy (here: what the stand-in will play).
+    refined = tmp_path / "out" / "work" / "r" / "fake.json"
+    refined.write_text(json.dumps({"audit": _ok(_audit({"t": _exp(values={"x": 1.0})}))}))
+    suite, base = load_suite(suite_path)
+    opts = BenchOptions(out=tmp_path / "second", rb_argv=FAKE_RB, reuse=tmp_path / "out")
+    (rec,) = run_bench(suite, base, opts)
+    assert rec.pass_kind == "reuse" and rec.init_exit is None
+    assert rec.levels["metric"] is True
+    md = render_markdown(make_report(suite_path, suite, opts, [rec]))
+    assert "| r | no → yes | no → yes | no → yes | — → — | error: no smoke tier |" not in md
+    assert "| r | no → yes | no → yes | no → yes | — → — | no smoke tier |  |" in md
+
+
+@pytest.mark.slow
+def test_real_rb_on_a_fixture_repository(tmp_path: Path) -> None:
+    """The real rb (init, then a smoke audit on the host) on a stdlib-only trainer."""
+    suite_path = _suite(
+        tmp_path,
+        f"""
+        [[repo]]
+        name = "tiny"
+        path = "{FIXTURES / "bench" / "tiny-trainer"}"
+        expected = {{ test_accuracy = {{ value = 0.99, tolerance = 0.02 }} }}
+        """,
+    )
+    suite, base = load_suite(suite_path)
+    (rec,) = run_bench(suite, base, BenchOptions(out=tmp_path / "out", time_limit_s=300))
+    assert rec.levels == {
+        "init": True,
+        "environment": True,
+        "procedure": True,
+        "metric": True,
+        "target": True,
+    }, rec.cause

@@ -1,0 +1,106 @@
+"""Totals, Wilson intervals and the three renderings of a bench."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from reprobridge.bench.records import BenchReport, Dependencies, RepoRecord
+from reprobridge.bench.table import render_html, render_json, render_markdown, totals, wilson
+from reprobridge.cli import cli
+
+
+@pytest.mark.parametrize(
+    ("k", "n", "low", "high"),
+    [
+        (0, 10, 0.0, 0.2775),
+        (5, 10, 0.2366, 0.7634),
+        (10, 10, 0.7225, 1.0),
+        (18, 20, 0.6990, 0.9721),
+    ],
+)
+def test_wilson_matches_published_values(k: int, n: int, low: float, high: float) -> None:
+    lo, hi = wilson(k, n)
+    assert lo == pytest.approx(low, abs=1e-4) and hi == pytest.approx(high, abs=1e-4)
+
+
+def test_wilson_of_nothing_is_uninformative_and_bad_counts_raise() -> None:
+    assert wilson(0, 0) == (0.0, 1.0)
+    with pytest.raises(ValueError):
+        wilson(3, 2)
+
+
+def _rec(
+    name: str, reached: int, *, cpu: bool = True, cause: str = "", target: bool | None = None
+) -> RepoRecord:
+    levels: dict[str, bool | None] = {
+        lvl: i < reached for i, lvl in enumerate(("init", "environment", "procedure", "metric"))
+    }
+    levels["target"] = target
+    return RepoRecord(
+        name=name,
+        source=f"path /x/{name}",
+        cpu_runnable=cpu,
+        levels=levels,
+        cause=cause,
+        wall_s=10.0,
+        dependencies=Dependencies(needed=["torch", "numpy"], found=["torch"], missing=["numpy"]),
+    )
+
+
+def _report(records: list[RepoRecord]) -> BenchReport:
+    return BenchReport(
+        suite="s.toml",
+        rb_version="0.1.0",
+        tier="smoke",
+        runs=1,
+        backend="host",
+        agent="static",
+        time_limit_s=60,
+        jobs=1,
+        records=records,
+    )
+
+
+def test_totals_count_cpu_runnable_separately_and_target_only_where_expected() -> None:
+    recs = [_rec("a", 4, target=True), _rec("b", 2, cause="exit(1)"), _rec("c", 1, cpu=False)]
+    t = totals(recs)
+    assert (t.levels["metric"].k, t.levels["metric"].n) == (1, 3)
+    assert (t.cpu_levels["environment"].k, t.cpu_levels["environment"].n) == (2, 2)
+    assert (t.levels["target"].k, t.levels["target"].n) == (1, 1)
+    assert (t.dependency_recall.k, t.dependency_recall.n) == (3, 6)
+
+
+def test_renderings_are_deterministic_and_escape_what_a_repository_controls() -> None:
+    hostile = "<script>alert(1)</script> | pipe"
+    report = _report([_rec("a", 4), _rec("b", 2, cause=hostile)])
+    assert render_markdown(report) == render_markdown(report)
+    md = render_markdown(report)
+    assert "<script>alert(1)</script> \\| pipe" in md  # one cell: the pipe cannot split it
+    assert "metric extracted: all 1/2 = 50% [9–91%]" in md
+    page = render_html(report)
+    assert page == render_html(report)
+    assert "<script>" not in page and "&lt;script&gt;" in page
+    assert "Content-Security-Policy" in page
+    doc = json.loads(render_json(report))
+    assert doc["totals"]["levels"]["metric"]["k"] == 1
+    assert doc["records"][1]["cause"] == hostile
+
+
+def test_cli_bench_is_registered_and_a_bad_suite_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runner = CliRunner()
+    assert "bench" in runner.invoke(cli, ["--help"]).output
+    bad = tmp_path / "s.toml"
+    bad.write_text('[[repo]]\nname = "a"\n')
+    from reprobridge.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["bench", str(bad)])
+    assert info.value.code == 3
+    err = capsys.readouterr().err.splitlines()
+    assert err == [f"error: {bad}: repo.0: needs `path` (a local checkout) or `url` and `commit`"]
