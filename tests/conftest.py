@@ -42,6 +42,67 @@ REPOS = FIXTURES / "repos"
 
 collect_ignore_glob = ["fixtures/*"]
 
+#: RB_CI_REQUIRE_TOOLS names tools that must be there (``.ci/run`` installs them): a test
+#: skipped with a reason that names one of them fails instead. Without the variable a
+#: missing tool is a skip, as a developer's machine may lack it.
+REQUIRE_TOOLS_VAR = "RB_CI_REQUIRE_TOOLS"
+#: Tool -> what a skip reason for that tool says (the reasons the tests give today).
+TOOL_SKIP_REASONS: dict[str, re.Pattern[str]] = {
+    "nix": re.compile(r"\bnix(-instantiate)? is not installed|\bnix needs root|nix stub needs"),
+    "nix-trixie": re.compile(r"\bnix-trixie\b"),
+    "bwrap": re.compile(r"\bbwrap\b|bubblewrap|sandbox unusable"),
+    "chromium": re.compile(r"\bchromium\b"),
+    "shellcheck": re.compile(r"\bshellcheck\b"),
+    "git": re.compile(r"\bgit\b"),
+    "uv": re.compile(r"\buv is not installed"),
+}
+
+
+def required_tools() -> dict[str, re.Pattern[str]]:
+    """The tools RB_CI_REQUIRE_TOOLS names (space or comma separated); an unknown name is a
+    usage error, so a typo cannot quietly require nothing."""
+    names = [n for n in re.split(r"[\s,]+", os.environ.get(REQUIRE_TOOLS_VAR, "")) if n]
+    unknown = sorted(set(names) - set(TOOL_SKIP_REASONS))
+    if unknown:
+        raise pytest.UsageError(
+            f"{REQUIRE_TOOLS_VAR}: unknown tool(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(TOOL_SKIP_REASONS))}"
+        )
+    return {n: TOOL_SKIP_REASONS[n] for n in names}
+
+
+def required_tool_skipped(reason: str, tools: dict[str, re.Pattern[str]]) -> str | None:
+    """The required tool a skip ``reason`` is about, or None."""
+    return next((name for name, pattern in tools.items() if pattern.search(reason)), None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.stash[_REQUIRED] = required_tools()
+
+
+_REQUIRED = pytest.StashKey[dict[str, re.Pattern[str]]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  # type: ignore[no-untyped-def]
+    """Under RB_CI_REQUIRE_TOOLS, a skip for a required tool is a failure (CI installed it,
+    so the skip means the install or the tool is broken, and the tests did not run)."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    tools = item.config.stash.get(_REQUIRED, {})
+    if not (tools and report.skipped and isinstance(report.longrepr, tuple)):
+        return
+    if hasattr(report, "wasxfail"):  # an expected failure, not a missing tool
+        return
+    reason = str(report.longrepr[2])
+    tool = required_tool_skipped(reason, tools)
+    if tool is not None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{REQUIRE_TOOLS_VAR} requires {tool}, but the test was skipped: {reason}"
+        )
+
+
 _SECRET_VARS = re.compile(r"^(ANTHROPIC_|NIX_|CUDA_VISIBLE_DEVICES$|GIT_|UV_|VIRTUAL_ENV$)")
 
 

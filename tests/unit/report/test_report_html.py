@@ -35,7 +35,14 @@ def test_every_experiment_level_and_claim_is_shown(audits: Audits) -> None:
     for heading in ("Resources", "Environment and hardware", "Differences between runs", "Host"):
         assert heading in page
     assert page.count('<polyline class="line') >= 4  # CPU and RSS, 2 runs, 2 experiments
-    assert "no NVIDIA driver" in page or "GPU" in page
+    # The GPU state the runs recorded is what the page says: a "no GPU readings" note
+    # with the sampler's reason on a machine without one, a peak GPU column with one.
+    record = json.loads((audits.first / "runs" / "baseline" / "0" / "status.json").read_text())
+    gpu_state = record["record"]["peaks"]["gpu_state"]
+    if gpu_state == "ok":
+        assert "<th>Peak GPU</th>" in page and "No GPU readings" not in page
+    else:
+        assert f'<p class="muted">No GPU readings: {gpu_state}.</p>' in page
 
 
 def test_page_is_self_contained(audits: Audits) -> None:
