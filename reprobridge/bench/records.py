@@ -66,6 +66,10 @@ class RepoRecord(BaseModel):
     levels: dict[str, bool | None]
     failed_level: str | None = None
     cause: str = ""
+    #: The experiments `rb init` wrote, and those of them with a smoke tier (what a smoke
+    #: audit can run at all).
+    declared_experiments: list[str] = Field(default_factory=list)
+    smoke_experiments: list[str] = Field(default_factory=list)
     experiments: list[ExperimentRow] = Field(default_factory=list)
     claims_total: int = 0
     claims_holding: int = 0

@@ -165,7 +165,16 @@ def bench_one(
         rec.agent_cost_usd = _agent_cost(init_doc)
         rec.warnings = [str(w) for w in init_doc.get("warnings", [])][:20]
     rec.levels["init"] = True
-    rec.dependencies = dependencies(_declared(work, init_doc), entry.dependencies, local)
+    manifest = _manifest(work, init_doc)
+    rec.dependencies = dependencies(_declared(manifest), entry.dependencies, local)
+    experiments = manifest.get("experiments", {})
+    if isinstance(experiments, dict):
+        rec.declared_experiments = sorted(str(k) for k in experiments)
+        rec.smoke_experiments = sorted(
+            str(k)
+            for k, v in experiments.items()
+            if isinstance(v, dict) and "smoke" in (v.get("tiers") or {})
+        )
     say(entry.name, "rb audit")
     argv = [
         *opts.rb_argv,
@@ -381,7 +390,12 @@ def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntr
             if v.get(lvl, {}).get("status") == "fail":
                 reason = f"{lvl}: {v[lvl].get('reason', '')}"
                 break
-        if proc_st == "fail":
+        started = _runs_started(work, summary, exp_id)
+        if env_st == "pass" and started is False:
+            # The host backend's environment verdict passes before anything is installed:
+            # the environment is built only for a run that started.
+            env_st = "not-built"
+        if proc_st == "fail" and started is not False:
             tail = _run_tail(work, summary, exp_id)
             if tail:
                 reason += f" — {tail}"
@@ -435,20 +449,45 @@ def _expected_text(entry: RepoEntry) -> str:
     return ", ".join(f"{n} {e.value:g}±{e.tolerance:g}" for n, e in sorted(entry.expected.items()))
 
 
-def _run_tail(work: Path, summary: dict[str, Any], exp_id: str) -> str:
-    """The last meaningful stderr line of the experiment's first run (the traceback's end)."""
+def _run_dirs(work: Path, summary: dict[str, Any], exp_id: str) -> list[Path]:
     bundle = Path(str(summary.get("path") or ""))
     if not bundle.is_absolute():
         bundle = work / bundle
-    for name in ("stderr.log", "stdout.log"):
-        log = bundle / "runs" / exp_id / "1" / name
+    runs = bundle / "runs" / exp_id
+    if not runs.is_dir():
+        return []
+    return sorted(
+        (p for p in runs.iterdir() if p.is_dir() and p.name.isdigit()), key=lambda p: int(p.name)
+    )
+
+
+def _runs_started(work: Path, summary: dict[str, Any], exp_id: str) -> bool | None:
+    """Whether any sealed run of the experiment started (its status.json records no
+    ``not_started``); None when the bundle has no sealed run to tell."""
+    seen = False
+    for run in _run_dirs(work, summary, exp_id):
         try:
-            text = log.read_bytes()[-65536:].decode("utf-8", "replace")
-        except OSError:
+            status = json.loads((run / "status.json").read_bytes())
+        except (OSError, ValueError):
             continue
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        if lines:
-            return lines[-1][:300]
+        seen = True
+        record = status.get("record") if isinstance(status, dict) else None
+        if isinstance(record, dict) and not record.get("not_started"):
+            return True
+    return False if seen else None
+
+
+def _run_tail(work: Path, summary: dict[str, Any], exp_id: str) -> str:
+    """The last meaningful stderr line of the experiment's first run (the traceback's end)."""
+    for run in _run_dirs(work, summary, exp_id)[:1]:
+        for name in ("stderr.log", "stdout.log"):
+            try:
+                text = (run / name).read_bytes()[-65536:].decode("utf-8", "replace")
+            except OSError:
+                continue
+            lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+            if lines:
+                return lines[-1][:300]
     return ""
 
 
@@ -485,19 +524,22 @@ def local_modules(root: Path) -> set[str]:
     return names
 
 
-def _declared(work: Path, init_doc: dict[str, Any] | None) -> list[str]:
-    reqs: list[str] = []
+def _manifest(work: Path, init_doc: dict[str, Any] | None) -> dict[str, Any]:
+    """The manifest rb init reported, else (a reused copy) the one in the copy."""
     if init_doc is not None:
-        env = init_doc.get("manifest", {}).get("environment", {})
-        reqs = [str(r) for r in env.get("python_requirements", [])]
-    else:
-        import tomllib
+        doc = init_doc.get("manifest", {})
+        return doc if isinstance(doc, dict) else {}
+    import tomllib
 
-        try:
-            data = tomllib.loads((work / "reprobridge.toml").read_text("utf-8"))
-        except (OSError, ValueError):
-            return []
-        reqs = [str(r) for r in data.get("environment", {}).get("python_requirements", [])]
+    try:
+        return tomllib.loads((work / "reprobridge.toml").read_text("utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _declared(manifest: dict[str, Any]) -> list[str]:
+    env = manifest.get("environment", {})
+    reqs = [str(r) for r in env.get("python_requirements", [])] if isinstance(env, dict) else []
     return sorted({n for n in (requirement_name(r) for r in reqs) if n})
 
 

@@ -56,8 +56,9 @@ def _ok(summary: dict[str, Any]) -> dict[str, Any]:
     return {"doc": summary}
 
 
-def _init(reqs: list[str]) -> dict[str, Any]:
-    return {"doc": {"manifest": {"environment": {"python_requirements": reqs}}, "warnings": []}}
+def _init(reqs: list[str], experiments: dict[str, Any] | None = None) -> dict[str, Any]:
+    manifest = {"environment": {"python_requirements": reqs}, "experiments": experiments or {}}
+    return {"doc": {"manifest": manifest, "warnings": []}}
 
 
 def _repo(root: Path, play: dict[str, Any], extra: dict[str, str] | None = None) -> Path:
@@ -82,7 +83,7 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
     _repo(
         tmp_path / "good",
         {
-            "init": _init(["numpy>=1", "torch"]),
+            "init": _init(["numpy>=1", "torch"], {"train": {"tiers": {"smoke": {}}}, "nb": {}}),
             "audit": _ok(_audit({"train": _exp(values={"acc": 0.91})})),
         },
     )
@@ -108,11 +109,23 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
                 "exit": 1,
                 "doc": _audit({"train": _exp(proc="fail")}),
                 "files": {
-                    "repro/evidence/a1/runs/train/1/stderr.log": "Traceback\nModuleNotFoundError: No module named 'matplotlib'\n"
+                    "repro/evidence/a1/runs/train/0/stderr.log": "Traceback\nModuleNotFoundError: No module named 'matplotlib'\n"
                 },
             },
         },
         extra={"good/__init__.py": ""},
+    )
+    not_started = {"record": {"not_started": {"level": "procedure", "reason": "hw-unavailable"}}}
+    _repo(
+        tmp_path / "nogpu",
+        {
+            "init": _init([]),
+            "audit": {
+                "exit": 1,
+                "doc": _audit({"train": _exp(proc="fail")}),
+                "files": {"repro/evidence/a1/runs/train/0/status.json": json.dumps(not_started)},
+            },
+        },
     )
     _repo(tmp_path / "noexp", {"init": _init([]), "audit": {"exit": 0, "doc": _audit({})}})
     _repo(
@@ -138,6 +151,9 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
         path = "crash"
         dependencies = ["torch", "matplotlib"]
         [[repo]]
+        name = "nogpu"
+        path = "nogpu"
+        [[repo]]
         name = "noexp"
         path = "noexp"
         [[repo]]
@@ -156,6 +172,7 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
         "target": True,
     }
     assert good.cause == "" and good.failed_level is None
+    assert good.declared_experiments == ["nb", "train"] and good.smoke_experiments == ["train"]
     assert good.dependencies.found == ["numpy", "torch"]
     assert good.dependencies.missing == ["scikit-learn|sklearn"]
     assert recs["initfails"].failed_level == "init"
@@ -166,6 +183,10 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
     assert crash.levels["environment"] and crash.levels["procedure"] is False
     assert "No module named 'matplotlib'" in crash.cause
     assert crash.dependencies.local == ["good"]  # the repository's own package declared
+    # The host backend's environment verdict passes before installing anything: a run
+    # that never started (no GPU here) built no environment.
+    assert recs["nogpu"].levels["environment"] is False
+    assert recs["nogpu"].experiments[0].environment == "not-built"
     assert recs["noexp"].cause == "rb init wrote no experiment"
     assert recs["miss"].levels["metric"] and recs["miss"].levels["target"] is False
     assert "expected acc 0.9±0.02, measured {'acc': 0.5}" in recs["miss"].cause
@@ -173,7 +194,7 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
     assert not (tmp_path / "crash" / "repro").exists()
     assert (tmp_path / "out" / "work" / "crash" / "repro" / "evidence").is_dir()
     t = totals(list(recs.values()))
-    assert (t.levels["metric"].k, t.levels["metric"].n) == (2, 6)
+    assert (t.levels["metric"].k, t.levels["metric"].n) == (2, 7)
     assert (t.levels["target"].k, t.levels["target"].n) == (1, 2)
     assert (t.dependency_recall.k, t.dependency_recall.n) == (3, 5)
     assert t.local_module_repos == ["crash"]
