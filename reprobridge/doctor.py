@@ -22,13 +22,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from reprobridge import _proc
+from reprobridge import _proc, _tarsafe
 from reprobridge.errors import CommandFailed, MachineError
 
 Status = Literal["ok", "warn", "missing"]
 
 #: Checks whose absence makes ``rb doctor --strict`` fail: without them rb cannot do its job.
-REQUIRED: frozenset[str] = frozenset({"nix", "git"})
+REQUIRED: frozenset[str] = frozenset({"python", "nix", "git"})
 #: nixpkgs 25.11 and later refuse older Nix (``lib/minfeatures.nix``).
 MIN_NIX_FOR_CURRENT_NIXPKGS = (2, 18)
 #: Below this much free space in the working directory a CUDA closure will not fit.
@@ -105,6 +105,7 @@ class Probes:
         sys.version_info.micro,
     )
     python_executable: str = sys.executable
+    tar_filters: bool = field(default_factory=_tarsafe.has_filters)
     timeout: float = 20.0
 
 
@@ -164,15 +165,35 @@ def _dotted(version: tuple[int, ...]) -> str:
 # -- probes ---------------------------------------------------------------------------------
 
 
+#: The oldest Python rb runs on: every 3.11 release, 3.11.0-3.11.3 (Debian 12's 3.11.2)
+#: included, since rb's tar extraction needs no tarfile filters (reprobridge._tarsafe).
+MIN_PYTHON = (3, 11)
+
+
 def check_python(p: Probes) -> Check:
-    """The interpreter rb runs on (the experiments' Python comes from the flake, not this)."""
+    """The interpreter rb runs on (the experiments' Python comes from the flake, not this).
+
+    ``missing`` below :data:`MIN_PYTHON` (rb cannot run there); else ``ok``, noting when
+    tarfile has no extraction filters (before 3.11.4), which rb does not need.
+    """
     version = _dotted(p.python_version)
-    facts = {"version": version, "executable": p.python_executable}
-    if p.python_version[:2] < (3, 11):
+    minimum = _dotted(MIN_PYTHON)
+    facts: dict[str, Any] = {
+        "version": version,
+        "executable": p.python_executable,
+        "minimum": minimum,
+        "tar_filters": p.tar_filters,
+    }
+    if p.python_version[:2] < MIN_PYTHON:
         return Check(
-            "python", "warn", f"{version}: rb needs 3.11+", "install rb with Python 3.11+", facts
+            "python",
+            "missing",
+            f"{version}: rb needs Python {minimum} or newer",
+            f"install rb with Python {minimum}+ (any {minimum}.x release works)",
+            facts,
         )
-    return Check("python", "ok", f"{version} ({p.python_executable})", None, facts)
+    note = "" if p.tar_filters else "; no tarfile filters (before 3.11.4): rb checks members itself"
+    return Check("python", "ok", f"{version} ({p.python_executable}){note}", None, facts)
 
 
 def check_nix(p: Probes) -> list[Check]:

@@ -208,3 +208,34 @@ timeout = "{timeout}"
         return root
 
     return _make
+
+
+def tar_member(name: str, kind: bytes = b"0", **attrs: object):
+    """A ``tarfile.TarInfo`` named ``name`` of type ``kind`` (default: regular file) with
+    ``attrs`` set, for crafting (hostile) archives."""
+    import tarfile
+
+    info = tarfile.TarInfo(name)
+    info.type = kind
+    for key, value in attrs.items():
+        setattr(info, key, value)
+    return info
+
+
+@pytest.fixture
+def no_tar_filters(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This Python's tarfile as Debian 12's 3.11.2 has it: no ``data_filter``, no
+    ``FilterError``, and ``extract``/``extractall`` that refuse a ``filter=`` keyword."""
+    import tarfile
+
+    monkeypatch.delattr(tarfile, "data_filter", raising=False)
+    monkeypatch.delattr(tarfile, "FilterError", raising=False)
+    for method in ("extract", "extractall"):
+        original = getattr(tarfile.TarFile, method)
+
+        def no_filter(self, *args, _original=original, _method=method, **kwargs):
+            if "filter" in kwargs:
+                raise TypeError(f"TarFile.{_method}() got an unexpected keyword argument 'filter'")
+            return _original(self, *args, **kwargs)
+
+        monkeypatch.setattr(tarfile.TarFile, method, no_filter)

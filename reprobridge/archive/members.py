@@ -10,7 +10,8 @@ Contract of :func:`collect`:
   kept at that path, without the lock files; an unsealed bundle is refused;
 * ``with_source``: ``git archive`` of the audited commit (the ``commit`` of the selected
   audits' ``plan.json``, which must agree; HEAD when no audit is selected), extracted to a
-  temporary directory; the artifacts above win where both have a path;
+  temporary directory with rb's own member checks and writer (:mod:`reprobridge._tarsafe`,
+  no reliance on tarfile's filters); the artifacts above win where both have a path;
 * anything that is not a regular file or a directory (a symlink, a FIFO, a device, a
   socket) is an :class:`~reprobridge.errors.ArchiveError` naming it: an archive that
   silently drops or follows links would not be the tree that was audited.
@@ -31,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from reprobridge import _proc
+from reprobridge._tarsafe import member_problem, write_plain
 from reprobridge.archive.pack import Member
 from reprobridge.constants import (
     EVIDENCE_DIR,
@@ -245,13 +247,16 @@ def source_members(root: Path, commit: str) -> Iterator[list[Member]]:
             for info in tar:
                 if info.name == "pax_global_header" or info.type == tarfile.XGLTYPE:
                     continue
-                if not (info.isreg() or info.isdir()):
+                if not (info.isreg() or info.isdir()) or info.issparse():
                     raise ArchiveError(
                         "is a link or special file in the commit; archives hold regular files only",
                         path=info.name,
                         hint="replace the link by the file it points to and commit",
                     )
-                tar.extract(info, tree, filter="data")
+                problem = member_problem(info)
+                if problem is not None:
+                    raise ArchiveError(f"unsafe entry in the commit: {problem}", path=info.name)
+                write_plain(tar, info, tree)
         # tree_members names everything under a prefix; the source belongs at the top.
         yield [
             Member(m.path.removeprefix("__src__/"), m.kind, m.source, m.data, m.executable)

@@ -17,27 +17,33 @@ problem, each naming the member and the reason:
   given public key (else with the archive's own ``signer.pub``, which proves integrity
   but not origin, and says so), and its subject is MANIFEST.json's actual sha256.
 
-:func:`unpack` verifies first, then extracts in a second pass with ``tarfile``'s
-``filter="data"`` *and* the same member checks into a fresh directory beside ``dest``,
-re-hashes what it wrote against MANIFEST.json, and only then renames it to ``dest``: a bad
-archive leaves nothing behind, and nothing is ever written outside ``dest``.
+:func:`unpack` first compares the sizes the members declare with the space free where
+``dest`` would be (and stops the verification as soon as they exceed it), verifies, then
+extracts in a second pass, with the same member checks and rb's own writer
+(:func:`reprobridge._tarsafe.write_plain`: new files only, never through a link, no
+reliance on tarfile's extraction filters, which Python 3.11.2 lacks), into a fresh
+directory beside ``dest``. No member is written past the size the first pass verified for
+it; a full disk is a one-line ArchiveError. It re-hashes what it wrote against
+MANIFEST.json, and only then renames it to ``dest``: a bad archive leaves nothing behind,
+and nothing is ever written outside ``dest``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import json
 import os
 import shutil
-import stat
 import tarfile
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
 
+from reprobridge._tarsafe import MemberTooLarge, UnsafeMember, member_problem, write_plain
 from reprobridge.archive.build import (
     ARCHIVE_FORMAT,
     MANIFEST_JSON,
@@ -75,34 +81,6 @@ class ArchiveReport:
     @property
     def ok(self) -> bool:
         return not self.problems
-
-
-def member_problem(info: tarfile.TarInfo) -> str | None:
-    """Why ``info`` may not be unpacked, or None. Shared by verify and unpack."""
-    name = info.name
-    shown = repr(name)
-    if not name or "\x00" in name:
-        return f"member {shown}: empty name or NUL byte"
-    if "\\" in name:
-        return f"member {shown}: backslash in the name"
-    if name.startswith("/") or PurePosixPath(name).is_absolute():
-        return f"member {shown}: absolute path"
-    parts = name.rstrip("/").split("/") if info.isdir() else name.split("/")
-    if ".." in parts:
-        return f"member {shown}: '..' leaves the target directory"
-    if any(p in ("", ".") for p in parts):
-        return f"member {shown}: empty or '.' path component"
-    if info.issym() or info.islnk():
-        return f"member {shown}: is a {'symlink' if info.issym() else 'hard link'} to {info.linkname!r}; archives hold regular files only"
-    if info.ischr() or info.isblk():
-        return f"member {shown}: is a device; archives hold regular files only"
-    if info.isfifo():
-        return f"member {shown}: is a FIFO; archives hold regular files only"
-    if not (info.isreg() or info.isdir()):
-        return f"member {shown}: type {info.type!r} is not a regular file or directory"
-    if info.mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX):
-        return f"member {shown}: setuid, setgid or sticky bit"
-    return None
 
 
 @contextlib.contextmanager
@@ -145,40 +123,59 @@ def _corrupt_errors() -> tuple[type[BaseException], ...]:
     return tuple(errors)
 
 
-def _scan(
-    path: Path,
-    report: ArchiveReport,
-    on_member: Callable[[tarfile.TarFile, tarfile.TarInfo], None] | None = None,
-) -> None:
-    """Walk the archive once, filling ``report`` (files, dirs, kept bytes, problems)."""
-    seen: set[str] = set()
+class _Gate:
+    """The member checks both passes apply, in order: :func:`member_problem`, a name seen
+    before (a duplicate, or a file and a directory of one name), a file used as a parent
+    directory. ``admit`` records an accepted member."""
+
+    def __init__(self) -> None:
+        self.files: set[str] = set()
+        self.seen: set[str] = set()
+
+    def problem(self, info: tarfile.TarInfo) -> str | None:
+        problem = member_problem(info)
+        if problem is not None:
+            return problem
+        name = info.name.rstrip("/")
+        if name in self.seen:
+            return f"member {name!r}: appears twice"
+        for parent in PurePosixPath(name).parents:
+            if str(parent) in self.files:
+                return f"member {name!r}: its parent {str(parent)!r} is a file"
+        self.seen.add(name)
+        if not info.isdir():
+            self.files.add(name)
+        return None
+
+
+def _scan(path: Path, report: ArchiveReport, *, space: int | None = None) -> None:
+    """Walk the archive once, filling ``report`` (files, dirs, kept bytes, problems).
+
+    With ``space`` (bytes free where it would be unpacked), the walk stops with a problem
+    as soon as the sizes the members' headers declare add up to more, before reading
+    the member that would not fit.
+    """
+    gate = _Gate()
     errors = _corrupt_errors()
+    declared = 0
     try:
         with open_tar(path) as (tar, fmt):
             report.format = fmt
             for info in tar:
-                problem = member_problem(info)
-                name = info.name.rstrip("/")
-                if problem is None and name in seen:
-                    problem = f"member {name!r}: appears twice"
-                if problem is None:
-                    for parent in PurePosixPath(name).parents:
-                        if str(parent) in report.files:
-                            problem = f"member {name!r}: its parent {str(parent)!r} is a file"
-                            break
-                    if info.isdir() and name in report.files:
-                        problem = f"member {name!r}: both a file and a directory"
+                declared += info.size if info.isreg() else 0
+                if space is not None and declared > space:
+                    report.problems.append(
+                        f"member {info.name!r}: the members up to it declare {declared} bytes, "
+                        f"more than the {space} bytes free where they would be unpacked"
+                    )
+                    return
+                problem = gate.problem(info)
                 if problem is not None:
                     report.problems.append(problem)
                     continue
-                seen.add(name)
+                name = info.name.rstrip("/")
                 if info.isdir():
                     report.dirs.add(name)
-                    if on_member is not None:
-                        on_member(tar, info)
-                    continue
-                if name in report.dirs:
-                    report.problems.append(f"member {name!r}: both a directory and a file")
                     continue
                 src = tar.extractfile(info)
                 assert src is not None
@@ -186,10 +183,7 @@ def _scan(
                 size = 0
                 keep = name in _KEEP and info.size <= _KEEP_LIMIT
                 buf = bytearray()
-                while True:
-                    chunk = src.read(1 << 20)
-                    if not chunk:
-                        break
+                while chunk := src.read(1 << 20):
                     h.update(chunk)
                     size += len(chunk)
                     if keep:
@@ -197,8 +191,6 @@ def _scan(
                 report.files[name] = (h.hexdigest(), size)
                 if keep:
                     report.kept[name] = bytes(buf)
-                if on_member is not None:
-                    on_member(tar, info)
     except ArchiveError:
         raise
     except errors as exc:
@@ -380,12 +372,18 @@ def _check_signature(report: ArchiveReport, public_key: Path | None) -> None:
         )
 
 
-def verify_archive(path: Path, public_key: Path | None = None) -> ArchiveReport:
+def verify_archive(
+    path: Path, public_key: Path | None = None, *, space: int | None = None
+) -> ArchiveReport:
     """Check the archive at ``path`` (see the module doc); never raises for a bad archive
-    (every finding is in ``report.problems``), only ArchiveError for an unreadable file."""
+    (every finding is in ``report.problems``), only ArchiveError for an unreadable file.
+
+    ``space``: the bytes free where it would be unpacked; members declaring more in all
+    are a problem, found before their bytes are read.
+    """
     report = ArchiveReport(Path(path))
-    _scan(Path(path), report)
-    if any(p.startswith("truncated or corrupt") for p in report.problems):
+    _scan(Path(path), report, space=space)
+    if any(p.startswith("truncated or corrupt") or "bytes free" in p for p in report.problems):
         return report
     _check_manifest(report)
     _check_rb_manifest(report)
@@ -414,7 +412,7 @@ def unpack(path: Path, dest: Path, *, public_key: Path | None = None) -> Archive
     dest = Path(dest).absolute()
     if dest.is_symlink() or (dest.exists() and (not dest.is_dir() or any(dest.iterdir()))):
         raise ArchiveError("exists and is not an empty directory", path=str(dest))
-    report = verify_archive(path, public_key)
+    report = verify_archive(path, public_key, space=free_space(dest))
     if not report.ok:
         raise _refusal(report)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -422,8 +420,9 @@ def unpack(path: Path, dest: Path, *, public_key: Path | None = None) -> Archive
     try:
         second = ArchiveReport(path)
         # A second pass over the stream (a streaming reader cannot rewind): it re-checks
-        # every member before extracting it, and hashes what it wrote.
-        _scan_extract(path, second, staging)
+        # every member before extracting it, writes no member past the size verified in
+        # the first pass, and hashes what it wrote.
+        _scan_extract(path, report, second, staging)
         if second.problems or second.files != report.files:
             raise _refusal(second if second.problems else _changed(report))
         for name, (digest, _size) in report.files.items():
@@ -447,36 +446,59 @@ def _changed(report: ArchiveReport) -> ArchiveReport:
     return report
 
 
-def _scan_extract(path: Path, report: ArchiveReport, staging: Path) -> None:
-    seen: set[str] = set()
+def free_space(dest: Path) -> int:
+    """Bytes free to an unprivileged writer on the file system that would hold ``dest``
+    (its nearest existing ancestor's)."""
+    probe = Path(dest).absolute()
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def _scan_extract(
+    path: Path, verified: ArchiveReport, report: ArchiveReport, staging: Path
+) -> None:
+    """The extraction pass: the same member checks as :func:`_scan`, then rb's own writer
+    (no reliance on tarfile's filters, absent before Python 3.11.4), each file stopped at
+    the size ``verified`` (the first pass) found for it."""
+    gate = _Gate()
     errors = _corrupt_errors()
     try:
         with open_tar(path) as (tar, _fmt):
             for info in tar:
-                problem = member_problem(info)
+                problem = gate.problem(info)
                 name = info.name.rstrip("/")
-                if problem is None and name in seen:
-                    problem = f"member {name!r}: appears twice"
+                expected = verified.files.get(name)
+                if (
+                    problem is None
+                    and info.isreg()
+                    and (expected is None or expected[1] != info.size)
+                ):
+                    problem = (
+                        f"member {name!r}: declares {info.size} bytes, "
+                        f"{expected[1] if expected else 'none'} were verified"
+                    )
                 if problem is not None:
                     report.problems.append(problem)
                     return
-                seen.add(name)
                 try:
-                    # filter="data" is the second guard after member_problem: it also
-                    # drops owners and special bits and refuses anything leaving staging.
-                    tar.extract(info, staging, filter="data")
-                except tarfile.FilterError as exc:
-                    report.problems.append(
-                        f"member {name!r}: refused by tarfile's data filter ({exc})"
+                    target = write_plain(
+                        tar, info, staging, limit=expected[1] if expected else None
                     )
+                except (UnsafeMember, MemberTooLarge) as exc:
+                    report.problems.append(f"member {name!r}: {exc}")
                     return
+                except OSError as exc:
+                    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                        raise ArchiveError(
+                            f"no space left while unpacking {name!r}; nothing was kept",
+                            path=str(staging.parent),
+                            hint="free some space, or unpack elsewhere",
+                        ) from exc
+                    raise
                 if info.isdir():
                     report.dirs.add(name)
                 else:
-                    target = staging / name
-                    if target.is_symlink() or not target.is_file():
-                        report.problems.append(f"member {name!r}: did not unpack as a regular file")
-                        return
                     report.files[name] = (_hash_file(target), target.stat().st_size)
     except errors as exc:
         report.problems.append(f"truncated or corrupt archive ({type(exc).__name__}: {exc})")

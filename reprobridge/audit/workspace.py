@@ -2,11 +2,13 @@
 
 The copy is ``git archive HEAD`` (hardened git: a hostile ``.git/config`` cannot run
 anything; the repository's filter drivers, which ``git archive`` would run as smudge
-filters, are switched off) extracted with tarfile's ``data`` filter, members it refuses
-(a link out of the tree, an absolute path, a device) skipped and recorded, plus
+filters, are switched off) extracted under the rules of tarfile's ``data`` filter
+(:mod:`reprobridge._tarsafe`, also on a Python without tarfile's filters), members it
+refuses (a link out of the tree, an absolute path, a device) skipped and recorded, plus
 ReproBridge's own artifacts taken from the work tree — the manifest, flake, launchers,
-check script and Python project are often not committed yet when an audit runs. What was overlaid, and a hash of every
-uncommitted change, is recorded, so the evidence says exactly what ran.
+check script and Python project are often not committed yet when an audit runs. What was
+overlaid, and a hash of every uncommitted change, is recorded, so the evidence says exactly
+what ran.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprobridge import _proc
+from reprobridge._tarsafe import extract_all_data
 from reprobridge.constants import (
     CHECK_SCRIPT,
     FLAKE_FILE,
@@ -81,17 +84,14 @@ def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> W
     archive = _proc.git(root, *safe, "archive", "--format=tar", commit, timeout=600).stdout
     skipped: dict[str, str] = {}
 
-    def refuse_quietly(member: tarfile.TarInfo, path: str) -> tarfile.TarInfo | None:
-        # The data filter refuses absolute paths, `..`, links out and device files; such a
-        # member is left out of the workspace (and recorded) instead of ending the audit.
-        try:
-            return tarfile.data_filter(member, path)
-        except tarfile.FilterError as exc:
-            skipped[member.name] = str(exc)
-            return None
+    def refuse_quietly(member: tarfile.TarInfo, why: str) -> None:
+        # The data filter's rules refuse absolute paths, `..`, links out and device files;
+        # such a member is left out of the workspace (and recorded) instead of ending the
+        # audit.
+        skipped[member.name] = why
 
     with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
-        tar.extractall(dest, filter=refuse_quietly)
+        extract_all_data(tar, dest, refuse_quietly)
     overlaid: dict[str, str] = {}
     for rel in overlay_files(root):
         target = dest / rel

@@ -1,7 +1,7 @@
 """`rb doctor`: say what this machine can do (nix, flakes, bubblewrap, uv, git, GPUs, disk).
 
 Exit status: 0 whenever the report was made, missing pieces included (the doctor reports,
-it does not judge), except with ``--strict``, where a missing required piece (nix, git)
+it does not judge), except with ``--strict``, where a missing required piece (python, nix, git)
 exits 11, the :class:`~reprobridge.errors.MachineError` code.
 """
 
@@ -32,7 +32,7 @@ def render_table(checks: list[doctor.Check]) -> str:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Exit 11 when a required piece (nix, git) is missing.",
+    help="Exit 11 when a required piece (python, nix, git) is missing.",
 )
 def doctor_command(as_json: bool, strict: bool) -> None:
     """Say what this machine can do: nix, flakes, bubblewrap, uv, git, GPUs, disk."""

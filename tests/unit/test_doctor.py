@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -204,6 +205,23 @@ def test_bwrap_without_user_namespaces_warns(tmp_path):
     check = by_name(doctor.run_checks(probes(tmp_path, answers)))["bubblewrap"]
     assert check.status == "warn" and "namespace" in check.detail
     assert "userns" in (check.fix or "")
+
+
+def test_debian_python_3_11_2_runs_rb_and_says_why(tmp_path):
+    """Debian 12's own Python: ok (rb extracts tars without tarfile's filters), and the
+    row says tarfile has none."""
+    p = dataclasses.replace(probes(tmp_path), python_version=(3, 11, 2), tar_filters=False)
+    check = by_name(doctor.run_checks(p))["python"]
+    assert check.status == "ok" and check.detail.startswith("3.11.2 (/usr/bin/python3)")
+    assert "no tarfile filters" in check.detail and check.facts["minimum"] == "3.11"
+
+
+def test_python_below_the_minimum_is_missing_and_strict_fails(tmp_path):
+    p = dataclasses.replace(probes(tmp_path), python_version=(3, 10, 12))
+    checks = doctor.run_checks(p)
+    check = by_name(checks)["python"]
+    assert check.status == "missing" and "needs Python 3.11 or newer" in check.detail
+    assert check in doctor.missing_required(checks)
 
 
 def test_uv_through_python_m_uv(tmp_path):

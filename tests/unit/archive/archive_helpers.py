@@ -86,3 +86,37 @@ def rewrite(src: Path, dst: Path, change: dict[str, bytes]) -> Path:
                 data = change.get(info.name, f.read())
             entries.append((info, data))
     return craft_tar(dst, entries)
+
+
+MINIMAL_MANIFEST = b'schema = 1\n[project]\nname = "hostile"\n'
+MINIMAL_CRATE = (
+    b'{"@context": "https://w3id.org/ro/crate/1.1/context", "@graph": '
+    b'[{"@id": "ro-crate-metadata.json"}, {"@id": "./"}]}'
+)
+
+
+def valid_archive(path: Path, entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
+    """A .tar.gz that passes every archive-level check (a valid ``reprobridge.toml`` and
+    RO-Crate, a ``MANIFEST.json`` listing every file member with its real sha256 and
+    size, the first of a duplicated name) around ``entries``: a refusal can only come from
+    a member guard."""
+    import hashlib
+    import json
+
+    base: list[tuple[tarfile.TarInfo, bytes | None]] = []
+    for name, data in (
+        ("reprobridge.toml", MINIMAL_MANIFEST),
+        ("ro-crate-metadata.json", MINIMAL_CRATE),
+    ):
+        base.append((tarfile.TarInfo(name), data))
+    listed: dict[str, dict[str, object]] = {}
+    for info, data in [*base, *entries]:
+        if data is not None and info.isreg() and info.name not in listed:
+            listed[info.name] = {
+                "path": info.name,
+                "sha256": hashlib.sha256(data).hexdigest(),
+                "size": len(data),
+            }
+    doc = {"format": "rb-archive/1", "files": sorted(listed.values(), key=lambda e: str(e["path"]))}
+    manifest = (tarfile.TarInfo("MANIFEST.json"), json.dumps(doc).encode())
+    return craft_tar(path, [*base, *entries, manifest])
