@@ -117,6 +117,9 @@ def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
     monkeypatch.setenv("GIT_COMMITTER_EMAIL", "test@example.org")
     monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    # Commit dates become environment.exclude_newer: fixed, so runs render the same bytes.
+    monkeypatch.setenv("GIT_AUTHOR_DATE", "2023-11-14T22:13:20+00:00")
+    monkeypatch.setenv("GIT_COMMITTER_DATE", "2023-11-14T22:13:20+00:00")
 
 
 def write_tree(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -16,8 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.utils import canonicalize_name
+
 from reprobridge import _proc
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
+from reprobridge.data import load_packages
 from reprobridge.errors import CommandFailed
 from reprobridge.manifest.schema import Manifest
 
@@ -54,13 +58,104 @@ def _index_name(url: str, position: int) -> str:
     return f"{re.sub(r'[^a-z0-9._-]+', '-', stem.lower()).strip('-') or 'index'}-{position}"
 
 
+#: The distributions PyTorch publishes per-CUDA (and CPU) builds of on its own indexes.
+TORCH_FAMILY = ("torch", "torchvision", "torchaudio")
+PYTORCH_INDEX = "https://download.pytorch.org/whl/"
+
+
+@dataclass(frozen=True)
+class TorchRouting:
+    """Where the torch family comes from: a PyTorch index (``name``/``url``) for
+    ``packages``, and why; ``bound`` is a version bound replacing exclude-newer there."""
+
+    name: str
+    url: str
+    packages: tuple[str, ...]
+    why: str
+    bound: str | None = None
+
+
+def _requirements(manifest: Manifest) -> dict[str, Requirement]:
+    out: dict[str, Requirement] = {}
+    for text in manifest.environment.python_requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        out[canonicalize_name(req.name)] = req
+    return out
+
+
+def _torch_bound(exclude_newer: str | None) -> str | None:
+    """``torch<2.2`` for a date bound before 2.2's release (None without a bound)."""
+    if exclude_newer is None:
+        return None
+    day = exclude_newer[:10]
+    releases = load_packages()["pytorch_releases"]
+    out = [v for v, date in releases.items() if str(date) <= day]
+    later = [v for v, date in releases.items() if str(date) > day]
+    if not out or not later:
+        return None  # before the table starts, or after its newest release: no bound known
+    return f"torch<{later[0]}"
+
+
+def torch_routing(manifest: Manifest) -> TorchRouting | None:
+    """The PyTorch index the torch family is locked from, or None to leave it alone.
+
+    CPU wheels (``/whl/cpu``) when no experiment needs a GPU (every ``hardware.gpus`` is 0):
+    the default PyPI torch pulls gigabytes of CUDA wheels a CPU run never loads. The wheels
+    of ``environment.cuda`` (``/whl/cu121``) otherwise. Left alone when the repository chose
+    the build itself (a ``+cu118``/``+cpu`` local version, its own PyTorch index), or when
+    no torch package is a direct requirement (uv's sources apply to direct ones only).
+    """
+    reqs = _requirements(manifest)
+    family = tuple(n for n in TORCH_FAMILY if n in reqs)
+    if not family:
+        return None
+    if any("+" in str(s.version) for n in family for s in reqs[n].specifier) or any(
+        u.startswith(PYTORCH_INDEX) for u in manifest.environment.python_indexes
+    ):
+        return None
+    gpus = max((e.hardware.gpus for e in manifest.experiments.values()), default=0)
+    bound = (
+        None
+        if "torch" in reqs and _pinned(reqs["torch"])
+        else _torch_bound(manifest.environment.exclude_newer)
+    )
+    if gpus == 0:
+        return TorchRouting(
+            "pytorch-cpu",
+            PYTORCH_INDEX + "cpu",
+            family,
+            "no experiment needs a GPU (hardware.gpus = 0): CPU wheels",
+            bound,
+        )
+    cuda = manifest.environment.cuda
+    if cuda is None:
+        return None  # the default PyPI wheels carry CUDA already
+    tag = "cu" + cuda.replace(".", "")
+    return TorchRouting(
+        f"pytorch-{tag}",
+        PYTORCH_INDEX + tag,
+        family,
+        f"an experiment needs a GPU: the CUDA {cuda} wheels (environment.cuda)",
+        bound,
+    )
+
+
+def _pinned(req: Requirement) -> bool:
+    return any(s.operator in ("==", "===") for s in req.specifier)
+
+
 def render_python_project(manifest: Manifest) -> dict[str, str]:
     """The files of ``repro/python`` for ``manifest``: repository-relative path -> text.
 
     ``pyproject.toml`` is a uv project that is not a package (``[tool.uv] package =
     false``): name ``<project>-repro``, version ``"0"``, ``requires-python ==X.Y.*`` for the
-    manifest's Python, the requirements verbatim (order kept), and each extra index as a
-    ``[[tool.uv.index]]``. ``requirements.txt`` holds the same requirements and indexes
+    manifest's Python, the requirements verbatim (order kept), ``exclude-newer`` from
+    ``environment.exclude_newer``, each extra index as a ``[[tool.uv.index]]``, and the
+    torch family routed to a PyTorch index by :func:`torch_routing` (an explicit index plus
+    ``[tool.uv.sources]``). ``requirements.txt`` holds the same requirements and indexes
     for ``uv pip install -r``. Deterministic.
     """
     env = manifest.environment
@@ -81,6 +176,17 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
         "# Not a package: uv only installs the dependencies into repro/python/.venv.",
         "package = false",
     ]
+    routing = torch_routing(manifest)
+    if env.exclude_newer:
+        lines += [
+            "# Resolve as of the repository's last commit (environment.exclude_newer).",
+            f"exclude-newer = {_toml_str(env.exclude_newer)}",
+        ]
+    if routing is not None and routing.bound:
+        lines += [
+            "# The PyTorch index has no upload times: torch is bounded by release instead.",
+            f"constraint-dependencies = [{_toml_str(routing.bound)}]",
+        ]
     for position, url in enumerate(env.python_indexes, start=1):
         lines += [
             "",
@@ -88,6 +194,19 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
             f"name = {_toml_str(_index_name(url, position))}",
             f"url = {_toml_str(url)}",
         ]
+    if routing is not None:
+        lines += [
+            "",
+            f"# {routing.why}.",
+            "[[tool.uv.index]]",
+            f"name = {_toml_str(routing.name)}",
+            f"url = {_toml_str(routing.url)}",
+            "explicit = true",
+        ]
+        if env.exclude_newer:
+            lines.append("exclude-newer = false  # no upload times on this index")
+        lines += ["", "[tool.uv.sources]"]
+        lines += [f"{n} = {{ index = {_toml_str(routing.name)} }}" for n in routing.packages]
     requirements = [header]
     requirements += [f"--extra-index-url {url}" for url in env.python_indexes]
     requirements += env.python_requirements

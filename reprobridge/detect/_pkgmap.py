@@ -22,20 +22,11 @@ All distribution names are canonical (``packaging.utils.canonicalize_name``).
 
 from __future__ import annotations
 
-import tomllib
-from importlib.resources import files
 from typing import Any, Final, Literal, cast
 
-PACKAGES_FILE = "packages.toml"
+from reprobridge.data import load_packages
 
-
-def load_tables() -> dict[str, Any]:
-    """The parsed ``reprobridge/data/packages.toml`` (read at import of this module)."""
-    text = files("reprobridge.data").joinpath(PACKAGES_FILE).read_text(encoding="utf-8")
-    return tomllib.loads(text)
-
-
-_DATA: Final = load_tables()
+_DATA: Final = load_packages()
 
 
 def _str_map(table: dict[str, Any]) -> dict[str, str]:
@@ -86,6 +77,10 @@ PYTHON_SYSTEM_NEEDS: Final[dict[str, Need]] = {
     )
     for dist, need in _DATA["system_needs"].items()
 }
+
+
+#: torch minor -> its first release date (``YYYY-MM-DD``), oldest first.
+PYTORCH_RELEASES: Final[dict[str, str]] = _str_map(_DATA["pytorch_releases"])
 
 
 def submodule_dists(dotted: str) -> tuple[str, ...]:

@@ -37,7 +37,9 @@ def _usable(path: str) -> bool:
     return path.endswith(".py") and not skip_path(path) and not is_test_path(path)
 
 
-def _resolve(index_paths: set[str], importer: str, module: str, names: tuple[str, ...]) -> set[str]:
+def resolve_import(
+    index_paths: set[str], importer: str, module: str, names: tuple[str, ...]
+) -> set[str]:
     """Repository files an import of ``module`` (``from module import names``) loads."""
     level = len(module) - len(module.lstrip("."))
     dotted = module[level:]
@@ -93,7 +95,7 @@ def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:
         imported: set[str] = set()
         for path in first:
             for module, names in index.imported_modules(path):
-                imported |= _resolve(py_paths, path, module, names)
+                imported |= resolve_import(py_paths, path, module, names)
         seen = set(first)
         ranked = first + sorted(p for p in imported if p not in seen and _usable(p))
         has_entries = True

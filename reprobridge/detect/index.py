@@ -107,6 +107,8 @@ class RepoIndex:
         self.memo: dict[str, object] = {}
         #: ``ast.parse`` calls made by :meth:`parse_python` (tests bound it; cache hits excluded).
         self.parse_count = 0
+        #: (commit id, committer time in Unix seconds) of HEAD; None without git or commits.
+        self.head: tuple[str, int] | None = None
 
     # -- construction -------------------------------------------------------------------
     @classmethod
@@ -136,7 +138,9 @@ class RepoIndex:
             raise EmptyRepositoryError(
                 "has no files to recover from (nothing tracked or untracked)", path=str(root)
             )
-        return cls(root, entries)
+        index = cls(root, entries)
+        index.head = _head_commit(root)
+        return index
 
     @classmethod
     def from_directory(cls, root: Path) -> RepoIndex:
@@ -402,6 +406,16 @@ def scan_imports(data: bytes) -> frozenset[str]:
                 if top.isidentifier():
                     names.add(top)
     return frozenset(names)
+
+
+def _head_commit(root: Path) -> tuple[str, int] | None:
+    """(id, committer time) of HEAD through the hardened git helper (``git log`` runs no
+    hooks; the repository's config is neutralised); None for a repository without commits."""
+    got = _proc.git(root, "log", "-1", "--format=%H %ct", "HEAD", check=False, timeout=60)
+    parts = got.text.split() if got.returncode == 0 else []
+    if len(parts) == 2 and parts[1].isdigit():
+        return parts[0], int(parts[1])
+    return None
 
 
 def _stat_entries(root: Path, names: Iterable[str]) -> Iterator[FileEntry]:

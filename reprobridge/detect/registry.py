@@ -34,6 +34,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.makefile:MakefileDetector",
     "reprobridge.detect.entrypoints:EntryPointsDetector",
     "reprobridge.detect.notebooks:NotebooksDetector",
+    "reprobridge.detect.gpu:GpuDetector",
     "reprobridge.detect.params:ParamsDetector",
     "reprobridge.detect.configs:ConfigsDetector",
     "reprobridge.detect.datasets:DatasetsDetector",

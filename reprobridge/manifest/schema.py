@@ -170,6 +170,13 @@ class Environment(StrictModel):
         default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
     )
     python_lock: str | None = Field(None, description="Path of the uv lock, relative to the repo.")
+    exclude_newer: (
+        Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")] | None
+    ) = Field(
+        None,
+        description="Upper date bound (UTC, RFC 3339) for resolving the Python packages: uv's "
+        "`exclude-newer`, from the repository's last commit.",
+    )
     python_env: Literal["uv", "nixpkgs"] = Field(
         "uv",
         description="How the flake provides Python packages: a uv venv from the lock (default) "

@@ -4,7 +4,9 @@ and the nixpkgs pin (rules stated in :mod:`reprobridge.recovery.merge`)."""
 from __future__ import annotations
 
 import re
+import time
 from collections import defaultdict
+from datetime import UTC, datetime
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -132,6 +134,39 @@ def add_run_tooling(b: Builder, res: MergeResult) -> None:
     res.decisions.append(
         f"added {', '.join(added)} to the environment: the notebook experiments run headless "
         "(`jupyter nbconvert --execute`), which needs them"
+    )
+
+
+#: Commit dates before this are not believed (PyPI had few uploads with times then); a
+#: bound that early would only make the resolution fail.
+_EARLIEST_BOUND = 1262304000  # 2010-01-01
+
+
+def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResult) -> None:
+    """``environment.exclude_newer``: the end (UTC) of the day of the repository's last
+    commit, so the lock resolves the versions that existed when the authors last changed
+    the code (a 2022 repository does not get a 2025 torch). Nothing without a commit."""
+    if head is None:
+        return
+    commit, stamp = head
+    if stamp < _EARLIEST_BOUND or stamp > time.time() + 86400:
+        res.warnings.append(
+            f"HEAD ({commit[:12]}) has an implausible commit date; packages are resolved "
+            "without a date bound"
+        )
+        return
+    day_end = (stamp // 86400 + 1) * 86400
+    bound = datetime.fromtimestamp(day_end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    day = datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d")
+    b.put(
+        "environment.exclude_newer",
+        bound,
+        [f"git: committer date of HEAD {commit[:12]} ({day}), end of that day (UTC)"],
+        "medium",
+    )
+    res.decisions.append(
+        f"Python packages are resolved as of {day} (the last commit): uv's exclude-newer = "
+        f"{bound}; edit environment.exclude_newer to move it"
     )
 
 

@@ -344,11 +344,10 @@ def _one_experiment(
         if entry and (h.key == entry or h.value.get("entry") == entry)
     ]
     if hw:
-        b.put(
-            f"{p}.hardware.gpus", int(hw[0].value.get("gpus", 1)), hw[0].sources(), hw[0].confidence
-        )
-    elif cuda:
-        b.put(f"{p}.hardware.gpus", 1, ["environment.cuda is set: assumed one GPU"], "low")
+        # A GPU only on evidence (a launcher's process count, CUDA use in the code), never
+        # because environment.cuda is set: a pinned torch wheel says nothing about the run.
+        top = max(hw, key=lambda h: (int(h.value.get("gpus", 1)), -CONF_RANK[h.confidence]))
+        b.put(f"{p}.hardware.gpus", int(top.value.get("gpus", 1)), top.sources(), top.confidence)
     ds_ids = sorted(
         i for i, d in datasets.items() if entry and any(e.path == entry for e in d.evidence)
     )

@@ -10,7 +10,14 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   wins; otherwise the newest version that every specifier (``requires-python``, syntax
   used, framework pins) admits, capped at 3.12 for wheel availability; default 3.11. An
   exact version that violates a specifier is kept and reported.
-* **CUDA**: the highest-confidence finding; disagreeing findings are reported.
+* **CUDA**: the highest-confidence finding; disagreeing findings are reported. A CUDA
+  version says which wheels were built for it, not that a run needs a GPU: an experiment
+  needs one only on evidence in its code (``hardware`` findings: a launcher's process count,
+  CUDA use without a CPU fallback, compiled CUDA sources).
+* **Date bound**: ``environment.exclude_newer`` is the end of the day of the last commit
+  (HEAD's committer date), so the lock resolves what existed then.
+* **Run tooling**: a notebook experiment adds ``nbconvert`` and ``ipykernel`` to the
+  requirements (rb runs notebooks with ``jupyter nbconvert --execute``).
 * **nixpkgs**: chosen from the shipped pin data (:mod:`reprobridge.recovery.pins`).
 * **Experiments**: README > Makefile > shell scripts > notebooks > ``__main__`` scripts;
   the same command found twice is one experiment; guessed entry points are dropped when a
@@ -33,6 +40,7 @@ from reprobridge.recovery.environment import (
     add_run_tooling,
     merge_cuda,
     merge_environment,
+    merge_exclude_newer,
     merge_python,
     merge_requirements,
 )
@@ -65,6 +73,7 @@ def merge_findings(
     python = merge_python(b, by_kind, requirements, res)
     cuda = merge_cuda(b, by_kind, res)
     merge_environment(b, by_kind, python, cuda, python_lock, res)
+    merge_exclude_newer(b, ctx.index.head, res)
     datasets = merge_datasets(b, by_kind)
     merge_experiments(b, by_kind, datasets, cuda, res)
     add_run_tooling(b, res)

@@ -92,3 +92,95 @@ def test_lock_without_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(pyenv, "_uv_argv", lambda: None)
     result = pyenv.lock_python_project(tmp_path, offline=True)
     assert not result.locked and "uv is not installed" in (result.reason or "")
+
+
+def _torch_project(
+    requirements: list[str],
+    *,
+    gpus: int = 0,
+    cuda: str | None = "12.1",
+    exclude_newer: str | None = None,
+    indexes: tuple[str, ...] = (),
+) -> dict:
+    data = sample_manifest_data()
+    data["environment"].update(
+        python_requirements=requirements,
+        python_indexes=list(indexes),
+        cuda=cuda,
+        exclude_newer=exclude_newer,
+    )
+    for exp in data["experiments"].values():
+        exp["hardware"] = {"gpus": 0}
+    data["experiments"]["exp3"]["hardware"] = {"gpus": gpus}
+    text = pyenv.render_python_project(Manifest.model_validate(data))["repro/python/pyproject.toml"]
+    return tomllib.loads(text)
+
+
+def test_cpu_only_experiments_lock_torch_from_the_cpu_index() -> None:
+    # issue 9 item 6: a torch pin alone locked 18 nvidia wheels (5.4 GB) for CPU-only work
+    project = _torch_project(["torch==2.2.2", "torchvision==0.17.2", "numpy"])
+    uv = project["tool"]["uv"]
+    assert uv["index"] == [
+        {"name": "pytorch-cpu", "url": "https://download.pytorch.org/whl/cpu", "explicit": True}
+    ]
+    assert uv["sources"] == {
+        "torch": {"index": "pytorch-cpu"},
+        "torchvision": {"index": "pytorch-cpu"},
+    }
+    assert "exclude-newer" not in uv
+
+
+def test_gpu_experiments_lock_the_wheels_of_the_manifests_cuda() -> None:
+    project = _torch_project(["torch==2.1.2", "torchaudio==2.1.2"], gpus=1, cuda="11.8")
+    uv = project["tool"]["uv"]
+    assert uv["index"][0]["url"] == "https://download.pytorch.org/whl/cu118"
+    assert uv["sources"]["torchaudio"] == {"index": "pytorch-cu118"}
+
+
+def test_the_repositorys_own_torch_build_is_left_alone() -> None:
+    for project in (
+        _torch_project(["torch==2.0.1+cu118"]),
+        _torch_project(["torch==2.1.2"], indexes=("https://download.pytorch.org/whl/cu121",)),
+        _torch_project(["numpy"]),
+        _torch_project(["torch==2.1.2"], gpus=1, cuda=None),  # PyPI's wheel carries CUDA
+    ):
+        assert "sources" not in project["tool"]["uv"]
+        assert all("pytorch-" not in i["name"] for i in project["tool"]["uv"].get("index", []))
+
+
+def test_exclude_newer_bounds_the_resolution_and_torch_by_release() -> None:
+    # issue 9 item 7: a 2022 repository got a 2025 torch
+    project = _torch_project(["torch", "numpy"], exclude_newer="2022-05-02T00:00:00Z")
+    uv = project["tool"]["uv"]
+    assert uv["exclude-newer"] == "2022-05-02T00:00:00Z"
+    # the PyTorch index has no upload times: exempt it, bound torch by version instead
+    assert uv["index"][0]["exclude-newer"] is False
+    assert uv["constraint-dependencies"] == ["torch<1.12"]
+    pinned = _torch_project(["torch==1.11.0"], exclude_newer="2022-05-02T00:00:00Z")
+    assert "constraint-dependencies" not in pinned["tool"]["uv"]
+
+
+def test_rendered_index_config_is_accepted_by_uv(tmp_path: Path) -> None:
+    uv = host_uv()
+    if uv is None:
+        pytest.skip("uv is not installed")
+    data = sample_manifest_data()
+    data["environment"].update(
+        python_requirements=["torch==2.2.2"],
+        python_indexes=[],
+        exclude_newer="2024-03-01T00:00:00Z",
+    )
+    for rel, text in pyenv.render_python_project(Manifest.model_validate(data)).items():
+        (tmp_path / Path(rel).name).write_text(text)
+    import subprocess
+
+    got = subprocess.run(
+        [uv, "lock", "--offline", "--python", sys.executable],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env={"PATH": "/usr/bin:/bin", "UV_PYTHON_DOWNLOADS": "never", "HOME": str(tmp_path)},
+        timeout=120,
+    )
+    # offline, torch cannot be resolved; what matters is that uv understood the settings
+    assert "Failed to parse" not in got.stderr and "unknown field" not in got.stderr, got.stderr

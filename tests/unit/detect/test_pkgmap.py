@@ -8,6 +8,7 @@ from importlib.resources import files
 import pytest
 from packaging.utils import canonicalize_name
 
+from reprobridge.data import load_packages
 from reprobridge.detect import _pkgmap
 from reprobridge.detect._pkgmap import (
     IMPORT_TO_DIST,
@@ -66,4 +67,4 @@ def test_a_broken_table_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     # A duplicated key is an error of the data file, not a silent override (TOML says so).
     with pytest.raises(tomllib.TOMLDecodeError):
         tomllib.loads('[imports]\ntree = "dm-tree"\ntree = "tree"\n')
-    assert _pkgmap.load_tables()["imports"] == _pkgmap._DATA["imports"]
+    assert load_packages() is _pkgmap._DATA  # read once, shared

@@ -1,0 +1,140 @@
+"""Whether an experiment needs a GPU, from evidence in the code it runs.
+
+A GPU is required only where the code would fail without one, never because a pinned torch
+wheel was built for CUDA. Per earlier ``experiment`` finding, the entry (script or notebook
+code cells) and the repository modules it imports (transitively, resolved as in
+:mod:`~reprobridge.detect._select`, at most :data:`MAX_FILES`) are read; a file counts when it
+uses CUDA unconditionally:
+
+* a use: ``.cuda()``, ``device="cuda"``, ``torch.device("cuda")``, ``.to("cuda")``,
+  ``"cuda:0"``;
+* and no fallback anywhere in the same file: ``torch.cuda.is_available()``,
+  ``... else "cpu"``, ``"cpu" if ...``, a ``--cpu``/``--no-cuda``/``use_cuda``/``args.cuda``
+  switch, ``device_count()``.
+
+The first such use gives a ``hardware`` finding ``{"gpus": 1}`` keyed on the entry,
+medium confidence, with its ``file:line``. CUDA sources that the project compiles (the
+``nvcc`` finding: ``.cu`` files, ``CUDAExtension``) make every experiment need one, low
+confidence (the kernels may have a CPU path the text does not show).
+"""
+
+from __future__ import annotations
+
+import re
+
+from reprobridge.detect._select import resolve_import
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.index import import_statements
+from reprobridge.detect.notebooks import json_line_of, notebook_code
+
+#: Files read per experiment at most (the entry and what it imports).
+MAX_FILES = 60
+
+_USE_RE = re.compile(
+    r"""\.cuda\(\s*(?:\)|\d)|device\s*=\s*["']cuda|torch\.device\(\s*["']cuda"""
+    r"""|\.to\(\s*["']cuda|["']cuda:\d+["']"""
+)
+_FALLBACK_RE = re.compile(
+    r"""cuda\.is_available\(|else\s+["']cpu["']|["']cpu["']\s+if\b|no[_-]cuda|use[_-]cuda"""
+    r"""|args\.(?:cuda|gpu|no_cuda|cpu)\b|["']--cpu["']|device_count\("""
+)
+
+
+class GpuDetector(Detector):
+    """``hardware`` findings for experiments whose code needs a GPU (see module docstring)."""
+
+    name = "gpu"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        entries = sorted(
+            {
+                str(f.value.get("entry", ""))
+                for f in ctx.of_kind("experiment")
+                if str(f.value.get("entry", "")).endswith((".py", ".ipynb"))
+            }
+        )
+        nvcc = ctx.of_kind("nvcc")
+        py_paths = set(ctx.index.py_scan())
+        verdicts: dict[str, Evidence | None] = {}  # file -> unconditional CUDA use, if any
+        findings: list[Finding] = []
+        for entry in entries:
+            hit = self._closure_use(ctx, entry, py_paths, verdicts)
+            if hit is not None:
+                findings.append(
+                    Finding(
+                        kind="hardware",
+                        key=entry,
+                        value={"gpus": 1},
+                        evidence=(hit,),
+                        detector=self.name,
+                        confidence="medium",
+                        note="uses CUDA without a CPU fallback",
+                    )
+                )
+            elif nvcc:
+                findings.append(
+                    Finding(
+                        kind="hardware",
+                        key=entry,
+                        value={"gpus": 1},
+                        evidence=nvcc[0].evidence[:1],
+                        detector=self.name,
+                        confidence="low",
+                        note="the project compiles CUDA sources",
+                    )
+                )
+        return findings
+
+    def _closure_use(
+        self,
+        ctx: DetectContext,
+        entry: str,
+        py_paths: set[str],
+        verdicts: dict[str, Evidence | None],
+    ) -> Evidence | None:
+        queue, seen = [entry], {entry}
+        while queue and len(seen) <= MAX_FILES:
+            path = queue.pop(0)
+            code = self._code(ctx, path)
+            if code is None:
+                continue
+            if path not in verdicts:
+                verdicts[path] = self._use(ctx, path, code)
+            if verdicts[path] is not None:
+                return verdicts[path]
+            for module, names in _statements(code):
+                for found in sorted(resolve_import(py_paths, path, module, names)):
+                    if found not in seen:
+                        seen.add(found)
+                        queue.append(found)
+        return None
+
+    @staticmethod
+    def _code(ctx: DetectContext, path: str) -> str | None:
+        text = ctx.index.try_read_text(path)
+        if text is None or not path.endswith(".ipynb"):
+            return text
+        return notebook_code(text)
+
+    @staticmethod
+    def _use(ctx: DetectContext, path: str, code: str) -> Evidence | None:
+        match = _USE_RE.search(code)
+        if match is None or _FALLBACK_RE.search(code):
+            return None
+        if path.endswith(".ipynb"):
+            start = code.rfind("\n", 0, match.start()) + 1
+            end = code.find("\n", match.start())
+            line = code[start : end if end >= 0 else len(code)].strip()
+            raw = (ctx.index.try_read_text(path) or "").splitlines()
+            return Evidence(path, json_line_of(raw, line))
+        return Evidence(path, code.count("\n", 0, match.start()) + 1)
+
+
+def _statements(code: str) -> list[tuple[str, tuple[str, ...]]]:
+    out: list[tuple[str, tuple[str, ...]]] = []
+    for frm, names in import_statements(code.encode("utf-8", "surrogateescape")):
+        if frm is None:
+            out += [(n, ()) for n in names]
+        else:
+            out.append((frm, tuple(names)))
+    return out
