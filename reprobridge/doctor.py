@@ -116,6 +116,7 @@ def run_checks(probes: Probes | None = None) -> list[Check]:
     checks += check_nix(p)
     checks += [check_bwrap(p), check_uv(p), check_git(p)]
     checks += check_gpus(p)
+    checks.append(check_slurm(p))
     checks.append(check_disk(p))
     return checks
 
@@ -353,6 +354,47 @@ def check_bwrap(p: Probes) -> Check:
             {"path": BWRAP, "works": False},
         )
     return Check("bubblewrap", "ok", f"{BWRAP} (user namespaces work)", None, {"path": BWRAP})
+
+
+def check_slurm(p: Probes) -> Check:
+    """Slurm's client commands and what ``sinfo`` reports: partitions, their state and GPUs
+    (``%G``: the generic resources ``--gres=gpu:N`` asks for). Optional: only
+    ``rb audit --executor slurm`` needs it."""
+    if p.which("sbatch") is None or p.which("sinfo") is None:
+        return Check(
+            "slurm",
+            "warn",
+            "sbatch/sinfo not on PATH: `rb audit --executor slurm` is unavailable here",
+            "run rb on a cluster login node (or install slurm-client for a configured cluster)",
+            {"available": False},
+        )
+    got = _try(p, ["sinfo", "-h", "-o", "%P %a %D %G"])
+    if isinstance(got, str) or got.returncode != 0:
+        reason = got if isinstance(got, str) else _err_line(got)
+        return Check(
+            "slurm",
+            "warn",
+            f"sinfo fails: {reason}",
+            "check that slurmctld is reachable (`scontrol ping`) and munge runs",
+            {"available": False},
+        )
+    partitions: list[dict[str, str]] = []
+    for line in got.text.splitlines():
+        parts = line.split()
+        if len(parts) >= 4:
+            partitions.append(
+                {"name": parts[0], "state": parts[1], "nodes": parts[2], "gres": parts[3]}
+            )
+    gpus = [x["name"] for x in partitions if "gpu" in x["gres"]]
+    detail = (
+        ", ".join(
+            f"{x['name']} ({x['state']}, {x['nodes']} node(s), gres {x['gres']})"
+            for x in partitions
+        )
+        or "no partitions"
+    )
+    detail += "; GPUs configured in: " + (", ".join(gpus) if gpus else "none")
+    return Check("slurm", "ok", detail, None, {"available": True, "partitions": partitions})
 
 
 def check_uv(p: Probes) -> Check:

@@ -57,7 +57,7 @@ _STOP_POLL_S = 0.1
 #: Without a pidfd, how often the loop polls for the child's exit.
 _EXIT_POLL_S = 0.02
 
-TerminationKind = Literal["exit", "signal", "timeout", "killed", "interrupted"]
+TerminationKind = Literal["exit", "signal", "timeout", "killed", "interrupted", "scheduler"]
 
 
 class StreamRedactor(Protocol):
@@ -98,7 +98,8 @@ class Termination:
     ``kind``: ``exit`` (normal exit, any code), ``signal`` (a signal other than SIGKILL),
     ``killed`` (SIGKILL not sent by us: the kernel's OOM killer is the usual sender),
     ``timeout`` (we stopped it at the wall-clock limit), ``interrupted`` (we stopped it
-    because the auditor was asked to stop). ``returncode`` is the raw value: a negative
+    because the auditor was asked to stop), ``scheduler`` (a cluster scheduler ended or
+    refused the job: node failure, preemption, out of memory, not schedulable). ``returncode`` is the raw value: a negative
     number for Python's "killed by signal N", or 128+N from a wrapping shell or bubblewrap.
     ``signal`` is the signal that ended the process, when one did.
     """

@@ -103,6 +103,8 @@ class AuditOptions:
     keep_workspaces: bool = False
     #: Where runs execute (default: this machine, sandboxed when possible); the cluster seam.
     executor: Executor | None = None
+    #: Where run workspaces are made (default: TMPDIR); a cluster needs a shared path.
+    work_root: Path | None = None
 
 
 @dataclass
@@ -434,7 +436,9 @@ def _one_run(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
         )
     have = len(gpu.get("gpus") or [])
-    if exp.hardware.gpus > have:
+    # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
+    local = opts.executor is None or opts.executor.name == "local"
+    if local and exp.hardware.gpus > have:
         # Never a pass on the wrong hardware: the run does not start.
         reason = (
             f"hw-unavailable: needs {exp.hardware.gpus} GPU(s), this machine has {have} "
@@ -449,7 +453,9 @@ def _one_run(
     if bad:
         reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
-    with tempfile.TemporaryDirectory(prefix=f"rb-run-{run.experiment}-{run.k}-") as tmp:
+    with tempfile.TemporaryDirectory(
+        prefix=f"rb-run-{run.experiment}-{run.k}-", dir=opts.work_root
+    ) as tmp:
         workspace = Path(tmp) / "repo"
         info: WorkspaceInfo = prepare_workspace(root, workspace)
         record["workspace"] = {
@@ -465,9 +471,12 @@ def _one_run(
             return _seal_failure(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
             )
-        completed, peaks, run_env = _execute(
+        completed, peaks, run_env, executor_name, placement = _execute(
             workspace, run, exp, opts, env, state, run_dir, sandbox_off, interrupt
         )
+        record["executor"] = executor_name
+        if placement is not None:
+            record["placement"] = _jsonable(placement)
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
@@ -534,7 +543,7 @@ def _execute(
     run_dir: Path,
     sandbox_off: str | None,
     interrupt: _Interrupt,
-) -> tuple[Any, Any, dict[str, str]]:
+) -> tuple[Any, Any, dict[str, str], str, Any]:
     """Build the run's request (cleared environment + allowlist, offline switches, marker)
     and hand it to the executor."""
     from reprobridge.audit.executors import LocalExecutor, RunRequest
@@ -573,6 +582,9 @@ def _execute(
         stop_reason=lambda: f"signal {interrupt.signum} to the auditor",
         network=exp.network,
         gpu=exp.hardware.gpus > 0,
+        gpus=exp.hardware.gpus,
+        cpus=exp.hardware.cpus,
+        memory_gb=exp.hardware.memory_gb,
         ro_binds=tuple(ro),
         grace=opts.grace,
         sample_interval=opts.sample_interval,
@@ -580,7 +592,7 @@ def _execute(
     )
     executor = opts.executor or LocalExecutor(unsandboxed=sandbox_off)
     output = executor.execute(request)
-    return output.completed, output.peaks, run_env
+    return output.completed, output.peaks, run_env, executor.name, output.placement
 
 
 def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> dict[str, str]:

@@ -38,6 +38,10 @@ class RunRequest:
     stop_reason: Callable[[], str]
     network: bool = False
     gpu: bool = False
+    #: The manifest's hardware request (a scheduler asks for it; a local run only records it).
+    gpus: int = 0
+    cpus: int | None = None
+    memory_gb: float | None = None
     ro_binds: tuple[Path, ...] = ()
     grace: float = 30.0
     sample_interval: float = 0.5
@@ -45,12 +49,32 @@ class RunRequest:
 
 
 @dataclass(frozen=True)
+class Placement:
+    """Where a scheduler put the run: recorded in the run record as ``placement``.
+
+    ``attempts`` lists every submission (job id, final state, reason, node) in order, so a
+    resubmission after a node failure is visible in the evidence.
+    """
+
+    executor: str
+    job_id: str | None = None
+    node: str | None = None
+    state: str | None = None
+    reason: str | None = None
+    attempts: tuple[dict[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class RunOutput:
-    """How the run ended, its resource peaks (None when not sampled), where it ran."""
+    """How the run ended, its resource peaks (None when not sampled), where it ran.
+
+    ``isolation`` is "bubblewrap" or why not; ``placement`` is set by scheduler executors.
+    """
 
     completed: Completed
     peaks: Peaks | None
     isolation: str
+    placement: Placement | None = None
 
 
 class Executor(Protocol):

@@ -53,6 +53,16 @@ class _Progress:
             self._label = f"[{self.done + 1}/{self.total}] {fields['run']} (seed {fields['seed']})"
             say(f"{self._label}: running")
             self._start_ticker(fields.get("timeline"))
+        elif event == "run-queued":
+            say(f"{self._label}: submitted as Slurm job {fields['job_id']}")
+        elif event == "run-job-state":
+            why = f" ({fields['reason']})" if fields.get("reason") else ""
+            where = f" on {fields['node']}" if fields.get("node") else ""
+            say(f"{self._label}: job {fields['job_id']} {fields['state']}{where}{why}")
+        elif event == "run-attached":
+            say(f"{self._label}: found Slurm job {fields['job_id']} from before; collecting it")
+        elif event == "run-resubmit":
+            say(f"{self._label}: job {fields['job_id']} ended {fields['state']}; resubmitting")
         elif event == "run-done":
             self._stop_ticker()
             self.done += 1
@@ -222,6 +232,30 @@ def _apply(f: Any) -> Any:
     type=click.Path(dir_okay=False, path_type=Path),
     help="Sign the bundle with this Ed25519 private key (see `rb keygen`).",
 )
+@click.option(
+    "--executor",
+    type=click.Choice(["local", "slurm"]),
+    default="local",
+    show_default=True,
+    help="Where runs execute: this machine, or one Slurm batch job per run (docs/audit.md).",
+)
+@click.option("--partition", help="Slurm partition (--executor slurm).")
+@click.option("--account", help="Slurm account (--executor slurm).")
+@click.option("--qos", help="Slurm QOS (--executor slurm).")
+@click.option(
+    "--slurm-opt",
+    "slurm_opts",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Any other sbatch option, written as '#SBATCH --KEY=VALUE' (repeatable).",
+)
+@click.option(
+    "--pending-timeout",
+    type=click.FloatRange(min=1),
+    default=None,
+    metavar="SECONDS",
+    help="Give up on a Slurm job still pending after this long (default: wait).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
 @click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @_apply
@@ -230,6 +264,12 @@ def audit_command(
     runs: int,
     resume: str | None,
     sign_key: Path | None,
+    executor: str,
+    partition: str | None,
+    account: str | None,
+    qos: str | None,
+    slurm_opts: tuple[str, ...],
+    pending_timeout: float | None,
     as_json: bool,
     quiet: bool,
     tier: str,
@@ -257,6 +297,23 @@ def audit_command(
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
     )
+    if executor == "slurm":
+        from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
+        from reprobridge.constants import EVIDENCE_DIR
+
+        opts.executor = SlurmExecutor(
+            SlurmOptions(
+                partition=partition,
+                account=account,
+                qos=qos,
+                extra=parse_slurm_opts(slurm_opts),
+                pending_timeout=pending_timeout,
+            ),
+            sandbox=sandbox,
+        )
+        # Nodes must see the workspace: beside the evidence, not in this host's TMPDIR.
+        opts.work_root = root.resolve() / EVIDENCE_DIR / ".slurm" / "work"
+        opts.work_root.mkdir(parents=True, exist_ok=True)
     run_and_render(root, opts, as_json=as_json, quiet=quiet)
 
 

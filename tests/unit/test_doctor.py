@@ -367,3 +367,39 @@ def test_cli_strict_exits_zero_when_required_present(monkeypatch):
     with pytest.raises(SystemExit) as exc:
         main(["doctor", "--strict"])
     assert exc.value.code == 0
+
+
+def _slurm_probes(
+    answers: dict[tuple[str, ...], tuple[int, bytes, bytes] | Exception], *, on_path: bool
+) -> doctor.Probes:
+    return doctor.Probes(
+        run=FakeRunner(answers),
+        which=lambda name: f"/usr/bin/{name}" if on_path else None,
+    )
+
+
+def test_slurm_missing_is_a_warning_with_a_fix() -> None:
+    check = doctor.check_slurm(_slurm_probes({}, on_path=False))
+    assert check.status == "warn" and check.fix and check.facts == {"available": False}
+
+
+def test_slurm_partitions_and_gpus_from_sinfo() -> None:
+    out = b"debug* up 1 (null)\ngpu up 4 gpu:a100:8\n"
+    check = doctor.check_slurm(
+        _slurm_probes({("sinfo", "-h", "-o", "%P %a %D %G"): (0, out, b"")}, on_path=True)
+    )
+    assert check.status == "ok"
+    assert [p["name"] for p in check.facts["partitions"]] == ["debug*", "gpu"]
+    assert "GPUs configured in: gpu" in check.detail
+
+
+def test_slurm_unreachable_controller_is_a_warning() -> None:
+    answers = {
+        ("sinfo", "-h", "-o", "%P %a %D %G"): (
+            1,
+            b"",
+            b"slurm_load_partitions: Unable to contact slurm controller\n",
+        )
+    }
+    check = doctor.check_slurm(_slurm_probes(answers, on_path=True))  # type: ignore[arg-type]
+    assert check.status == "warn" and "Unable to contact" in check.detail

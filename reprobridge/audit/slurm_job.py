@@ -1,0 +1,110 @@
+"""The node side of ``rb audit --executor slurm``: ``python -m reprobridge.audit.slurm_job SPEC``.
+
+Runs one request, described by the ``spec.json`` the submitting auditor wrote, with the
+:class:`~reprobridge.audit.executors.LocalExecutor` (bubblewrap when this node has it), and
+writes into the spec's ``out_dir``: ``stdout.log``, ``stderr.log``, ``timeline.jsonl``,
+``node.json`` (this node's host and GPU fingerprint, taken here, not on the login host) and
+last ``result.json`` (atomically; its presence means the run's evidence is complete).
+
+SIGTERM (``scancel --signal=TERM`` or Slurm's ``--signal`` before the time limit) stops the
+run the way Ctrl-C stops a local one: TERM to the run, its grace period, then KILL.
+
+Log redaction here is rule-based only: the operator's secret values never leave the
+submitting process (the run's environment is cleared of them anyway), and the bundle's
+seal-time scanner checks every file again. Exit status: 0 when ``result.json`` was written,
+2 for a malformed spec.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from reprobridge._fs import write_atomic
+
+
+def main(argv: list[str]) -> int:
+    from reprobridge.audit import fingerprint as fp
+    from reprobridge.audit.executors import LocalExecutor, RunRequest
+    from reprobridge.audit.sandbox import sandbox_unusable
+    from reprobridge.audit.slurm import completed_to_json
+    from reprobridge.evidence.redact import Redactor
+
+    if len(argv) != 1:
+        print("usage: python -m reprobridge.audit.slurm_job SPEC", file=sys.stderr)
+        return 2
+    spec: dict[str, Any] = json.loads(Path(argv[0]).read_text())
+    out_dir = Path(spec["out_dir"])
+    stop = threading.Event()
+    signalled: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        signalled.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    node = socket.gethostname()
+    unsandboxed: str | None = None
+    if spec.get("sandbox") == "off":
+        unsandboxed = "not sandboxed (--sandbox off)"
+    else:
+        reason = sandbox_unusable()
+        if reason:
+            unsandboxed = f"not sandboxed on node {node}: {reason}"
+    write_atomic(
+        out_dir / "node.json",
+        (
+            json.dumps(
+                {"node": node, "host": fp.host_fingerprint(), "gpu": fp.gpu_fingerprint()},
+                indent=1,
+                sort_keys=True,
+                default=str,
+            )
+            + "\n"
+        ).encode(),
+    )
+    request = RunRequest(
+        argv=tuple(spec["argv"]),
+        workspace=Path(spec["workspace"]),
+        env=dict(spec["env"]),
+        run_dir=out_dir,
+        timeout_s=float(spec["timeout_s"]),
+        marker=spec["marker"],
+        redactor=Redactor(),
+        stop_event=stop,
+        stop_reason=lambda: f"signal {signalled[0] if signalled else '?'} from slurm",
+        network=bool(spec["network"]),
+        gpu=bool(spec["gpu"]),
+        ro_binds=tuple(Path(p) for p in spec["ro_binds"]),
+        grace=float(spec["grace"]),
+        sample_interval=float(spec["sample_interval"]),
+    )
+    output = LocalExecutor(unsandboxed=unsandboxed).execute(request)
+    peaks = output.peaks
+    result = {
+        "node": node,
+        "isolation": output.isolation,
+        "completed": completed_to_json(output.completed),
+        "peaks": None if peaks is None else _asdict(peaks),
+    }
+    write_atomic(
+        out_dir / "result.json",
+        (json.dumps(result, indent=1, sort_keys=True) + "\n").encode(),
+    )
+    return 0
+
+
+def _asdict(value: Any) -> Any:
+    import dataclasses
+
+    return dataclasses.asdict(value)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
