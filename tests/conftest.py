@@ -55,6 +55,7 @@ TOOL_SKIP_REASONS: dict[str, re.Pattern[str]] = {
     "shellcheck": re.compile(r"\bshellcheck\b"),
     "git": re.compile(r"\bgit\b"),
     "uv": re.compile(r"\buv is not installed"),
+    "slurm": re.compile(r"^slurm: "),
 }
 
 

@@ -8,6 +8,11 @@ S=${1:?usage: slurm-up.sh DIR}
 mkdir -p "$S"/{spool,state,log}
 S=$(cd "$S" && pwd)
 H=$(hostname -s)
+# Never overwrite a real cluster's configuration: only one this script wrote (ClusterName=rbtest).
+if [ -f /etc/slurm/slurm.conf ] && ! grep -q '^ClusterName=rbtest$' /etc/slurm/slurm.conf; then
+  echo "/etc/slurm/slurm.conf exists and is not rb's test cluster: refusing to replace it" >&2
+  exit 1
+fi
 if [ ! -f /etc/munge/munge.key ]; then
   dd if=/dev/urandom bs=1 count=1024 of=/etc/munge/munge.key status=none
   chown munge:munge /etc/munge/munge.key && chmod 400 /etc/munge/munge.key

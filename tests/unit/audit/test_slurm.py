@@ -15,7 +15,6 @@ import pytest
 
 from reprobridge.audit.slurm import (
     JobResources,
-    SlurmExecutor,
     SlurmOptions,
     batch_header,
     parse_slurm_opts,
@@ -24,7 +23,10 @@ from reprobridge.audit.slurm import (
 from reprobridge.errors import AuditError
 
 _OK, _WHY = slurm_available()
-needs_slurm = pytest.mark.skipif(not _OK, reason=f"slurm: {_WHY}")
+# One cluster for all: the tests fill its node and watch its queue, so they share a worker.
+def needs_slurm(test):  # type: ignore[no-untyped-def]
+    skip = pytest.mark.skipif(not _OK, reason=f"slurm: {_WHY}")
+    return pytest.mark.xdist_group("slurm")(skip(test))
 
 
 # -- formatting (no daemons) -----------------------------------------------------------------
