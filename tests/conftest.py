@@ -26,6 +26,11 @@ parametrized, so pytest never walks into fixture code): the directory
 
     [manifest]                        # optional: subset of the merged manifest (dict form)
     environment = { python = "3.10" }
+
+    [merge]                           # optional: the merge's result
+    experiments = ["train"]           # the experiment ids, in order
+    dropped = ["tutorials/a.ipynb"]   # substrings of "other candidates" entries
+    warnings = ["no experiment"]      # also: unmatched, decisions
 """
 
 from __future__ import annotations

@@ -73,11 +73,31 @@ def test_fixture_repo(case: Path) -> None:
             if f.kind == absent["kind"] and ("key" not in absent or f.key == absent["key"])
         ]
         assert not hits, f"unexpected findings for {absent}: {[(f.key, f.value) for f in hits]}"
-    if "manifest" in spec:
+    if "manifest" in spec or "merge" in spec:
         from reprobridge.recovery.merge import merge_findings
 
         merged = merge_findings(ctx, repo_name=case.name, paper_path=spec.get("paper"))
+        _check_merge(spec.get("merge", {}), merged)
+    if "manifest" in spec:
         as_dict = merged.manifest.model_dump(mode="json", by_alias=True)
         assert _subset(spec["manifest"], as_dict), (
             f"manifest differs from the expected subset\nexpected: {spec['manifest']}\nactual: {as_dict}"
         )
+
+
+def _check_merge(want: dict[str, Any], merged: Any) -> None:
+    """``[merge]``: ``experiments`` (the ids, in order), and substrings each of which some
+    ``dropped``/``warnings``/``unmatched``/``decisions`` entry must contain."""
+    if "experiments" in want:
+        assert list(merged.manifest.experiments) == want["experiments"], (
+            f"experiments differ; dropped: {merged.dropped_experiments}"
+        )
+    for key, attr in (
+        ("dropped", "dropped_experiments"),
+        ("warnings", "warnings"),
+        ("unmatched", "unmatched_targets"),
+        ("decisions", "decisions"),
+    ):
+        have = getattr(merged, attr)
+        for text in want.get(key, []):
+            assert any(text in h for h in have), f"no {attr} entry contains {text!r}: {have}"

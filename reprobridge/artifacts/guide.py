@@ -245,13 +245,23 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
             for c in manifest.claims
         ]
         out.append("")
+    if notes.dropped_experiments:
+        out += [
+            "## Other candidates",
+            "",
+            "Commands, scripts and notebooks that looked like experiments but were not made",
+            "ones (ranked below the experiments above, or rejected, with why). To run one, copy",
+            "its command into a new `[experiments.<id>]` table in reprobridge.toml.",
+            "",
+            *_bullets(notes.dropped_experiments),
+            "",
+        ]
     review = sorted(p for p, d in manifest.derived.items() if d.confidence == "low")
     if notes.agent_summary:
         out += ["## What the recovery agent did", "", notes.agent_summary.rstrip("\n"), ""]
     leftovers = [
         *(f"conflict: {c}" for c in notes.conflicts),
         *(f"paper value not matched: {u}" for u in notes.unmatched_targets),
-        *(f"entry point not made an experiment: {d}" for d in notes.dropped_experiments),
         *notes.warnings,
     ]
     if leftovers or review or notes.kept_edits:

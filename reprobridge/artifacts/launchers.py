@@ -1,8 +1,9 @@
 """repro/launchers/<exp>.sh: one readable bash entry point per experiment.
 
 A launcher changes to the repository root (found from its own location), then to the
-experiment's workdir, picks the tier's parameter values, seed and timeout, and runs the
-manifest's command under coreutils ``timeout``. The flake's ``reproduce-<exp>`` app runs it
+experiment's workdir, picks the tier's parameter values, seed, timeout and extra arguments
+(a tier's ``args``, appended to the command), and runs the manifest's command under
+coreutils ``timeout``. The flake's ``reproduce-<exp>`` app runs it
 inside the pinned environment; it also runs by hand (``bash repro/launchers/exp3.sh``).
 
 The command is shell words with ``{seed}`` and ``{param}`` placeholders. Two renderings:
@@ -276,6 +277,7 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         'case "$tier" in',
     ]
     used = sorted({p.text for p in parts if p.is_placeholder and p.text != "seed"})
+    has_args = any(exp.tier(t).args for t in tiers)
     for tier in tiers:
         params, seeds, timeout = _tier_settings(exp, tier)
         if not seeds:
@@ -287,6 +289,9 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         if unused:
             # Shown for the reader; a parameter reaches the program only through a placeholder.
             lines.append(f"    # not in the command: {' '.join(unused)}".replace("\n", " "))
+        if has_args:
+            quoted = " ".join(shlex.quote(a) for a in exp.tier(tier).args)
+            lines.append(f"    tier_args=({quoted})  # appended to the command")
         lines.append(f"    default_seed={seeds[0]}")
         lines.append(f"    timeout_s={math.ceil(parse_duration(timeout))}  # {timeout}")
         lines.append("    ;;")
@@ -323,6 +328,14 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         if any(p.is_placeholder for p in parts):
             names = sorted({variable(p.text) for p in parts if p.is_placeholder})
             lines.append("export " + " ".join(names))
+        if has_args:
+            # Appended words would land after a pipe or a redirection, not on the program.
+            lines += [
+                'if [ "${#tier_args[@]}" -gt 0 ]; then',
+                '  echo "$me: the tier\'s args need a command without shell syntax" >&2',
+                "  exit 2",
+                "fi",
+            ]
         lines += [
             'if [ "${#extra[@]}" -gt 0 ]; then',
             '  echo "$me: extra arguments do not apply to a shell-syntax command" >&2',
@@ -337,6 +350,7 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         words = [_array_word(w) for w in _words(parts)]
         lines += [
             "cmd=(" + " ".join(words) + ")",
+            *(['cmd+=(${tier_args[@]+"${tier_args[@]}"})'] if has_args else []),
             'cmd+=(${extra[@]+"${extra[@]}"})',
             "printf '+'",
             "printf ' %q' \"${cmd[@]}\"",

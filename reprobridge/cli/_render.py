@@ -111,6 +111,15 @@ def print_init_summary(result: InitResult) -> None:
             echo(f"               metric {name}{band}")
         if "smoke" in exp.tiers:
             echo(f"               smoke tier: {dict(exp.tiers['smoke'].params)}")
+    if not m.experiments:
+        echo(style("  experiment   none found", fg="yellow"))
+    dropped = result.merge.dropped_experiments
+    if dropped:
+        echo(f"  other        {len(dropped)} candidate(s) not made experiments (REPRODUCE.md):")
+        for d in dropped[:5]:
+            echo(f"               {d if len(d) <= 100 else d[:99] + '…'}")
+        if len(dropped) > 5:
+            echo(f"               ... and {len(dropped) - 5} more")
     for claim in m.claims:
         echo(f"  claim        {claim.expr}")
     notes = [

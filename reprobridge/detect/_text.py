@@ -359,8 +359,11 @@ def parse_run(segment: str) -> RunCommand | None:
 
     Recognised: ``python x.py``, ``python -m pkg.mod``, ``torchrun``/``accelerate
     launch``/``deepspeed``/``python -m torch.distributed.launch`` wrappers, ``bash x.sh``,
-    ``./x.sh``, ``make target``, ``jupyter nbconvert --execute`` and ``papermill``. Install,
-    test and formatting tools (``pip``, ``python -m pytest``, ``python setup.py``) are not.
+    ``./x.sh``, ``make target``, ``jupyter nbconvert --execute`` and ``papermill``, each
+    also behind an environment manager's ``poetry run``/``uv run``/``pipenv run``/``conda run
+    -n X`` prefix (dropped from the command; ``uv run x.py`` becomes ``python x.py``).
+    Install, test and formatting tools (``pip``, ``python -m pytest``, ``python setup.py``)
+    are not.
     """
     text = _REDIRECT_RE.sub("", " " + segment).strip()
     words = _words(text)
@@ -373,8 +376,22 @@ def parse_run(segment: str) -> RunCommand | None:
             env.append(word)
     if not words:
         return None
+    runner = _runner_words(words)
     command = text
     cut = text.find(words[0])
+    if runner:
+        # "poetry run python x.py": the environment manager's prefix is dropped (rb's own
+        # pinned environment replaces it); "uv run x.py" runs the script with Python.
+        rest = _after_words(text, cut, words[:runner])
+        words = words[runner:]
+        if not words:
+            return None
+        implicit = words[0].endswith(".py") and not words[0].startswith("./")
+        text = shlex.join(words) if rest is None else text[:cut] + text[rest:].lstrip()
+        if implicit:
+            text = text[:cut] + "python " + text[cut:]
+            words = ["python", *words]
+        command = text
     if cut > 0:
         prefix = [
             w for w in (_words(text[:cut]) or []) if not w.startswith("CUDA_VISIBLE_DEVICES=")
@@ -428,6 +445,50 @@ def parse_run(segment: str) -> RunCommand | None:
     return RunCommand(
         kind, entry.removeprefix("./"), command, tuple(words), tuple(env), _gpus(words)
     )
+
+
+#: Environment managers that run the rest of the line in their environment: the words of
+#: their prefix, and their options that take a value.
+_RUNNERS: dict[tuple[str, ...], frozenset[str]] = {
+    ("poetry", "run"): frozenset(),
+    ("pipenv", "run"): frozenset(),
+    ("pdm", "run"): frozenset(),
+    ("hatch", "run"): frozenset(),
+    ("rye", "run"): frozenset(),
+    ("uv", "run"): frozenset(
+        {"--with", "--python", "-p", "--extra", "--group", "--env-file", "--project",
+         "--directory", "--package", "--with-requirements", "--index", "--index-url"}
+    ),
+    ("conda", "run"): frozenset({"-n", "--name", "-p", "--prefix", "--cwd"}),
+    ("mamba", "run"): frozenset({"-n", "--name", "-p", "--prefix", "--cwd"}),
+    ("micromamba", "run"): frozenset({"-n", "--name", "-p", "--prefix", "--cwd"}),
+}  # fmt: skip
+
+
+def _runner_words(words: list[str]) -> int:
+    """How many leading words are an environment manager's ``run`` prefix (0 for none)."""
+    takes = _RUNNERS.get(tuple(w.rsplit("/", 1)[-1] for w in words[:2]))
+    if takes is None:
+        return 0
+    i = 2
+    while i < len(words) and words[i].startswith("-"):
+        if words[i] == "--":
+            return i + 1
+        name = words[i].partition("=")[0]
+        i += 2 if name in takes and "=" not in words[i] else 1
+    return i
+
+
+def _after_words(text: str, start: int, consumed: list[str]) -> int | None:
+    """Offset in ``text`` just after ``consumed`` (found in order from ``start``), or None
+    when one of them is quoted in the text and cannot be found as written."""
+    pos = start
+    for word in consumed:
+        found = text.find(word, pos)
+        if found < 0:
+            return None
+        pos = found + len(word)
+    return pos
 
 
 def _make_target(args: list[str]) -> str | None:

@@ -24,9 +24,12 @@ experiment [id]        ``{"command": str, "kind": "script"|"module"|"notebook"|"
                         "description": str, "entry": path of the script/notebook/Makefile,
                         "workdir": "."}``
 param [entry::name]    ``{"entry": path, "name": str, "flag": "--lr" | None,
-                        "default": scalar | None, "type": "int"|"float"|"str"|"bool"|None}``
-seed [entry]           ``{"entry": path, "flag": "--seed" | None, "default": int | None}``
-unbounded [entry]      ``{"entry": path, "reason": str, "flag": "--max-steps" | None}``
+                        "default": scalar | None, "type": "int"|"float"|"str"|"bool"|None,
+                        "syntax": "space" | "equals"}`` — ``--lr 0.1`` or ``a.b=0.1``
+seed [entry]           ``{"entry": path, "flag": "--seed" | None, "default": int | None,
+                        "syntax": ...}`` (syntax only with a flag)
+unbounded [entry]      ``{"entry": path, "reason": str, "flag": "--max-steps" | None}``, plus
+                        ``"name"``, ``"syntax"``, ``"default"`` of the bounding parameter
 dataset [id]           ``{"path": str?, "url": str?, "name": str?, "generated": bool?}``
 output [entry::path]   ``{"entry": path, "path": str}``
 metric [name]          ``{"entry": path, "source": {"regex": str} | {"file": str, "key": str}}``
@@ -35,6 +38,8 @@ target [row::column]   ``{"row": str, "column": str, "value": float, "table": st
                         "spread": float (the ± of "91.2 ± 0.3"; absent without one)}``
 claim [better>worse]   ``{"better": row label, "worse": row label, "metric": column | None}``
 hardware [entry]       ``{"gpus": int}``
+rejected [path]        ``{"entry": path, "reason": str}`` — looked at as an experiment, not one
+mention [path]         ``{"entry": path}`` — the top-level README names this script/notebook
 project [field]        ``{"value": str}`` — name, title, url, doi, license; authors also
                         carry ``"values": [str, ...]``
 =====================  ==========================================================================

@@ -1,14 +1,22 @@
 """Python entry points that look like experiments (``train.py``, ``src/pkg/__main__.py``).
 
-Only files with the ``__main__`` index marker are considered, and of those only the ones
-whose bytes show a module-level ``if ... __main__`` line and an experiment-like name or a
-command line are parsed. A file is an entry point when it
-has a module-level ``if __name__ == "__main__":`` block (or is a package's ``__main__.py``,
-run as ``python -m pkg``; a leading ``src/`` is dropped from the module path). It is
-reported as an experiment when its name says so (train, eval, run, main, experiment,
-benchmark, finetune, ...) or it declares a command line (argparse, click, typer, fire,
-hydra, absl): medium confidence with both, low with one. Tests, ``setup.py``, docs and
-vendored directories are skipped.
+A file is an entry point when it has a module-level ``if __name__ == "__main__":`` block
+(or is a package's ``__main__.py``, run as ``python -m pkg``; a leading ``src/`` is dropped
+from the module path). It is reported as an experiment when its name says so (train, eval,
+run, main, experiment, benchmark, finetune, ...) or it declares a command line (argparse,
+click, typer, fire, hydra, absl, or its own parser reading ``sys.argv``, such as a
+yacs/CfgNode-style ``--section.key=value`` merge): medium confidence with both, low with
+one. A guarded file with neither is reported as a ``rejected`` candidate, with the reason.
+
+A *script without a guard* is an entry point too when it does its work at import time —
+a module-level loop, or a module-level call of a function it defines (``main()``) or of a
+``fit``/``train`` method — and it is a script rather than a library module: not inside a
+package (no ``__init__.py`` beside it) and imported by no other file of the repository.
+Such a script (``bigram.py``, a ``train.py`` that just trains) is an experiment when its
+name says so or it imports a numerical/ML library, with low confidence: the merge ranks
+it with the other candidates.
+
+Tests, ``setup.py``, docs and vendored directories are skipped.
 
 The command is ``python path.py`` plus every *required* parameter the command line
 declares, as ``--flag {name}`` (or ``{name}`` for a positional): the launcher fills the
@@ -50,6 +58,20 @@ _CLI_MODULES = frozenset(
         "simple_parsing",
     }
 )
+#: Libraries whose import makes a script that runs at import time worth considering.
+_NUMERIC_MODULES = frozenset(
+    {
+        "torch", "tensorflow", "jax", "flax", "optax", "keras", "sklearn", "numpy", "scipy",
+        "pandas", "lightning", "pytorch_lightning", "transformers", "xgboost", "lightgbm",
+        "catboost", "mxnet", "paddle", "tinygrad", "mlx", "equinox", "haiku", "torchvision",
+        "datasets", "statsmodels", "gym", "gymnasium",
+    }
+)  # fmt: skip
+#: Text that shows a hand-written command line (a parser over ``sys.argv``, or a config
+#: object merged from it: ``cfg.merge_from_args(sys.argv[1:])``).
+_ARGV_RE = re.compile(rb"sys\.argv|merge_from_args|merge_from_list|parse_args\(")
+#: Module-level lines that may run work at import time: a loop, or a bare call.
+_TOP_LEVEL_WORK_RE = re.compile(rb"^(?:for |while |with |[A-Za-z_][\w.]*\()", re.M)
 _GENERIC_STEMS = frozenset({"main", "run", "__main__", "cli", "app", "script"})
 _SKIP_NAMES = frozenset({"setup.py", "conftest.py", "__init__.py", "noxfile.py", "fabfile.py"})
 _SKIP_TOP = frozenset({"docs", "doc", "benchmarks_data"})
@@ -102,25 +124,83 @@ class EntryPointsDetector(Detector):
             if guard is None and not is_pkg_main:
                 continue
             imports = import_map(tree)
-            has_cli = bool(
-                {v.split(".")[0] for v in imports.values()} & _CLI_MODULES
-                or "add_argument" in (index.try_read_text(path) or "")
-            )
+            has_cli = _has_cli(index, path, imports)
             named = looks_like_experiment_name(path)
             if not (named or has_cli):
+                findings.append(
+                    _rejected(
+                        path,
+                        guard.lineno if guard else 1,
+                        "has a __main__ block but neither an experiment-like name nor a "
+                        "command line",
+                    )
+                )
                 continue
             finding = self._finding(path, tree, imports, guard, named and has_cli, taken)
             if finding is not None:
                 findings.append(finding)
+        findings += self._unguarded_scripts(index, paths, taken)
         return findings
+
+    def _unguarded_scripts(
+        self, index: RepoIndex, guarded: set[str], taken: set[str]
+    ) -> list[Finding]:
+        """Scripts that do their work at import time (see the module docstring)."""
+        scan = index.py_scan()
+        imported: set[str] = set()
+        for info in scan.values():
+            imported |= info.imports
+        packages = {str(PurePosixPath(p).parent) for p in index.named("__init__.py")}
+        found: list[Finding] = []
+        for path in sorted(scan):
+            pure = PurePosixPath(path)
+            if (
+                path in guarded
+                or skip_path(path)
+                or is_test_path(path)
+                or pure.name in _SKIP_NAMES
+                or pure.parts[0] in _SKIP_TOP
+                or str(pure.parent) in packages
+                or pure.stem in imported
+            ):
+                continue
+            info = scan[path]
+            named = looks_like_experiment_name(path)
+            if not (named or info.imports & _NUMERIC_MODULES):
+                continue
+            data = next((d for _, d in index.py_bytes([path])), b"")
+            if not _TOP_LEVEL_WORK_RE.search(data):
+                continue
+            tree = index.parse_python(path)
+            if tree is None:
+                continue
+            work = _import_time_work(tree)
+            if work is None:
+                continue
+            imports = import_map(tree)
+            finding = self._finding(path, tree, imports, None, False, taken)
+            if finding is None:
+                continue
+            note = f"no __main__ guard: runs at import time ({work[1]})"
+            found.append(
+                Finding(
+                    kind=finding.kind,
+                    key=finding.key,
+                    value=finding.value,
+                    evidence=(Evidence(path, work[0]),),
+                    detector=self.name,
+                    confidence="low",
+                    note="; ".join(n for n in (note, finding.note) if n),
+                )
+            )
+        return found
 
     @staticmethod
     def _worth_parsing(index: RepoIndex, path: str, is_pkg_main: bool) -> bool:
         """Whether ``path`` may be kept, decided from its bytes and the index's scan.
 
         Necessary conditions only (the AST decides): a module-level ``if`` line naming
-        ``__main__`` (or a package ``__main__.py``), and an experiment-like name or a
-        command line (a CLI module imported, or ``add_argument`` in the text).
+        ``__main__`` (or a package ``__main__.py``).
         """
         data = next((d for _, d in index.py_bytes([path])), None)
         if data is None:
@@ -133,10 +213,9 @@ class EntryPointsDetector(Detector):
                 pos = data.find(b"__main__", pos + 8)
             if not guard:
                 return False
-        if looks_like_experiment_name(path):
-            return True
-        scan = index.py_scan().get(path)
-        return bool(scan is not None and scan.imports & _CLI_MODULES) or b"add_argument" in data
+        # A guarded file without a name or a command line is still parsed: it is reported
+        # as a rejected candidate, with the reason.
+        return True
 
     def _finding(
         self,
@@ -187,3 +266,52 @@ class EntryPointsDetector(Detector):
             confidence="medium" if both else "low",
             note="; ".join(notes),
         )
+
+
+def _has_cli(index: RepoIndex, path: str, imports: dict[str, str]) -> bool:
+    """Whether ``path`` reads a command line: a CLI library, ``add_argument``, or its own
+    parser over ``sys.argv`` (yacs/CfgNode ``--section.key=value`` merges included)."""
+    if {v.split(".")[0] for v in imports.values()} & _CLI_MODULES:
+        return True
+    data = next((d for _, d in index.py_bytes([path])), b"")
+    return b"add_argument" in data or bool(_ARGV_RE.search(data))
+
+
+def _rejected(path: str, line: int, reason: str) -> Finding:
+    return Finding(
+        kind="rejected",
+        key=path,
+        value={"entry": path, "reason": reason},
+        evidence=(Evidence(path, line),),
+        detector=EntryPointsDetector.name,
+        confidence="low",
+    )
+
+
+_FIT_METHODS = frozenset({"fit", "train", "fit_generator", "train_model", "run"})
+
+
+def _import_time_work(tree: ast.Module) -> tuple[int, str] | None:
+    """(line, what) the module does at import time that makes it a script, or None.
+
+    A module-level ``for``/``while`` loop, a module-level call of a function the module
+    defines (``main()``), or a ``.fit(...)``/``.train(...)`` call.
+    """
+    defined = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    for stmt in tree.body:
+        if isinstance(stmt, ast.For | ast.While):
+            return stmt.lineno, f"a loop at line {stmt.lineno}"
+        call = _top_call(stmt)
+        if call is None:
+            continue
+        func = call.func
+        if isinstance(func, ast.Name) and func.id in defined:
+            return stmt.lineno, f"calls {func.id}() at line {stmt.lineno}"
+        if isinstance(func, ast.Attribute) and func.attr in _FIT_METHODS:
+            return stmt.lineno, f"calls .{func.attr}() at line {stmt.lineno}"
+    return None
+
+
+def _top_call(stmt: ast.stmt) -> ast.Call | None:
+    value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
+    return value if isinstance(value, ast.Call) else None

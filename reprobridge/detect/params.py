@@ -78,8 +78,10 @@ class Param:
     """One command-line or config parameter found statically.
 
     ``flag`` is how the command line sets it (``--lr``, a hydra/yacs key, or None for a
-    positional); ``default`` is a literal scalar or None; ``required`` means the command
-    cannot run without a value.
+    positional); ``syntax`` how a value follows it: ``"space"`` (``--lr 0.1``, yacs
+    ``SOLVER.BASE_LR 0.1``) or ``"equals"`` (hydra ``optimizer.lr=0.1``, a CfgNode merged
+    from ``--trainer.max_iters=20``); ``default`` is a literal scalar or None; ``required``
+    means the command cannot run without a value.
     """
 
     name: str
@@ -89,6 +91,7 @@ class Param:
     line: int
     required: bool = False
     note: str = ""
+    syntax: str = "space"
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -420,12 +423,27 @@ def _attr_path(node: ast.expr) -> list[str] | None:
     return None
 
 
-def config_object_params(tree: ast.AST, imports: dict[str, str]) -> list[Param]:
-    """Parameters assigned on ``ConfigDict``/yacs ``CfgNode`` objects (``cfg.a.b = 1``)."""
-    roots: dict[str, str] = {}  # variable -> "ml_collections" | "yacs"
+def config_object_params(
+    tree: ast.AST,
+    imports: dict[str, str],
+    *,
+    prefix: tuple[str, ...] = (),
+    argv: bool | None = None,
+) -> list[Param]:
+    """Parameters assigned on ``ConfigDict``/yacs ``CfgNode`` objects (``cfg.a.b = 1``).
+
+    ``prefix`` is prepended to every key (a section whose defaults another function makes);
+    ``argv`` says whether the object is merged from ``--a.b=value`` arguments
+    (``cfg.merge_from_args(sys.argv[1:])``): None decides from ``tree``.
+    """
+    if argv is None:
+        argv = merges_from_argv(tree)
+    roots: dict[str, str] = {}  # variable -> "ml_collections" | "yacs" | "argv"
     for node in nodes_of(tree, ast.Assign):
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
             kind = _config_kind(call_name(node.value, imports) or "")
+            if kind == "yacs" and argv:
+                kind = "argv"
             for target in node.targets:
                 if kind and isinstance(target, ast.Name):
                     roots[target.id] = kind
@@ -438,19 +456,69 @@ def config_object_params(tree: ast.AST, imports: dict[str, str]) -> list[Param]:
         if not path or len(path) < 2 or path[0] not in roots:
             continue
         kind = roots[path[0]]
-        keys = path[1:]
-        if isinstance(node.value, ast.Call) and _config_kind(call_name(node.value, imports) or ""):
-            if node.value.args and isinstance(node.value.args[0], ast.Dict):
-                params.extend(_dict_params(node.value.args[0], keys, kind, node.lineno, seen))
-            continue
+        keys = [*prefix, *path[1:]]
+        if isinstance(node.value, ast.Call):
+            if _config_kind(call_name(node.value, imports) or ""):
+                if node.value.args and isinstance(node.value.args[0], ast.Dict):
+                    params.extend(_dict_params(node.value.args[0], keys, kind, node.lineno, seen))
+                continue
+            if isinstance(node.value.func, ast.Attribute | ast.Name) and not node.value.args:
+                continue  # a section made by another function: see config_sections
         params.extend(_leaf(keys, node.value, kind, node.lineno, seen))
     for node in nodes_of(tree, ast.Assign):
         # ml_collections.ConfigDict({"lr": 0.1, ...}) as the root itself
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and node.value.args:
             kind = _config_kind(call_name(node.value, imports) or "")
             if kind and isinstance(node.value.args[0], ast.Dict):
-                params.extend(_dict_params(node.value.args[0], [], kind, node.lineno, seen))
+                params.extend(
+                    _dict_params(node.value.args[0], list(prefix), kind, node.lineno, seen)
+                )
     return params
+
+
+def merges_from_argv(tree: ast.AST) -> bool:
+    """Whether ``tree`` merges a config object from ``--a.b=value`` arguments."""
+    return any(
+        isinstance(n, ast.Call)
+        and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "merge_from_args"
+        for n in nodes_of(tree, ast.Call)
+    )
+
+
+def config_sections(
+    tree: ast.AST, imports: dict[str, str]
+) -> list[tuple[tuple[str, ...], str, int]]:
+    """(keys, resolved callee, line) of config sections another function makes:
+    ``C.trainer = Trainer.get_default_config()`` -> ``(("trainer",),
+    "pkg.trainer.Trainer.get_default_config", line)``."""
+    roots = {
+        t.id
+        for n in nodes_of(tree, ast.Assign)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and _config_kind(call_name(n.value, imports) or "")
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    out: list[tuple[tuple[str, ...], str, int]] = []
+    for node in nodes_of(tree, ast.Assign):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        path = _attr_path(node.targets[0])
+        value = node.value
+        if (
+            path
+            and len(path) >= 2
+            and path[0] in roots
+            and isinstance(value, ast.Call)
+            and not value.args
+            and not _config_kind(call_name(value, imports) or "")
+        ):
+            callee = call_name(value, imports)
+            if callee:
+                out.append((tuple(path[1:]), callee, node.lineno))
+    return out
 
 
 def _config_kind(name: str) -> str:
@@ -464,7 +532,9 @@ def _config_kind(name: str) -> str:
 
 def _flag(keys: list[str], kind: str) -> str:
     joined = ".".join(keys)
-    return f"--config.{joined}" if kind == "ml_collections" else joined
+    if kind == "ml_collections":
+        return f"--config.{joined}"
+    return f"--{joined}" if kind == "argv" else joined
 
 
 def _leaf(keys: list[str], value: ast.expr, kind: str, line: int, seen: set[str]) -> list[Param]:
@@ -473,7 +543,8 @@ def _leaf(keys: list[str], value: ast.expr, kind: str, line: int, seen: set[str]
         return []
     seen.add(name)
     default, note = _default(value)
-    return [Param(name, _flag(keys, kind), default, type_of(default), line, False, note)]
+    syntax = "equals" if kind in {"argv", "ml_collections"} else "space"
+    return [Param(name, _flag(keys, kind), default, type_of(default), line, False, note, syntax)]
 
 
 def _dict_params(
@@ -591,7 +662,19 @@ def _hydra_file(
             ev = Evidence(file, _yaml_line(text, group))
             if name:
                 out.append(
-                    (Param(name, group_key, option, "str", line, False, "hydra config group"), ev)
+                    (
+                        Param(
+                            name,
+                            group_key,
+                            option,
+                            "str",
+                            line,
+                            False,
+                            "hydra config group",
+                            "equals",
+                        ),
+                        ev,
+                    )
                 )
             sub = _norm(f"{base}/{group}/{option}.yaml")
             if sub in ctx.index:
@@ -611,7 +694,7 @@ def _hydra_file(
             default, note = None, "mandatory (???): must be given on the command line"
         out.append(
             (
-                Param(name, full, default, type_of(default), line, value == "???", note),
+                Param(name, full, default, type_of(default), line, value == "???", note, "equals"),
                 Evidence(file, _yaml_line(text, key)),
             )
         )
@@ -725,6 +808,76 @@ def unbounded_loops(tree: ast.AST, imports: dict[str, str]) -> list[Unbounded]:
     return out
 
 
+# -- config sections and loops in imported modules ----------------------------------------
+
+
+def _module_file(ctx: DetectContext, importer: str, dotted_name: str) -> tuple[str, list[str]]:
+    """(repository file, attribute path inside it) of a resolved dotted name, or ("", [])."""
+    parts = dotted_name.split(".")
+    base = str(PurePosixPath(importer).parent)
+    for cut in range(len(parts) - 1, 0, -1):
+        stem = "/".join(parts[:cut])
+        for cand in (f"{stem}.py", f"{stem}/__init__.py", f"src/{stem}.py", f"{base}/{stem}.py"):
+            norm = _norm(cand)
+            if norm in ctx.index:
+                return norm, parts[cut:]
+    return "", []
+
+
+def _find_def(tree: ast.Module, attrs: list[str]) -> ast.AST | None:
+    """The class/function ``attrs`` names inside a module (``["Trainer", "get_config"]``)."""
+    body: list[ast.stmt] = tree.body
+    found: ast.ClassDef | ast.FunctionDef | None = None
+    for attr in attrs:
+        found = next(
+            (n for n in body if isinstance(n, ast.ClassDef | ast.FunctionDef) and n.name == attr),
+            None,
+        )
+        if found is None:
+            return None
+        body = found.body
+    return found
+
+
+def _section_params(
+    ctx: DetectContext, path: str, tree: ast.Module, imports: dict[str, str]
+) -> list[tuple[Param, Evidence]]:
+    """Parameters of config sections whose defaults a function of another module makes
+    (``C.trainer = Trainer.get_default_config()``), keyed under the section."""
+    out: list[tuple[Param, Evidence]] = []
+    argv = merges_from_argv(tree)
+    for keys, callee, line in config_sections(tree, imports):
+        file, attrs = _module_file(ctx, path, callee)
+        other = ctx.index.parse_python(file) if file else None
+        node = _find_def(other, attrs) if other is not None else None
+        if other is None or node is None:
+            continue
+        for param in config_object_params(node, import_map(other), prefix=keys, argv=argv):
+            out.append((replace(param, line=line), Evidence(file, param.line)))
+    return out
+
+
+def _imported_loop(
+    ctx: DetectContext, path: str, by_name: dict[str, tuple[Param, Evidence]]
+) -> tuple[str, Unbounded] | None:
+    """(module, loop) of a budget-bounded infinite loop in a repository module ``path``
+    imports, when one of ``path``'s own parameters sets that budget (a Trainer's
+    ``while True`` ending on ``config.max_iters``, set by ``--trainer.max_iters``)."""
+    from reprobridge.detect._select import resolve_import
+
+    params = [p for p, _ in by_name.values()]
+    paths = {f.path for f in ctx.index.files if f.suffix == ".py"}
+    for module, names in ctx.index.imported_modules(path):
+        for file in sorted(resolve_import(paths, path, module, names)):
+            other = ctx.index.parse_python(file)
+            if other is None:
+                continue
+            for loop in unbounded_loops(other, import_map(other)):
+                if loop.bound and _bounding_param(loop, params) is not None:
+                    return file, loop
+    return None
+
+
 # -- the detector --------------------------------------------------------------------------
 
 
@@ -768,6 +921,7 @@ class ParamsDetector(Detector):
             (p, Evidence(path, p.line)) for p in cli_params(tree, imports)
         ]
         pairs += [(p, Evidence(path, p.line)) for p in config_object_params(tree, imports)]
+        pairs += _section_params(ctx, path, tree, imports)
         pairs += hydra_params(tree, imports, path, ctx)
         findings: list[Finding] = []
         by_name: dict[str, tuple[Param, Evidence]] = {}
@@ -787,6 +941,7 @@ class ParamsDetector(Detector):
                         "flag": param.flag,
                         "default": param.default,
                         "type": param.type,
+                        "syntax": param.syntax,
                     },
                     evidence=evidence,
                     detector=self.name,
@@ -800,6 +955,10 @@ class ParamsDetector(Detector):
         loops = unbounded_loops(tree, imports)
         if loops:
             findings.append(self._unbounded(path, loops, by_name))
+        else:
+            found = _imported_loop(ctx, path, by_name)
+            if found is not None:
+                findings.append(self._unbounded(found[0], [found[1]], by_name, entry=path))
         return findings
 
     def _seed(
@@ -823,7 +982,12 @@ class ParamsDetector(Detector):
             return Finding(
                 kind="seed",
                 key=path,
-                value={"entry": path, "flag": param.flag, "default": default},
+                value={
+                    "entry": path,
+                    "flag": param.flag,
+                    "default": default,
+                    "syntax": param.syntax,
+                },
                 evidence=(ev,),
                 detector=self.name,
                 confidence="high",
@@ -861,24 +1025,38 @@ class ParamsDetector(Detector):
         )
 
     def _unbounded(
-        self, path: str, loops: list[Unbounded], by_name: dict[str, tuple[Param, Evidence]]
+        self,
+        path: str,
+        loops: list[Unbounded],
+        by_name: dict[str, tuple[Param, Evidence]],
+        *,
+        entry: str | None = None,
     ) -> Finding:
+        """The ``unbounded`` finding of ``entry`` (default ``path``) for loops in ``path``."""
         loop = next((lp for lp in loops if lp.bound), loops[0])
-        flag: str | None = None
+        param: Param | None = None
         if loop.bound is None:
             reason = f"infinite loop at line {loop.line} has no exit: no bound found"
         else:
             param = _bounding_param(loop, [p for p, _ in by_name.values()])
-            flag = param.flag if param else None
             reason = f"infinite loop at line {loop.line} ends only when {loop.bound} is reached"
             if param is not None and param.default is None:
-                reason += f" ({flag or loop.bound} has no default: set it)"
+                reason += f" ({param.flag or loop.bound} has no default: set it)"
             elif param is None:
                 reason += " (no flag sets it)"
+        if entry is not None and entry != path:
+            reason = f"{path}: {reason}"
+        value: dict[str, object] = {
+            "entry": entry or path,
+            "reason": reason,
+            "flag": param.flag if param else None,
+        }
+        if param is not None:
+            value.update(name=param.name, syntax=param.syntax, default=param.default)
         return Finding(
             kind="unbounded",
-            key=path,
-            value={"entry": path, "reason": reason, "flag": flag},
+            key=entry or path,
+            value=value,
             evidence=tuple(Evidence(path, lp.line) for lp in loops[:5]),
             detector=self.name,
             confidence="medium",
@@ -900,4 +1078,10 @@ def _bounding_param(loop: Unbounded, params: list[Param]) -> Param | None:
     for param in params:
         if param.name.lower() == bound or key(param.flag) == bound:
             return param
+    if loop.path and "." not in loop.path:
+        # A loop in an imported module reads its own config (``config.max_iters``); the
+        # entry sets it under a section (``--trainer.max_iters``).
+        for param in params:
+            if key(param.flag).rsplit(".", 1)[-1] == bound:
+                return param
     return None

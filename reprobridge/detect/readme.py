@@ -1,19 +1,25 @@
 """Experiments the README (and docs/) tells a reader to run.
 
 Reads the shell code blocks of ``README*.md``/``README.rst`` files and ``docs/**.md``:
-fenced blocks tagged ``bash``/``sh``/``shell``/``console``/``zsh`` or untagged, and reST
+fenced blocks tagged ``bash``/``sh``/``shell``/``console``/``zsh`` or untagged, indented
+(four-space) code blocks, and reST
 ``code-block``/``::`` literal blocks. ``$ `` prompts are stripped (in a block with prompts,
 lines without one are program output), ``\\`` continuations joined, ``cd dir`` tracked as
 the working directory, and ``export NAME=value`` lines recorded in the finding's note.
 Every command :func:`~reprobridge.detect._text.parse_run` recognises (``python x.py``,
 ``python -m pkg``, ``torchrun``/``accelerate launch``/``deepspeed``, ``bash x.sh``,
-``make target``) becomes an ``experiment`` finding with high confidence; install lines
+``make target``; an environment manager's ``poetry run``/``uv run``/``pipenv run``/
+``conda run -n X`` prefix is dropped) becomes an ``experiment`` finding with high confidence; install lines
 (``pip``, ``conda``, ``git clone``...) are not commands it recognises.
 
-Ids come from the nearest preceding heading; when one heading covers several commands,
+Ids come from the nearest preceding heading (not the document's title, its first
+level-1 heading); when one heading covers several commands,
 from the comment above each command or else the script and config names. A command that
 appears in several files (translated READMEs) is reported once, with every place as
 evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
+
+The top-level README's mentions of scripts and notebooks (in prose, links or code) become
+``mention`` findings (key: the file), which the merge uses to rank experiment candidates.
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ _SHELL_LANGS = frozenset(
     }
 )
 _FENCE_RE = re.compile(r"^(\s{0,8})(`{3,}|~{3,})\s*([\w+-]*)")
+_INDENTED_RE = re.compile(r"^(?: {4}|\t)\s*\S")
 _ATX_RE = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _SETEXT_RE = re.compile(r"^\s{0,3}(=+|-+)\s*$")
 _RST_UNDERLINE_RE = re.compile(r"^([=\-~^*#+`'\"])\1{2,}\s*$")
@@ -86,6 +93,7 @@ def _clean_heading(text: str) -> str:
 def _markdown_blocks(path: str, text: str) -> list[_Block]:
     blocks: list[_Block] = []
     heading = ""
+    titled = False
     lines = text.splitlines()
     i = 0
     prev = ""
@@ -104,11 +112,27 @@ def _markdown_blocks(path: str, text: str) -> list[_Block]:
             i += 1
             prev = ""
             continue
+        if _INDENTED_RE.match(line) and not prev.strip():
+            # An indented code block (CommonMark: four spaces after a blank line; it cannot
+            # interrupt a paragraph). Blank lines inside it belong to it.
+            body = []
+            while i < len(lines) and (_INDENTED_RE.match(lines[i]) or not lines[i].strip()):
+                if lines[i].strip():
+                    body.append((i + 1, lines[i].strip()))
+                i += 1
+            blocks.append(_Block(path, heading, body))
+            prev = ""
+            continue
         atx = _ATX_RE.match(line)
         if atx:
-            heading = _clean_heading(atx.group(1))
+            # The document's first level-1 heading is its title (the project's name), not a
+            # section: commands under it take their names from what they run.
+            title = not titled and line.lstrip().startswith("# ")
+            heading = "" if title else _clean_heading(atx.group(1))
+            titled = True
         elif _SETEXT_RE.match(line) and prev.strip() and not prev.startswith((" ", "\t")):
             heading = _clean_heading(prev)
+            titled = True
         prev = line
         i += 1
     return blocks
@@ -277,6 +301,40 @@ def entry_label(run: RunCommand) -> str:
     return stem
 
 
+_FILE_REF_RE = re.compile(r"[\w./-]*[\w-]+\.(?:ipynb|py|sh)\b")
+
+
+def _mentions(index: RepoIndex) -> list[Finding]:
+    """``mention`` findings: scripts and notebooks the top-level README names in its text
+    (prose, links, code), which tells a reader which of many candidates matter."""
+    readme = next((p for p in _doc_files(index) if "/" not in p), None)
+    text = index.try_read_text(readme) if readme else None
+    if readme is None or text is None:
+        return []
+    by_name: dict[str, list[str]] = {}
+    for f in index.files:
+        if f.suffix in {".ipynb", ".py", ".sh"} and not skip_path(f.path):
+            by_name.setdefault(f.name, []).append(f.path)
+    found: dict[str, int] = {}
+    for number, line in enumerate(text.splitlines(), 1):
+        for ref in _FILE_REF_RE.findall(line):
+            ref = _norm(ref.removeprefix("./"))
+            paths = [ref] if ref in index else by_name.get(PurePosixPath(ref).name, [])
+            if len(paths) == 1:  # an ambiguous bare name names nothing in particular
+                found.setdefault(paths[0], number)
+    return [
+        Finding(
+            kind="mention",
+            key=path,
+            value={"entry": path},
+            evidence=(Evidence(readme, line),),
+            detector=ReadmeCommandsDetector.name,
+            confidence="medium",
+        )
+        for path, line in sorted(found.items())
+    ]
+
+
 def _doc_files(index: RepoIndex) -> list[str]:
     readmes = [
         p
@@ -326,7 +384,7 @@ class ReadmeCommandsDetector(Detector):
                         continue
                     seen[key] = cmd
                     commands.append(cmd)
-        return self._findings(index, commands)
+        return self._findings(index, commands) + _mentions(index)
 
     def _findings(self, index: RepoIndex, commands: list[_Command]) -> list[Finding]:
         per_heading: dict[tuple[str, str], int] = {}

@@ -333,6 +333,11 @@ class Tier(StrictModel):
         None, description="Seeds of this tier (default: the experiment's)."
     )
     timeout: Duration | None = Field(None, description="Wall-clock limit of this tier.")
+    args: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(
+        default_factory=list,
+        description="Arguments appended to the command in this tier, in the project's own "
+        "syntax: `--trainer.max_iters=20`, hydra `trainer.max_epochs=1`.",
+    )
     metrics: dict[MetricName, Metric] | None = Field(
         None,
         description="Thresholds for this tier; absent: smoke checks values exist and are finite.",

@@ -11,13 +11,10 @@ from typing import Any
 from reprobridge.detect.base import Finding
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
+from reprobridge.recovery.ranking import rank
+from reprobridge.recovery.smoke import smoke_value
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
-_BOUND_PARAMS = {
-    "epochs": 1, "num_epochs": 1, "n_epochs": 1, "max_epochs": 1, "epoch": 1,
-    "max_steps": 20, "steps": 20, "num_steps": 20, "train_steps": 20, "total_steps": 20,
-    "iters": 20, "iterations": 20, "max_iters": 20, "n_iter": 20, "num_iters": 20,
-}  # fmt: skip
 _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
 
 
@@ -144,6 +141,11 @@ def _parameterize(
     return _join_words(out), params, seeds, seed_flag
 
 
+def flag_arg(flag: str, syntax: object, value: str) -> str:
+    """``--flag value``, or ``key=value`` for a parameter whose syntax is ``equals``."""
+    return f"{flag}={value}" if syntax == "equals" else f"{flag} {value}"
+
+
 def merge_experiments(
     b: Builder,
     by_kind: dict[str, list[Finding]],
@@ -161,7 +163,6 @@ def merge_experiments(
             f.key,
         ),
     )
-    has_declared = any(f.confidence != "low" for f in cands)
     seen_cmds: set[str] = set()
     covered_entries: set[str] = set()
     kept: list[tuple[Finding, str, str, dict[str, Any]]] = []
@@ -170,9 +171,6 @@ def merge_experiments(
         cmd = " ".join(str(f.value["command"]).split())
         entry = str(f.value.get("entry") or "")
         if cmd in seen_cmds:
-            continue
-        if f.confidence == "low" and has_declared:
-            res.dropped_experiments.append(f"{cmd} ({', '.join(f.sources())})")
             continue
         if f.detector == "entrypoints" and entry in covered_entries:
             continue
@@ -194,6 +192,26 @@ def merge_experiments(
             continue
         covered_entries.add(entry)
         kept.append((f, cmd, entry, params))
+    chosen, others = rank([k[0] for k in kept], by_kind["mention"], by_kind["target"])
+    for r in others:
+        cmd = " ".join(str(r.finding.value["command"]).split())
+        entry = str(r.finding.value.get("entry") or r.finding.key)
+        res.dropped_experiments.append(
+            f"{entry}: `{cmd}` ({r.why()}; from {', '.join(r.finding.sources())})"
+        )
+    picked = {id(r.finding) for r in chosen}
+    kept = [k for k in kept if id(k[0]) in picked]  # in the merge rules' order
+    for rej in sorted(by_kind["rejected"], key=lambda f: f.key):
+        res.dropped_experiments.append(f"{rej.key}: {rej.value['reason']} ({rej.sources()[0]})")
+    if not kept:
+        res.warnings.append(
+            "no experiment found: add one under [experiments.<id>] in reprobridge.toml"
+            + (
+                f" (candidates rejected: {len(res.dropped_experiments)}, listed in REPRODUCE.md)"
+                if res.dropped_experiments
+                else " (no README command, script, notebook or entry point looked like one)"
+            )
+        )
     used_ids: set[str] = set()
     for f, cmd, entry, _ in kept:
         exp_id = _slug(f.key) or _slug(entry.rsplit("/", 1)[-1].rsplit(".", 1)[0]) or "experiment"
@@ -213,15 +231,15 @@ def _reduced_variant(
     argument equal, or None."""
     for explicit, defaults in others:
         full = {**defaults, **explicit}
-        rest = {k: v for k, v in params.items() if k not in _BOUND_PARAMS}
+        rest = {k: v for k, v in params.items() if smoke_value(k) is None}
         same_rest = all(full.get(k) == v for k, v in rest.items()) and all(
             params.get(k, defaults.get(k)) == v
             for k, v in explicit.items()
-            if k not in _BOUND_PARAMS
+            if smoke_value(k) is None
         )
         if not same_rest:
             continue
-        for k in (k for k in params if k in _BOUND_PARAMS):
+        for k in (k for k in params if smoke_value(k) is not None):
             a, b = params[k], full.get(k)
             if isinstance(a, int | float) and isinstance(b, int | float) and a < b:
                 return k
@@ -255,10 +273,19 @@ def _one_experiment(
         flagged = [s for s in seed_f if s.value.get("flag")]
         if flagged:
             s0 = flagged[0]
-            command += f" {s0.value['flag']} {{seed}}"
+            command += " " + flag_arg(str(s0.value["flag"]), s0.value.get("syntax"), "{seed}")
             default = s0.value.get("default")
-            seeds = [int(default)] if isinstance(default, int) else [0]
-            b.put(f"{p}.seeds", seeds, s0.sources(), "medium")
+            if isinstance(default, int):
+                seeds = [int(default)]
+                b.put(f"{p}.seeds", seeds, s0.sources(), "medium")
+            else:
+                seeds = [0]
+                b.put(
+                    f"{p}.seeds",
+                    seeds,
+                    [*s0.sources(), "rb default: the seed flag has no literal default"],
+                    "low",
+                )
         else:
             lit = [s for s in seed_f if isinstance(s.value.get("default"), int)]
             if lit:
@@ -268,23 +295,18 @@ def _one_experiment(
                 )
     elif seeds is not None:
         b.put(f"{p}.seeds", seeds, src)
+    if seeds is None and not b.has(f"{p}.seeds"):
+        # Nothing in the code sets a seed: [0] is only a label for the run, a guess.
+        b.put(f"{p}.seeds", [0], ["rb default: no seed found in the code"], "low")
+        res.warnings.append(
+            f"{exp_id}: no seed found in the code; runs may differ (seeds = [0] is a label)"
+        )
     # A flag that bounds training gives the smoke tier (and keeps unbounded loops finite).
-    bound = next((n for n in params if n in _BOUND_PARAMS), None)
-    if bound is None:
-        for name, pf in sorted(param_f.items()):
-            if (
-                name in _BOUND_PARAMS
-                and pf.value.get("flag")
-                and isinstance(pf.value.get("default"), int)
-            ):
-                command += f" {pf.value['flag']} {{{name}}}"
-                params[name] = int(pf.value["default"])
-                bound = name
-                res.decisions.append(
-                    f"{exp_id}: {pf.value['flag']} made explicit (default {pf.value['default']}, "
-                    f"{pf.sources()[0]}) so the smoke tier can lower it"
-                )
-                break
+    bound = next((n for n in params if smoke_value(n) is not None), None)
+    tier_args: list[str] = []
+    unb = _for_entry(by_kind["unbounded"], entry)
+    if bound is None and kind in {"script", "module"}:
+        bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, res)
     for name in _PLACEHOLDER.findall(command):
         if name != "seed" and name not in params:
             required = param_f.get(name)
@@ -316,9 +338,13 @@ def _one_experiment(
         name, value, sources = smoke
         b.put(f"{p}.tiers.smoke.params.{name}", value, sources)
         b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
-    elif bound is not None:
-        small = _BOUND_PARAMS[bound]
-        if isinstance(params[bound], int) and params[bound] > small:
+    elif tier_args:
+        b.put(f"{p}.tiers.smoke.args", tier_args, [f"rb rule: smoke tier sets {bound}"], "medium")
+        b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+    elif bound is not None and bound in params:
+        small = smoke_value(bound)
+        value = params[bound]
+        if small is not None and isinstance(value, int) and value > small:
             b.put(
                 f"{p}.tiers.smoke.params.{bound}",
                 small,
@@ -326,16 +352,27 @@ def _one_experiment(
                 "medium",
             )
             b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
-    unb = _for_entry(by_kind["unbounded"], entry)
+    if not b.has(f"{p}.tiers.smoke"):
+        res.decisions.append(
+            f"{exp_id}: no smoke tier: no parameter that bounds the run (epochs, steps, "
+            "iterations) could be set from the command line"
+            + ("" if kind in {"script", "module"} else f" of a {kind} experiment")
+            + "; `rb audit --tier smoke` skips it"
+        )
     if unb:
         u = unb[0]
         flag = u.value.get("flag")
         text = str(u.value.get("reason", "loop without an end"))
         if flag:
             text += f"; bounded by {flag}"
-            if str(flag).lstrip("-").replace("-", "_") not in params:
+            name = str(u.value.get("name") or str(flag).lstrip("-").replace("-", "_"))
+            if name not in params:
                 res.warnings.append(
-                    f"{exp_id}: {u.sources()[0]} loops until {flag} is given; add it to the command"
+                    f"{exp_id}: {u.sources()[0]} loops until {flag} is given; the full run "
+                    f"needs it in the command (the smoke tier sets it)"
+                    if tier_args
+                    else f"{exp_id}: {u.sources()[0]} loops until {flag} is given; add it to "
+                    "the command"
                 )
         b.put(f"{p}.unbounded", text, u.sources(), u.confidence)
     hw = [
@@ -385,6 +422,57 @@ def _one_experiment(
                 continue  # a file outside the workdir is not evidence the auditor may read
             source["file"] = clean
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+
+
+def _bound_flag(
+    exp_id: str,
+    command: str,
+    params: dict[str, Any],
+    param_f: dict[str, Finding],
+    unbounded: list[Finding],
+    res: MergeResult,
+) -> tuple[str | None, list[str], str]:
+    """(bounding parameter, smoke tier arguments, command) for a command without a literal
+    bound: the parameter that ends an unbounded loop first, then any parameter named like a
+    bound (:mod:`~reprobridge.recovery.smoke`) that has a flag.
+
+    A bound with a literal default larger than the smoke value becomes a placeholder in the
+    command (the full run keeps the default, the smoke tier lowers it). A bound without a
+    usable default (None, or ``-1``/``0`` for "no limit") stays out of the full command and
+    the smoke tier passes it as an argument (``--trainer.max_iters=20``).
+    """
+    order: list[Finding] = []
+    for u in unbounded:
+        name = u.value.get("name")
+        if name and str(name) in param_f:
+            order.append(param_f[str(name)])
+    order += [
+        pf
+        for name, pf in sorted(param_f.items())
+        if pf.value.get("flag") and smoke_value(str(pf.value["flag"])) is not None
+    ]
+    for pf in order:
+        flag, name = str(pf.value.get("flag") or ""), str(pf.value["name"])
+        small = smoke_value(flag) or smoke_value(name)
+        if not flag or small is None or name in params:
+            continue
+        default = pf.value.get("default")
+        syntax = pf.value.get("syntax")
+        if isinstance(default, int) and not isinstance(default, bool) and default > small:
+            params[name] = default
+            res.decisions.append(
+                f"{exp_id}: {flag} made explicit (default {default}, {pf.sources()[0]}) so the "
+                "smoke tier can lower it"
+            )
+            return name, [], command + " " + flag_arg(flag, syntax, f"{{{name}}}")
+        if isinstance(default, int) and not isinstance(default, bool) and default > 0:
+            continue  # already small: nothing to lower
+        res.decisions.append(
+            f"{exp_id}: the smoke tier passes {flag_arg(flag, syntax, str(small))}: the code's "
+            f"default ({default!r}, {pf.sources()[0]}) sets no limit"
+        )
+        return name, flag_arg(flag, syntax, str(small)).split(" "), command
+    return None, [], command
 
 
 def _executed_notebook(command: str) -> str | None:

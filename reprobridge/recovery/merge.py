@@ -20,8 +20,9 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   requirements (rb runs notebooks with ``jupyter nbconvert --execute``).
 * **nixpkgs**: chosen from the shipped pin data (:mod:`reprobridge.recovery.pins`).
 * **Experiments**: README > Makefile > shell scripts > notebooks > ``__main__`` scripts;
-  the same command found twice is one experiment; guessed entry points are dropped when a
-  declared experiment exists (and listed in the guide). Literal ``--flag value`` arguments
+  the same command found twice is one experiment; the candidates are then ranked
+  (:mod:`reprobridge.recovery.ranking`): declared ones and strong ones are kept, the rest
+  are listed in the guide as other candidates, with why. Literal ``--flag value`` arguments
   become ``{param}`` placeholders; the seed flag becomes ``{seed}``; an epochs/steps flag
   gives the ``smoke`` tier.
 * **Targets and claims**: paper table rows are matched to experiments and columns to

@@ -208,3 +208,24 @@ def test_check_script_is_the_module_byte_for_byte() -> None:
     from reprobridge.artifacts import check
 
     assert render_check_script() == Path(check.__file__).read_text()
+
+
+def test_tier_args_are_appended_in_their_tier_only(tmp_path: Path) -> None:
+    """A smoke tier bounds a loop in the project's own syntax: --trainer.max_iters=20."""
+    manifest = manifest_with(
+        "python argv.py --system.seed={seed}",
+        tiers={"smoke": {"args": ["--trainer.max_iters=20", "a b"]}},
+    )
+    assert argv_of(run_launcher(tmp_path, manifest)) == ["--system.seed=0"]
+    smoke = argv_of(run_launcher(tmp_path, manifest, "--tier", "smoke", "--", "--x"))
+    assert smoke == ["--system.seed=0", "--trainer.max_iters=20", "a b", "--x"]
+
+
+def test_tier_args_refuse_a_shell_syntax_command(tmp_path: Path) -> None:
+    manifest = manifest_with(
+        "python argv.py | cat", tiers={"smoke": {"args": ["--max-steps", "20"]}}
+    )
+    assert argv_of(run_launcher(tmp_path, manifest)) == []
+    out = run_launcher(tmp_path, manifest, "--tier", "smoke")
+    assert out.returncode == 2
+    assert "args need a command without shell syntax" in out.stderr

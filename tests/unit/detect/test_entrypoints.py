@@ -36,15 +36,24 @@ def test_skips_tests_vendored_docs_and_broken_files(make_repo) -> None:
             "main.py": "import sys\n" + MAIN,
         },
     )
-    assert [f.key for f in ctx.findings] == ["main"]
-    assert ctx.findings[0].confidence == "low"
+    exps = [f for f in ctx.findings if f.kind == "experiment"]
+    assert [f.key for f in exps] == ["main"]
+    assert exps[0].confidence == "low"
+    rejected = {f.key: f.value["reason"] for f in ctx.findings if f.kind == "rejected"}
+    assert list(rejected) == ["utils.py"]
+    assert "neither an experiment-like name nor a command line" in rejected["utils.py"]
 
 
 def test_generic_names_take_their_directory(make_repo) -> None:
     ctx = run(
         make_repo, {"a/main.py": MAIN, "b/main.py": MAIN, "b/train.py": MAIN, "c/train.py": MAIN}
     )
-    assert [f.key for f in ctx.findings] == ["a-main", "b-main", "train", "c-train"]
+    assert [f.key for f in ctx.findings if f.kind == "experiment"] == [
+        "a-main",
+        "b-main",
+        "train",
+        "c-train",
+    ]
 
 
 def test_required_parameters_become_placeholders(make_repo) -> None:
@@ -62,3 +71,44 @@ def test_required_parameters_become_placeholders(make_repo) -> None:
         kind=finding.value["kind"],
         params={"data_dir": "data", "config": "c.yaml"},
     )
+
+
+def test_scripts_without_a_guard_that_train_at_import_time(make_repo) -> None:
+    """bigram.py / a train.py that just trains: no __main__ guard, no argparse."""
+    loop = "import torch\nmax_iters = 3000\nfor it in range(max_iters):\n    pass\n"
+    calls = "import numpy as np\n\ndef main():\n    print('loss', 0.1)\n\nmain()\n"
+    ctx = run(
+        make_repo,
+        {
+            "bigram.py": loop,
+            "train.py": calls,
+            # library modules, not scripts: inside a package, imported elsewhere, no work
+            "pkg/__init__.py": "",
+            "pkg/model.py": loop,
+            "helpers.py": loop,
+            "uses_helpers.py": "import helpers\n",
+            "consts.py": "import torch\nX = torch.zeros(3)\n",
+            "plain.py": "for i in range(3):\n    print(i)\n",  # no ML import, no name
+        },
+    )
+    exps = {f.key: f for f in ctx.findings if f.kind == "experiment"}
+    assert sorted(exps) == ["bigram", "train"]
+    assert exps["bigram"].value["command"] == "python bigram.py"
+    assert exps["bigram"].confidence == "low"
+    assert "no __main__ guard" in exps["bigram"].note
+    assert exps["bigram"].sources() == ["bigram.py:3"]
+    assert "calls main()" in exps["train"].note
+
+
+def test_a_hand_written_argv_parser_is_a_command_line(make_repo) -> None:
+    """projects/adder/adder.py: a CfgNode-style config merged from --section.key=value."""
+    src = (
+        "import sys\nfrom mingpt.utils import CfgNode as CN\n"
+        "def get_config():\n    C = CN()\n    return C\n"
+        "if __name__ == '__main__':\n"
+        "    config = get_config()\n    config.merge_from_args(sys.argv[1:])\n"
+    )
+    ctx = run(make_repo, {"projects/adder/adder.py": src})
+    (exp,) = [f for f in ctx.findings if f.kind == "experiment"]
+    assert exp.value["command"] == "python projects/adder/adder.py"
+    assert exp.confidence == "low"  # a command line, but no experiment-like name

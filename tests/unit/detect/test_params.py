@@ -90,7 +90,12 @@ def test_seed_sources(make_repo) -> None:
     assert seeds["a.py"].value == {"entry": "a.py", "flag": None, "default": 17}
     assert "other literal seeds: 3" in seeds["a.py"].note
     assert seeds["b.py"].value["default"] is None and seeds["b.py"].confidence == "low"
-    assert seeds["c.py"].value == {"entry": "c.py", "flag": "--data_seed", "default": None}
+    assert seeds["c.py"].value == {
+        "entry": "c.py",
+        "flag": "--data_seed",
+        "default": None,
+        "syntax": "space",
+    }
 
 
 def test_unbounded_finding_names_the_flag_or_says_no_bound(make_repo) -> None:
@@ -138,7 +143,7 @@ def test_fire_class_and_typer_run(make_repo) -> None:
     assert params["t.py::n"]["default"] is None and params["t.py::n"]["type"] == "int"
     assert params["t.py::k"]["default"] == 2.0
     seeds = {f.key: f.value for f in ctx.findings if f.kind == "seed"}
-    assert seeds["f.py"] == {"entry": "f.py", "flag": "--seed", "default": 4}
+    assert seeds["f.py"] == {"entry": "f.py", "flag": "--seed", "default": 4, "syntax": "space"}
 
 
 def test_tests_and_unparsable_files_are_ignored(make_repo) -> None:

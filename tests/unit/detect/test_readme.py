@@ -65,8 +65,8 @@ def test_ids_unique_valid_and_deterministic(make_repo) -> None:
     }
     first = run(make_repo, files)
     second = run(make_repo, files)
-    keys = [f.key for f in first.findings]
-    assert keys == [f.key for f in second.findings]
+    keys = list(experiments(first))
+    assert keys == list(experiments(second))
     assert len(set(keys)) == len(keys) == 4
     assert all(re.match(ID_PATTERN, k) for k in keys)
     assert keys == ["train", "train-a", "train-b", "train-2"]
@@ -92,10 +92,51 @@ def test_commands_are_valid_manifest_experiments(make_repo) -> None:
     ctx = run(
         make_repo,
         {
-            "README.md": "# Ünïcode ☃ heading\n```console\n(env) $ python -m pkg.main \\\n>   --seed 1\nok\n```\n"
+            "README.md": "# Title\n## Ünïcode ☃ heading\n```console\n(env) $ python -m pkg.main \\\n>   --seed 1\nok\n```\n"
         },
     )
     (finding,) = experiments(ctx).values()
     assert finding.key == "unicode-heading"
     assert finding.value["command"] == "python -m pkg.main --seed 1"
     Experiment(**{k: v for k, v in finding.value.items() if k != "entry"})
+
+
+def test_indented_code_blocks_and_environment_manager_prefixes(make_repo) -> None:
+    """A four-space code block is a code block; poetry/uv/pipenv/conda run prefixes drop."""
+    readme = (
+        "# Tool\n\nTrain the model:\n\n    poetry run python train.py --lr 0.1\n\n"
+        "Evaluate it:\n\n    conda run -n paper python eval.py\n    uv run sample.py --n 4\n"
+        "\nA paragraph\n    python not_code.py\n"  # a continuation line, not a code block
+    )
+    ctx = run(
+        make_repo,
+        {"README.md": readme, "train.py": "", "eval.py": "", "sample.py": "", "not_code.py": ""},
+    )
+    commands = sorted(f.value["command"] for f in experiments(ctx).values())
+    assert commands == [
+        "python eval.py",
+        "python sample.py --n 4",
+        "python train.py --lr 0.1",
+    ]
+
+
+def test_readme_mentions_name_scripts_and_notebooks(make_repo) -> None:
+    readme = (
+        "# Demo\n\nThe main result is in [the notebook](notebooks/main_result.ipynb).\n"
+        "See `helpers.py` too; `util.py` is ambiguous.\n"
+    )
+    ctx = run(
+        make_repo,
+        {
+            "README.md": readme,
+            "notebooks/main_result.ipynb": "{}",
+            "tools/helpers.py": "",
+            "a/util.py": "",
+            "b/util.py": "",
+        },
+    )
+    mentions = {f.key: f.sources() for f in ctx.findings if f.kind == "mention"}
+    assert mentions == {
+        "notebooks/main_result.ipynb": ["README.md:3"],
+        "tools/helpers.py": ["README.md:4"],
+    }

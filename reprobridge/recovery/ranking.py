@@ -1,0 +1,145 @@
+"""Which experiment candidates a reader would call *the* experiments.
+
+A repository of tutorials yields one candidate per notebook; a package with a few scripts
+yields a ``train.py`` beside plotting helpers. Every candidate gets a score from what it
+is and where it was found, and the merge keeps:
+
+* every candidate the repository *declares* — a README command, a Makefile target, a shell
+  script (not a data-preparation one) — and every candidate scoring at least
+  :data:`KEEP_SCORE` (an entry point named ``train``/``main``/``run``..., a notebook the
+  README names), at most :data:`MAX_KEPT` in all;
+* when none qualifies, the best-scoring ones (ties included, at most :data:`FALLBACK_KEPT`),
+  so that a repository with only undistinguished candidates still gets an experiment.
+
+The rest are "other candidates": the guide lists them with their score's reasons, so a
+person can promote one by copying its command into the manifest.
+
+The score (see :func:`score`): where it was found (README > Makefile > shell > entry point >
+notebook), confidence, an experiment-like name, a mention in the README's prose, a paper
+table row that names it, minus a tutorial/example/docs folder, a helper-like name
+(plot, download, ...) and depth in the tree. The weights are data (:data:`WEIGHTS`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from reprobridge.detect.base import Finding
+from reprobridge.detect.entrypoints import looks_like_experiment_name
+
+#: Weights of :func:`score`, by signal.
+WEIGHTS: dict[str, int] = {
+    "source:readme": 50,
+    "source:makefile": 40,
+    "source:shell": 35,
+    "source:entrypoints": 20,
+    "source:notebooks": 12,
+    "confidence:high": 10,
+    "confidence:medium": 5,
+    "confidence:low": 0,
+    "experiment-like name": 15,
+    "named in the README": 25,
+    "named by a paper table row": 15,
+    "under a tutorial/example/docs folder": -15,
+    "helper-like name": -20,
+    "per folder level": -3,
+}
+#: A candidate scoring at least this is kept even when it is not declared.
+KEEP_SCORE = 35
+#: Most experiments one manifest gets from ranking.
+MAX_KEPT = 10
+#: Most experiments kept when no candidate qualifies by declaration or score.
+FALLBACK_KEPT = 3
+
+_DECLARED = frozenset({"readme", "makefile", "shell"})
+_ASIDE_DIRS = re.compile(
+    r"^(?:tutorials?|examples?|demos?|docs?|notebooks?|nbs|scratch|playground|sandbox|misc|old|"
+    r"archive|legacy|deprecated|extras?|contrib|tools|scripts/utils?)$",
+    re.I,
+)
+_HELPER_NAME = re.compile(
+    r"(?:^|[_\-.])(?:plot\w*|visuali[sz]\w*|viz|vis|draw|download\w*|prepare\w*|preprocess\w*|"
+    r"convert\w*|export\w*|setup|utils?|helpers?|install\w*|clean\w*|make_data|build_data|"
+    r"get_data|fetch\w*|inspect\w*|debug\w*|profile\w*|check\w*)(?:$|[_\-.])",
+    re.I,
+)
+_WORD = re.compile(r"[a-z0-9]+")
+_STOP = frozenset({"py", "ipynb", "sh", "the", "of", "a", "and", "with", "ours", "model", "main"})
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """One candidate, its score and the signals that made it."""
+
+    finding: Finding
+    score: int
+    reasons: tuple[str, ...]
+
+    @property
+    def declared(self) -> bool:
+        """A README command, Makefile target or shell script that is not data preparation."""
+        return self.finding.detector in _DECLARED and self.finding.confidence != "low"
+
+    def why(self) -> str:
+        """The score and its signals, for the guide."""
+        return f"score {self.score}: " + ", ".join(self.reasons)
+
+
+def _entry(f: Finding) -> str:
+    return str(f.value.get("entry") or "")
+
+
+def _words(text: str) -> set[str]:
+    return set(_WORD.findall(text.lower().replace("_", " "))) - _STOP
+
+
+def score(f: Finding, mentioned: set[str], row_labels: list[set[str]]) -> Ranked:
+    """The :class:`Ranked` of one candidate (see the module docstring)."""
+    entry = _entry(f)
+    pure = PurePosixPath(entry)
+    signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
+    if looks_like_experiment_name(entry) or looks_like_experiment_name(f"{f.key}.py"):
+        signals.append("experiment-like name")
+    if f.detector != "readme" and entry in mentioned:
+        signals.append("named in the README")
+    names = _words(pure.stem) | _words(f.key)
+    if names and any(names & label for label in row_labels):
+        signals.append("named by a paper table row")
+    folders = list(pure.parts[:-1])
+    if any(_ASIDE_DIRS.match(p) for p in folders):
+        signals.append("under a tutorial/example/docs folder")
+    if _HELPER_NAME.search(pure.stem):
+        signals.append("helper-like name")
+    total = sum(WEIGHTS.get(s, 0) for s in signals)
+    depth = len(folders)
+    total += WEIGHTS["per folder level"] * depth
+    reasons = [
+        s.replace("source:", "found in ").replace("confidence:", "confidence ") for s in signals
+    ]
+    if depth:
+        reasons.append(f"{depth} folder(s) deep")
+    return Ranked(f, total, tuple(reasons))
+
+
+def rank(
+    candidates: list[Finding], mentions: list[Finding], targets: list[Finding]
+) -> tuple[list[Ranked], list[Ranked]]:
+    """(kept, others) of ``candidates`` (already deduplicated), each best first.
+
+    ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
+    paper's ``target`` findings, whose row labels may name an experiment.
+    """
+    mentioned = {m.key for m in mentions}
+    rows = [_words(str(t.value.get("row", ""))) for t in targets]
+    ranked = sorted(
+        (score(f, mentioned, rows) for f in candidates),
+        key=lambda r: (-r.score, r.finding.sources(), r.finding.key),
+    )
+    kept = [r for r in ranked if r.declared or r.score >= KEEP_SCORE][:MAX_KEPT]
+    if not kept and ranked:
+        # Only undistinguished candidates (96 tutorial notebooks): the best, not all.
+        kept = [r for r in ranked if r.score == ranked[0].score][:FALLBACK_KEPT]
+    chosen = {id(r) for r in kept}
+    return kept, [r for r in ranked if id(r) not in chosen]

@@ -1,0 +1,55 @@
+"""Ranking experiment candidates (reprobridge.recovery.ranking)."""
+
+from __future__ import annotations
+
+from reprobridge.detect.base import Evidence, Finding
+from reprobridge.recovery.ranking import FALLBACK_KEPT, rank
+
+
+def cand(entry: str, detector: str, confidence: str = "medium") -> Finding:
+    key = entry.rsplit("/", 1)[-1].split(".")[0]
+    return Finding(
+        "experiment",
+        key,
+        {"command": f"run {entry}", "entry": entry},
+        (Evidence(entry, 1),),
+        detector,
+        confidence,  # type: ignore[arg-type]
+    )
+
+
+def test_many_tutorial_notebooks_keep_only_a_few() -> None:
+    notebooks = [cand(f"tutorials/{i:02d}_topic.ipynb", "notebooks") for i in range(96)]
+    kept, others = rank(notebooks, [], [])
+    assert 1 <= len(kept) <= FALLBACK_KEPT
+    assert len(kept) + len(others) == 96
+
+
+def test_a_plain_train_script_beats_notebooks() -> None:
+    cands = [
+        cand("tutorials/intro.ipynb", "notebooks"),
+        cand("demo.ipynb", "notebooks"),
+        cand("train.py", "entrypoints", "low"),
+    ]
+    kept, others = rank(cands, [], [])
+    assert [r.finding.value["entry"] for r in kept] == ["train.py"]
+    assert "experiment-like name" in kept[0].why()
+    assert {r.finding.value["entry"] for r in others} == {"tutorials/intro.ipynb", "demo.ipynb"}
+
+
+def test_readme_commands_are_kept_and_mentions_and_tables_raise_a_candidate() -> None:
+    mention = Finding("mention", "nb/result.ipynb", {"entry": "nb/result.ipynb"}, (), "readme")
+    target = Finding("target", "r::c", {"row": "Logistic baseline", "column": "acc"}, (), "paper")
+    cands = [
+        cand("scripts/plot_figures.py", "readme", "high"),  # declared: kept whatever its name
+        cand("nb/result.ipynb", "notebooks"),
+        cand("logistic.py", "entrypoints", "low"),
+        cand("other.ipynb", "notebooks"),
+    ]
+    kept, others = rank(cands, [mention], [target])
+    assert {r.finding.value["entry"] for r in kept} == {
+        "scripts/plot_figures.py",
+        "nb/result.ipynb",
+        "logistic.py",
+    }
+    assert [r.finding.value["entry"] for r in others] == ["other.ipynb"]
