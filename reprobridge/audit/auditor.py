@@ -479,6 +479,9 @@ def _one_run(
             record["placement"] = _jsonable(placement)
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
+        from reprobridge.audit.executors import workload_cpu
+
+        cpu = workload_cpu(completed, peaks)
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
         # Only refusals are evidence (a missing file is reported by the output check).
         record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}
@@ -496,8 +499,9 @@ def _one_run(
     record.update(
         termination=_jsonable(completed.termination),
         wall_s=completed.wall_s,
-        cpu_user_s=completed.cpu_user_s,
-        cpu_sys_s=completed.cpu_sys_s,
+        cpu_user_s=cpu.user_s,
+        cpu_sys_s=cpu.sys_s,
+        cpu_source=cpu.source,
         started_at=completed.started_at,
         finished_at=completed.finished_at,
         survivors_killed=completed.survivors_killed,

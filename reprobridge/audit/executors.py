@@ -77,6 +77,31 @@ class RunOutput:
     placement: Placement | None = None
 
 
+@dataclass(frozen=True)
+class CpuTime:
+    """User and system CPU seconds of a run's whole process tree, and where they come from:
+    ``rusage`` (``wait4`` on the run's direct child) or ``sampled`` (the sampler's snapshots
+    of the tree, :class:`~reprobridge.audit.monitor.Peaks`)."""
+
+    user_s: float
+    sys_s: float
+    source: str
+
+
+def workload_cpu(completed: Completed, peaks: Peaks | None) -> CpuTime:
+    """The larger of the two lower bounds of the run's CPU time.
+
+    ``wait4`` counts the child and what it waited for: exact for a plain process tree, but
+    only bubblewrap's own milliseconds behind it (bubblewrap exits without reaping the
+    sandbox's init). The sampler's account sees the tree inside the sandbox but misses the
+    time after its last snapshot. Both undercount, never overcount, so the larger is kept.
+    """
+    waited = CpuTime(completed.cpu_user_s, completed.cpu_sys_s, "rusage")
+    if peaks is None or peaks.cpu_user_s + peaks.cpu_sys_s <= waited.user_s + waited.sys_s:
+        return waited
+    return CpuTime(peaks.cpu_user_s, peaks.cpu_sys_s, "sampled")
+
+
 class Executor(Protocol):
     """Runs one request to its end.
 

@@ -7,6 +7,18 @@ temperature of every GPU, appends one JSON object per sample to ``timeline_path`
 (JSON Lines, flushed every :data:`FLUSH_EVERY` samples) and keeps only running maxima:
 memory stays bounded however long the run. :meth:`Sampler.stop` returns :class:`Peaks`.
 
+CPU time of the whole tree (:attr:`Peaks.cpu_user_s`, :attr:`Peaks.cpu_sys_s`) is accounted
+from /proc as well, because ``wait4`` on the root misses what a wrapper does not wait for:
+bubblewrap's outer process exits without reaping the sandbox's init, so its rusage holds
+bubblewrap's own few milliseconds, not the workload. Each snapshot sums, over every process
+of the tree (zombies included), its own time plus the time of the children it has reaped
+(``cutime``/``cstime``): a reaped child's time moves into its parent's, and inside a PID
+namespace every orphan is reaped by the sandbox's init, which stays in the tree. Parents
+are read before their children, so a process reaped mid-snapshot is missed, never counted
+twice: each snapshot is a lower bound of the tree's CPU time, and the largest one is kept.
+What runs after the last snapshot is missed, so snapshots for the account are taken every
+:data:`ACCOUNT_S` seconds even when timeline lines are written less often.
+
 The tree is walked from the root through ``/proc/<pid>/task/<tid>/children``: cost grows
 with the run's own processes and threads, not with every process on the host, as
 ``psutil.Process.children(recursive=True)`` does (it reads every pid's parent each call).
@@ -41,6 +53,9 @@ FLUSH_EVERY = 10
 NO_DRIVER = "no NVIDIA driver (CPU only)"
 _CLK_TCK = os.sysconf("SC_CLK_TCK")
 _PAGE = os.sysconf("SC_PAGE_SIZE")
+#: Seconds between snapshots of the tree's CPU time (and of the maxima): what the account
+#: misses at the end of a run is at most this much of the last processes' CPU time.
+ACCOUNT_S = 0.1
 #: NVML_TEMPERATURE_GPU, so a fake NVML needs no constants.
 _TEMPERATURE_GPU = 0
 
@@ -54,7 +69,9 @@ class Peaks:
     ``gpu`` has one dict per GPU index with ``util_max`` (%), ``mem_used_max`` (bytes),
     ``power_w_max`` and ``temp_c_max``; ``gpu_state`` is ``"ok"``,
     ``"no NVIDIA driver (CPU only)"`` or ``"NVML error: ..."``. ``sampler_cpu_s`` is the
-    CPU time the sampler thread itself used (its overhead).
+    CPU time the sampler thread itself used (its overhead). ``cpu_user_s``/``cpu_sys_s`` are
+    the tree's CPU time as the largest snapshot saw it (see the module docstring: a lower
+    bound, short of the CPU used after the last snapshot).
     """
 
     samples: int
@@ -65,6 +82,8 @@ class Peaks:
     gpu: list[dict[str, Any]] = field(default_factory=list)
     gpu_state: str = "ok"
     sampler_cpu_s: float = 0.0
+    cpu_user_s: float = 0.0
+    cpu_sys_s: float = 0.0
 
 
 def _read(path: str) -> bytes:
@@ -85,6 +104,8 @@ class ProcStat:
     rss_pages: int
     starttime: int
     zombie: bool
+    user_total: int = 0  # utime + cutime: its own and its reaped children's, in ticks
+    sys_total: int = 0  # stime + cstime
 
 
 def read_stat(pid: int) -> ProcStat | None:
@@ -93,8 +114,18 @@ def read_stat(pid: int) -> ProcStat | None:
         raw = _read(f"/proc/{pid}/stat")
         # comm may hold spaces and ')': the fields start after the LAST ')'.
         f = raw[raw.rindex(b")") + 2 :].split()
-        # f[0] is field 3 (state): utime 14, stime 15, num_threads 20, starttime 22, rss 24.
-        return ProcStat(int(f[11]) + int(f[12]), int(f[17]), int(f[21]), int(f[19]), f[0] == b"Z")
+        # f[0] is field 3 (state): utime 14, stime 15, cutime 16, cstime 17, num_threads 20,
+        # starttime 22, rss 24.
+        utime, stime, cutime, cstime = (int(x) for x in f[11:15])
+        return ProcStat(
+            utime + stime,
+            int(f[17]),
+            int(f[21]),
+            int(f[19]),
+            f[0] == b"Z",
+            utime + cutime,
+            stime + cstime,
+        )
     except (OSError, ValueError, IndexError):
         return None
 
@@ -169,6 +200,8 @@ class Sampler(threading.Thread):
         self._errors: _NvmlErrors | None = None
         self._handles: list[Any] = []
         self._cpu_s = 0.0
+        self._acct_user = 0  # ticks, of the largest snapshot of the tree's CPU time
+        self._acct_sys = 0
         #: CPU seconds the thread spent before its first sample (importing and starting
         #: NVML), part of :attr:`Peaks.sampler_cpu_s`; set once the thread has started.
         self.startup_cpu_s = 0.0
@@ -194,15 +227,22 @@ class Sampler(threading.Thread):
 
     def _loop(self, out: IO[str]) -> None:
         t0 = self._clock()
-        next_at = t0
+        # Account snapshots every ACCOUNT_S at least; a timeline line every ``interval``.
+        tick = min(self.interval, ACCOUNT_S)
+        next_at = next_line = t0
         while True:
-            self._sample(out, t0)
-            if self._samples % FLUSH_EVERY == 0:
-                out.flush()
-            next_at += self.interval
+            # Half a tick of slack: timer jitter must not push a line to the next tick.
+            line = self._clock() >= next_line - tick / 2
+            self._sample(out, t0, line=line)
+            if line:
+                if self._samples % FLUSH_EVERY == 0:
+                    out.flush()
+                next_line += self.interval
+            next_at += tick
             now = self._clock()
             if next_at < now:  # fell behind (suspended, loaded machine): do not burst
                 next_at = now
+                next_line = max(next_line, now)
             if self._halt.wait(max(0.0, next_at - now)):
                 return
 
@@ -222,37 +262,50 @@ class Sampler(threading.Thread):
             gpu=[dict(g) for g in self._gpu_max],
             gpu_state=self._gpu_state,
             sampler_cpu_s=self._cpu_s,
+            cpu_user_s=self._acct_user / _CLK_TCK,
+            cpu_sys_s=self._acct_sys / _CLK_TCK,
         )
 
     # -- one sample ------------------------------------------------------------------------
 
-    def _sample(self, out: IO[str], t0: float) -> None:
+    def _sample(self, out: IO[str], t0: float, *, line: bool = True) -> None:
+        """One snapshot: the CPU account and the maxima always; with ``line``, also the
+        GPUs, the CPU percentage since the last line, and a timeline line."""
         now = self._clock()
-        cpu_ticks = rss = threads = procs = 0
+        cpu_ticks = rss = threads = procs = user = system = 0
         current: dict[tuple[int, int], int] = {}
         for pid in walk_tree(self.root_pid):
             st = read_stat(pid)
             if pid == self.root_pid and not self._is_root(st):
                 break  # the run is over and its pid was reused: nothing of ours is left
-            if st is None or st.zombie:
+            if st is None:
+                continue
+            # A zombie's time is not yet in its parent's: it counts in the account.
+            user += st.user_total
+            system += st.sys_total
+            if st.zombie:
                 continue
             key = (pid, st.starttime)
-            # A process born since the last sample ran all its ticks within the interval.
+            # A process born since the last line ran all its ticks within the interval.
             cpu_ticks += st.ticks - self._prev.get(key, 0)
             current[key] = st.ticks
             rss += st.rss_pages * _PAGE
             threads += st.threads
             procs += 1
+        if user + system > self._acct_user + self._acct_sys:
+            self._acct_user, self._acct_sys = user, system
+        self._rss_max = max(self._rss_max, rss)
+        self._threads_max = max(self._threads_max, threads)
+        self._procs_max = max(self._procs_max, procs)
+        if not line:
+            return
         dt = now - self._prev_t if self._prev_t is not None else None
         cpu = 100.0 * cpu_ticks / _CLK_TCK / dt if dt else 0.0
         self._prev, self._prev_t = current, now
         gpus = self._gpu_sample()
         self._samples += 1
         self._cpu_max = max(self._cpu_max, cpu)
-        self._rss_max = max(self._rss_max, rss)
-        self._threads_max = max(self._threads_max, threads)
-        self._procs_max = max(self._procs_max, procs)
-        line = {
+        record = {
             "t": round(now - t0, 3),
             "cpu_percent": round(cpu, 1),
             "rss_bytes": rss,
@@ -260,7 +313,7 @@ class Sampler(threading.Thread):
             "procs": procs,
             "gpus": gpus,
         }
-        out.write(json.dumps(line, separators=(",", ":")) + "\n")
+        out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
     def _is_root(self, st: ProcStat | None) -> bool:
         """Is ``st`` still the run's root? Its starttime pins its identity against pid reuse."""

@@ -1,0 +1,102 @@
+"""CPU time of a sandboxed run is the workload's, not bubblewrap's (issue 10 / issue 14):
+bubblewrap exits without reaping the sandbox's init, so wait4 alone sees ~3 ms."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+
+from reprobridge._proc.monitored import Completed, StreamCapture, Termination
+from reprobridge.audit import sandbox
+from reprobridge.audit.executors import LocalExecutor, RunRequest, workload_cpu
+from reprobridge.audit.monitor import Peaks
+from reprobridge.evidence.redact import Redactor
+
+_WHY = sandbox.sandbox_unusable() if sandbox.bwrap_path() else "bwrap is not installed"
+needs_sandbox = pytest.mark.skipif(_WHY is not None, reason=f"sandbox unusable: {_WHY}")
+
+#: ~0.5 s of CPU in a child of a child (bash -> python), so the time reaches the tree's
+#: top only through the reaping parents' cutime.
+BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass\n"
+
+
+def _request(tmp_path: Path, argv: tuple[str, ...], interval: float) -> RunRequest:
+    workspace = tmp_path / "work" / "repo"
+    workspace.mkdir(parents=True)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return RunRequest(
+        argv=argv,
+        workspace=workspace,
+        env={"PATH": "/usr/bin:/bin", "RB_RUN_MARKER": "cpu-test", "HOME": str(workspace)},
+        run_dir=run_dir,
+        timeout_s=60,
+        marker="cpu-test",
+        redactor=Redactor([]),
+        stop_event=threading.Event(),
+        stop_reason=lambda: "test",
+        sample_interval=interval,
+    )
+
+
+@needs_sandbox
+@pytest.mark.parametrize("interval", [0.5, 0.05])
+def test_sandboxed_busy_loop_records_its_cpu_time(tmp_path: Path, interval: float) -> None:
+    # Debian's python3 under /usr, which the sandbox binds (the test's venv is not bound).
+    argv = ("bash", "-c", 'python3 -c "$0"; true', BURN)
+    out = LocalExecutor().execute(_request(tmp_path, argv, interval))
+    assert out.isolation == "bubblewrap"
+    assert out.completed.termination.kind == "exit", out.completed.termination
+    assert out.completed.termination.returncode == 0
+    waited = out.completed.cpu_user_s + out.completed.cpu_sys_s
+    cpu = workload_cpu(out.completed, out.peaks)
+    # wait4 alone sees bubblewrap; the sampled tree sees the loop.
+    assert cpu.user_s + cpu.sys_s >= 0.3, (waited, out.peaks)
+    assert cpu.source == "sampled"
+    assert cpu.user_s + cpu.sys_s <= out.completed.wall_s * 2  # no double counting
+    # The account snapshots every 0.1 s; the timeline still gets a line per interval.
+    assert out.peaks is not None
+    lines = (tmp_path / "run" / "timeline.jsonl").read_text().splitlines()
+    # (the sampler stops a little after the run: the logs are drained first)
+    assert len(lines) == out.peaks.samples <= (out.completed.wall_s + 0.5) / interval + 2
+
+
+@needs_sandbox
+def test_children_that_have_exited_still_count(tmp_path: Path) -> None:
+    # Two 0.3 s burners one after the other: at no moment is more than one alive, so only
+    # the reaped children's time (cutime of the bash that waited for them) sums them.
+    burn = BURN.replace("0.5", "0.3")
+    argv = ("bash", "-c", 'python3 -c "$0"; python3 -c "$0"; sleep 0.3', burn)
+    out = LocalExecutor().execute(_request(tmp_path, argv, 0.5))
+    assert out.completed.termination.returncode == 0
+    cpu = workload_cpu(out.completed, out.peaks)
+    assert cpu.user_s + cpu.sys_s >= 0.5, out.peaks
+
+
+def _completed(user: float, system: float) -> Completed:
+    capture = StreamCapture(Path("/dev/null"), 0, 0, "", False)
+    return Completed(
+        argv=("x",),
+        termination=Termination("exit", 0, None, "exit(0)"),
+        stdout=capture,
+        stderr=capture,
+        wall_s=1.0,
+        cpu_user_s=user,
+        cpu_sys_s=system,
+        started_at="",
+        finished_at="",
+        pid=1,
+        survivors_killed=0,
+    )
+
+
+def test_workload_cpu_keeps_the_larger_lower_bound() -> None:
+    peaks = Peaks(3, 100.0, 1, 1, 1, cpu_user_s=0.4, cpu_sys_s=0.1)
+    assert workload_cpu(_completed(0.003, 0.0), peaks).source == "sampled"
+    assert workload_cpu(_completed(0.003, 0.0), peaks).user_s == 0.4
+    # Unsandboxed, wait4 counts everything the child waited for: it wins when larger.
+    waited = workload_cpu(_completed(0.6, 0.05), peaks)
+    assert (waited.user_s, waited.sys_s, waited.source) == (0.6, 0.05, "rusage")
+    assert workload_cpu(_completed(0.2, 0.0), None).source == "rusage"
