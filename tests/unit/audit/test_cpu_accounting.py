@@ -4,6 +4,7 @@ bubblewrap exits without reaping the sandbox's init, so wait4 alone sees ~3 ms."
 from __future__ import annotations
 
 import threading
+import uuid
 from pathlib import Path
 
 import pytest
@@ -27,13 +28,16 @@ def _request(tmp_path: Path, argv: tuple[str, ...], interval: float) -> RunReque
     workspace.mkdir(parents=True)
     run_dir = tmp_path / "run"
     run_dir.mkdir()
+    # Unique per test: the end-of-run sweep kills every process carrying the marker, and
+    # xdist runs other tests of this file at the same time.
+    marker = f"cpu-test-{uuid.uuid4().hex}"
     return RunRequest(
         argv=argv,
         workspace=workspace,
-        env={"PATH": "/usr/bin:/bin", "RB_RUN_MARKER": "cpu-test", "HOME": str(workspace)},
+        env={"PATH": "/usr/bin:/bin", "RB_RUN_MARKER": marker, "HOME": str(workspace)},
         run_dir=run_dir,
         timeout_s=60,
-        marker="cpu-test",
+        marker=marker,
         redactor=Redactor([]),
         stop_event=threading.Event(),
         stop_reason=lambda: "test",
