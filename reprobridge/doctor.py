@@ -109,6 +109,24 @@ class Probes:
     timeout: float = 20.0
 
 
+def next_step_after_init(experiment: str, nix: tuple[int, ...] | None) -> str:
+    """The command to suggest after `rb init`, one that works on this machine.
+
+    ``nix`` is this machine's Nix version (None: none). ``nix run .#reproduce-<exp>`` only
+    when that Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX_FOR_CURRENT_NIXPKGS`);
+    otherwise the host audit, which works everywhere, and how to get a Nix that does.
+    """
+    if nix is not None and tuple(nix[:2]) >= MIN_NIX_FOR_CURRENT_NIXPKGS:
+        return f"nix run .#reproduce-{experiment}   (or: less REPRODUCE.md)"
+    have = (
+        "no nix here" if nix is None else f"nix {_dotted(tuple(nix))} here cannot evaluate the pin"
+    )
+    return (
+        f"rb run {experiment} --backend host   ({have}; for `nix run .#reproduce-{experiment}` "
+        f"{_NIX_UPGRADE_FIX})"
+    )
+
+
 def run_checks(probes: Probes | None = None) -> list[Check]:
     """Every check, in report order. Never raises for what the machine lacks."""
     p = probes or Probes()

@@ -5,6 +5,8 @@ place that turns them into a one-line ``error: ...`` message (plus an optional h
 and the exit code of the class::
 
     ReproBridgeError                    exit 1x  (never raised bare)
+    ├── ConfigError                     2   an operator setting is invalid (user config
+    │                                       file, RB_* variable), like a bad flag
     ├── ManifestError                   3   reprobridge.toml missing, malformed, invalid
     │   ├── ManifestNotFoundError
     │   ├── SchemaVersionError
@@ -64,6 +66,13 @@ class ReproBridgeError(Exception):
     def exit_status(self) -> int:
         """The process exit status for this error (the class's code unless overridden)."""
         return self.exit_code
+
+
+class ConfigError(ReproBridgeError):
+    """An operator setting is invalid: the user config file (``path`` is the file) or an
+    ``RB_*`` environment variable (``path`` is the variable's name). Exit 2, as a bad flag."""
+
+    exit_code = 2
 
 
 class ManifestError(ReproBridgeError):

@@ -158,11 +158,11 @@ def _lock(root: Path, project_files: dict[str, str], mode: LockMode) -> LockOutc
             # The same sentence as a fresh lock: the guide must not change when only the
             # way the lock was obtained differs (rb check renders with mode "keep").
             return LockOutcome(kept, _LOCKED_NOTE)
-        reason = "locking skipped (`--no-lock`)" if mode == "never" else "no lock was written"
+        # One sentence for both modes: the guide says what is there, not how it came about.
         return LockOutcome(
             None,
-            f"Python packages are not locked ({reason}): {_UNLOCKED_TAIL}",
-            f"Python packages not locked ({reason})" if mode == "never" else None,
+            f"Python packages are not locked: {_UNLOCKED_TAIL}",
+            "Python packages not locked (`--no-lock`)" if mode == "never" else None,
         )
     with tempfile.TemporaryDirectory(prefix="rb-lock-") as tmp:
         scratch = Path(tmp)
@@ -183,17 +183,14 @@ def _lock(root: Path, project_files: dict[str, str], mode: LockMode) -> LockOutc
             return LockOutcome(lock_file.read_bytes(), _LOCKED_NOTE)
         if mode == "always":
             raise CommandFailed(f"uv lock failed: {reason}")
+        # The guide states what is there (stable bytes, the same as `rb check` renders); why
+        # locking failed this time is the summary's warning.
         warning = f"Python packages could not be locked: {reason}"
         if kept is not None:
             return LockOutcome(
-                kept,
-                f"Python packages could not be re-locked ({reason}); the previous "
-                "`repro/python/uv.lock` is kept and may not match the requirements.",
-                warning + " (the previous uv.lock is kept)",
+                kept, _LOCKED_NOTE, warning + " (the previous uv.lock is kept; it may be stale)"
             )
-        return LockOutcome(
-            None, f"Python packages could not be locked ({reason}); {_UNLOCKED_TAIL}", warning
-        )
+        return LockOutcome(None, f"Python packages are not locked: {_UNLOCKED_TAIL}", warning)
 
 
 def init_repository(
@@ -270,6 +267,10 @@ def init_repository(
         extra, agent_summary = _agent_files(root, agent_result, agent)
         out.update(extra)
         notes = replace(notes, agent_summary=agent_summary)
+    else:
+        # The agent's proposals stay in the manifest after a static re-run, so its account
+        # in the guide stays too (and `rb check` compares the guide as init would write it).
+        notes = replace(notes, agent_summary=_previous_agent_summary(root))
     out[GUIDE_FILE] = render_guide(manifest, notes, version=__version__).encode()
 
     launchers_dir = root / LAUNCHERS_DIR
@@ -311,6 +312,24 @@ def init_repository(
         agent_result,
         lock_warning=locked.warning,
     )
+
+
+_AGENT_HEADING = "\n## What the recovery agent did\n\n"
+_AFTER_AGENT = ("\n## Known gaps and exceptions\n", "\n## How to audit\n")
+
+
+def _previous_agent_summary(root: Path) -> str:
+    """The agent section of the existing guide (rb wrote it), or "" when there is none."""
+    path = root / GUIDE_FILE
+    if path.is_symlink() or not path.is_file():
+        return ""
+    text = path.read_text("utf-8", "replace")
+    start = text.find(_AGENT_HEADING)
+    if start < 0:
+        return ""
+    body = text[start + len(_AGENT_HEADING) :]
+    ends = [i for i in (body.rfind(h) for h in _AFTER_AGENT) if i >= 0]
+    return body[: min(ends)] if ends else ""
 
 
 def _intent_to_add(root: Path, paths: list[str]) -> None:

@@ -395,7 +395,10 @@ def run_monitored(
     ``env`` is the child's whole environment; put ``RB_RUN_MARKER=<marker>`` in it (and in a
     sandbox's ``--setenv``) and pass the same ``marker`` so escaped processes can be found.
     ``on_start(pid)`` is called once the child exists (attach a sampler there); ``echo(name,
-    chunk)`` gets each redacted chunk of ``"stdout"``/``"stderr"`` for a live terminal.
+    chunk)`` gets each chunk of ``"stdout"``/``"stderr"`` as it is read, for a live terminal,
+    and ``b""`` at the end of that stream. The chunks are raw (the log files' redactor holds
+    back up to 64 KiB, which would make a terminal wait): the echo must redact them itself
+    (``reprobridge.audit.executors`` does, line by line).
     ``stop_reason()`` names the interruption in the description (default "stop requested").
 
     ``term_group=False`` is for a wrapper that does not forward signals (bubblewrap: SIGTERM
@@ -553,10 +556,12 @@ class _Supervisor:
         if not chunk:
             self._sel.unregister(key.fd)
             self._open -= 1
+            if self._echo is not None:
+                self._echo(name, b"")  # end of stream: the echo shows what it still holds
             return
-        out = stream.feed(chunk)
-        if self._echo is not None and out:
-            self._echo(name, out)
+        stream.feed(chunk)
+        if self._echo is not None:
+            self._echo(name, chunk)
 
     def wait(
         self,

@@ -1,33 +1,33 @@
-"""Which generated artifacts no longer match what the manifest renders."""
+"""Which generated artifacts no longer match what `rb init` would write now."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
-from reprobridge import __version__
-from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, LAUNCHERS_DIR
 from reprobridge.manifest.schema import Manifest
 
 
-def expected_artifacts(manifest: Manifest) -> dict[str, str]:
-    """The artifacts that depend on the manifest alone (not on recovery notes)."""
-    from reprobridge.artifacts.flake import render_flake, render_flake_lock
-    from reprobridge.artifacts.launchers import render_launcher
+@dataclass(frozen=True)
+class SyncReport:
+    """``stale``: every artifact `rb init` would create, change or remove (sorted)."""
 
-    out = {
-        FLAKE_FILE: render_flake(manifest, version=__version__),
-        FLAKE_LOCK_FILE: render_flake_lock(manifest),
-    }
-    for exp_id in manifest.experiments:
-        out[f"{LAUNCHERS_DIR}/{exp_id}.sh"] = render_launcher(manifest, exp_id, version=__version__)
-    return out
+    manifest: Manifest
+    stale: list[str]
 
 
-def stale_artifacts(root: Path, manifest: Manifest) -> list[str]:
-    """Relative paths whose content differs from (or is missing for) the manifest's rendering."""
-    stale = []
-    for rel, text in sorted(expected_artifacts(manifest).items()):
-        path = root / rel
-        if not path.is_file() or path.read_text(encoding="utf-8", errors="replace") != text:
-            stale.append(rel)
-    return stale
+def check_artifacts(root: Path) -> SyncReport:
+    """Compare every file `rb init` writes with what it would write now.
+
+    The rendering is `rb init --dry-run`'s own (:func:`~reprobridge.initializer.init_repository`
+    with ``dry_run=True``), so the two cannot disagree: the manifest refresh, ``flake.nix``,
+    ``flake.lock``, ``repro/python/*``, the launchers, ``repro/check.py`` and
+    ``REPRODUCE.md``. Nothing is written, nothing in the repository runs, no network: the
+    lock mode ``keep`` compares against the existing ``uv.lock`` instead of running uv.
+    Raises the manifest's errors (invalid manifest: exit 3).
+    """
+    from reprobridge.initializer import init_repository
+
+    result = init_repository(root, lock="keep", dry_run=True, git_add=False)
+    ch = result.changes
+    return SyncReport(result.manifest, sorted({*ch.created, *ch.changed, *ch.removed}))

@@ -15,7 +15,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 from reprobridge._proc.monitored import Completed, run_monitored
 from reprobridge.audit.monitor import Peaks, Sampler
@@ -116,6 +116,33 @@ class Executor(Protocol):
     def execute(self, request: RunRequest) -> RunOutput: ...
 
 
+class LineEcho:
+    """A run's output shown live: each completed line, redacted, as soon as it is read.
+
+    Secrets are single-line tokens, so redacting whole lines catches one split across read
+    chunks. A line longer than :attr:`MAX_HELD` bytes is shown (redacted) without waiting
+    for its end. ``feed(b"")`` marks the end of the stream and shows the rest.
+    """
+
+    MAX_HELD = 1 << 16
+
+    def __init__(self, redactor: Redactor, out: BinaryIO) -> None:
+        self._redactor = redactor
+        self._out = out
+        self._held = bytearray()
+
+    def feed(self, chunk: bytes) -> None:
+        self._held += chunk
+        cut = len(self._held) if not chunk else self._held.rfind(b"\n") + 1
+        if cut == 0 and len(self._held) > self.MAX_HELD:
+            cut = len(self._held)
+        if cut == 0:
+            return
+        data, self._held = bytes(self._held[:cut]), self._held[cut:]
+        self._out.write(self._redactor.redact_bytes(data))
+        self._out.flush()
+
+
 class LocalExecutor:
     """This machine; in bubblewrap unless ``unsandboxed`` says why not."""
 
@@ -148,13 +175,13 @@ class LocalExecutor:
             )
             sampler.start()
 
-        # One streaming redactor per stream: a secret split across two chunks is still caught.
-        live = {"stdout": request.redactor.stream(), "stderr": request.redactor.stream()}
+        live = {
+            "stdout": LineEcho(request.redactor, sys.stdout.buffer),
+            "stderr": LineEcho(request.redactor, sys.stderr.buffer),
+        }
 
         def echo(stream: str, chunk: bytes) -> None:
-            out = sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer
-            out.write(live[stream].feed(chunk))
-            out.flush()
+            live[stream].feed(chunk)
 
         completed = run_monitored(
             argv,
@@ -174,10 +201,5 @@ class LocalExecutor:
             # SIGKILL everything at once and take the grace period away).
             term_group=not sandboxed,
         )
-        if request.echo:
-            for stream, redactor in live.items():
-                (sys.stdout.buffer if stream == "stdout" else sys.stderr.buffer).write(
-                    redactor.flush()
-                )
         peaks = sampler.stop() if sampler is not None else None
         return RunOutput(completed, peaks, "bubblewrap" if sandboxed else str(self.unsandboxed))

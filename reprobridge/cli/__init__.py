@@ -9,12 +9,14 @@ pydantic models) are imported inside the commands that need them, so ``rb --help
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 
 import click
 
 from reprobridge import __version__
+from reprobridge.cli.options import CliState, verbosity_options
 
 #: verb -> "module:function", imported only when that verb runs (keeps `rb --help` fast).
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -86,8 +88,10 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="rb")
-def cli() -> None:
+@click.version_option(__version__, "-V", "--version", prog_name="rb")
+@verbosity_options
+@click.pass_context
+def cli(ctx: click.Context) -> None:
     """ReproBridge: make an ML paper repository reproducible, and prove it.
 
     \b
@@ -95,7 +99,20 @@ def cli() -> None:
                    repro/ and REPRODUCE.md
     rb demo        the same on the bundled example
     rb doctor      what this machine can do
+
+    \b
+    Settings: flags > RB_* variables > $XDG_CONFIG_HOME/rb/config.toml > defaults.
+    Colour only on a terminal, never with NO_COLOR set.
+    Shell completion: eval "$(_RB_COMPLETE=bash_source rb)" (zsh_source, fish_source).
     """
+    from reprobridge.cli.options import state
+
+    ctx.ensure_object(CliState)
+    # https://no-color.org: any non-empty value turns colour off; click already drops
+    # styles when stdout is not a terminal.
+    if os.environ.get("NO_COLOR"):
+        ctx.color = False
+    state()  # load the user config now: a broken one is one error line before any work
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -104,7 +121,12 @@ def main(argv: Sequence[str] | None = None) -> None:
 
     try:
         # With standalone_mode=False click returns a command's Exit code instead of raising.
-        code = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
+        # prog_name fixes the completion variable to _RB_COMPLETE also under `python -m`.
+        code = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="rb",
+            standalone_mode=False,
+        )
     except ReproBridgeError as exc:
         click.echo(f"error: {exc}", err=True)
         if exc.hint:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -11,11 +10,12 @@ import click
 from reprobridge.initializer import InitResult
 
 
-def progress_sink(quiet: bool) -> Any:
-    """An event sink that prints one short line per phase to stderr (nothing when quiet)."""
+def progress_sink(verbosity: int) -> Any:
+    """An event sink that prints one short line per phase to stderr: nothing when quiet
+    (``verbosity`` < 0), every event with its fields when verbose (> 0)."""
 
     def _sink(event: str, fields: dict[str, Any]) -> None:
-        if quiet:
+        if verbosity < 0:
             return
         if event == "index":
             click.echo(f"rb: indexed {fields['files']} files in {fields['root']}", err=True)
@@ -23,14 +23,17 @@ def progress_sink(quiet: bool) -> Any:
             click.echo(f"rb: merging {fields['findings']} findings", err=True)
         elif event == "lock":
             click.echo(f"rb: locking Python packages ({fields['path']})", err=True)
+        elif verbosity > 0:
+            detail = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+            click.echo(f"rb: {event} {detail}".rstrip(), err=True)
 
     return _sink
 
 
-def init_json(result: InitResult) -> str:
+def init_doc(result: InitResult) -> dict[str, Any]:
     """The `rb init --json` document (stable keys, for scripts)."""
     m = result.manifest
-    doc = {
+    doc: dict[str, Any] = {
         "root": str(result.root),
         "dry_run": result.dry_run,
         "manifest": m.model_dump(
@@ -59,7 +62,7 @@ def init_json(result: InitResult) -> str:
             "cost_usd": ledger.cost_usd,
             "stopped_by": result.agent.stopped_by,
         }
-    return json.dumps(doc, indent=2, sort_keys=True)
+    return doc
 
 
 def _src(result: InitResult, path: str) -> str:
@@ -71,8 +74,9 @@ def _src(result: InitResult, path: str) -> str:
     )
 
 
-def print_init_summary(result: InitResult) -> None:
-    """A human summary of what was recovered and written."""
+def print_init_summary(result: InitResult, next_step: str | None = None) -> None:
+    """A human summary of what was recovered and written; ``next_step``, when given, is the
+    command to suggest (:func:`reprobridge.doctor.next_step_after_init`)."""
     m = result.manifest
     env = m.environment
     echo = click.echo
@@ -149,7 +153,6 @@ def print_init_summary(result: InitResult) -> None:
         echo(f"  {'+' if rel in ch.created else '~'} {rel}")
     for rel in ch.removed:
         echo(f"  - {rel}")
-    if m.experiments and not result.dry_run:
-        first = next(iter(m.experiments))
-        echo(style("Next", bold=True) + f": nix run .#reproduce-{first}   (or: less REPRODUCE.md)")
+    if next_step and not result.dry_run:
+        echo(style("Next", bold=True) + f": {next_step}")
     sys.stdout.flush()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import cast
 
 import click
 
-from reprobridge.cli.options import parse_overrides
+from reprobridge.cli.options import common_options, parse_overrides, print_json, repo_option, state
 
 
 @click.group("archive", invoke_without_command=True)
@@ -46,7 +45,8 @@ from reprobridge.cli.options import parse_overrides
     "--sign",
     "sign_key",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Sign MANIFEST.json with this Ed25519 private key (see `rb keygen`).",
+    help="Sign MANIFEST.json with this Ed25519 private key (see `rb keygen`). "
+    "Default: RB_SIGN_KEY, else `sign_key` in the user config, else unsigned.",
 )
 @click.option(
     "--override-input",
@@ -55,15 +55,8 @@ from reprobridge.cli.options import parse_overrides
     metavar="NAME=URL",
     help="Override a flake input for --with-closure's nix calls.",
 )
-@click.option(
-    "-C",
-    "--repo",
-    "root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    help="The repository (default: .).",
-)
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@repo_option()
+@common_options
 @click.pass_context
 def archive_command(
     ctx: click.Context,
@@ -92,26 +85,22 @@ def archive_command(
         with_source=with_source,
         with_closure=with_closure,
         fmt=cast(Format, fmt),
-        sign_key=sign_key,
+        sign_key=state().operator.sign_key(sign_key),
         nix_overrides=parse_overrides(overrides),
     )
     res = build_archive(root, output, opts)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": str(res.path),
-                    "size": res.size,
-                    "files": res.files,
-                    "commit": res.commit,
-                    "source_date_epoch": res.epoch,
-                    "audits": res.audits,
-                    "manifest_sha256": res.manifest_sha256,
-                    "signed": res.signed,
-                },
-                indent=2,
-                sort_keys=True,
-            )
+        print_json(
+            {
+                "path": str(res.path),
+                "size": res.size,
+                "files": res.files,
+                "commit": res.commit,
+                "source_date_epoch": res.epoch,
+                "audits": res.audits,
+                "manifest_sha256": res.manifest_sha256,
+                "signed": res.signed,
+            }
         )
         return
     click.echo(f"archive: {res.path} ({res.size} bytes, {res.files} files)")
@@ -128,7 +117,7 @@ def archive_command(
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="The signer's public key (PEM); without it the archive's own signer.pub is used.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@common_options
 def verify_archive_command(file: Path, public_key: Path | None, as_json: bool) -> None:
     """Check FILE: member safety, every hash against MANIFEST.json, the manifest, the
     RO-Crate and the signature. Exit 0 when all hold, 1 otherwise."""
@@ -136,19 +125,15 @@ def verify_archive_command(file: Path, public_key: Path | None, as_json: bool) -
 
     rep = verify_archive(file, public_key)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": str(rep.path),
-                    "ok": rep.ok,
-                    "format": rep.format,
-                    "files": len(rep.files),
-                    "problems": rep.problems,
-                    "signature": rep.signature,
-                },
-                indent=2,
-                sort_keys=True,
-            )
+        print_json(
+            {
+                "path": str(rep.path),
+                "ok": rep.ok,
+                "format": rep.format,
+                "files": len(rep.files),
+                "problems": rep.problems,
+                "signature": rep.signature,
+            }
         )
     else:
         for p in rep.problems:

@@ -12,7 +12,14 @@ from typing import Any, cast
 import click
 
 from reprobridge._log import sink
-from reprobridge.cli.options import parse_overrides
+from reprobridge.cli.options import (
+    backend_option,
+    common_options,
+    parse_overrides,
+    print_json,
+    repo_option,
+    state,
+)
 
 
 class _Progress:
@@ -141,20 +148,22 @@ def _print_summary(result: Any) -> None:
     click.echo(f"verdict: {verdict}   evidence: {result.path}")
 
 
-def run_and_render(root: Path, opts: Any, *, as_json: bool, quiet: bool) -> None:
-    """Run the audit with progress on stderr, print the verdicts, exit 1 when one fails."""
+def audit_doc(result: Any) -> dict[str, Any]:
+    """The `rb audit --json` document."""
+    return {"audit_id": result.audit_id, "path": str(result.path), **result.summary}
+
+
+def run_and_render(
+    root: Path, opts: Any, *, as_json: bool, quiet: bool, extra: dict[str, Any] | None = None
+) -> None:
+    """Run the audit with progress on stderr, print the verdicts (``extra`` keys join the
+    JSON document), exit 1 when one fails."""
     from reprobridge.audit.auditor import run_audit
 
     with sink(_Progress(quiet=quiet or as_json)):
         result = run_audit(root, opts)
     if as_json:
-        click.echo(
-            json.dumps(
-                {"audit_id": result.audit_id, "path": str(result.path), **result.summary},
-                indent=2,
-                sort_keys=True,
-            )
-        )
+        print_json({**(extra or {}), **audit_doc(result)})
     else:
         _print_summary(result)
     if not result.passed:
@@ -163,13 +172,7 @@ def run_and_render(root: Path, opts: Any, *, as_json: bool, quiet: bool) -> None
 
 _common = [
     click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True),
-    click.option(
-        "--backend",
-        type=click.Choice(["auto", "nix", "host"]),
-        default="auto",
-        show_default=True,
-        help="auto: nix when it can materialize the pinned devShell, else the host (not hermetic).",
-    ),
+    backend_option,
     click.option(
         "--sandbox",
         type=click.Choice(["auto", "on", "off"]),
@@ -191,14 +194,8 @@ _common = [
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         help="A host directory every sandboxed run may read (tools outside /nix/store); recorded.",
     ),
-    click.option(
-        "-C",
-        "--repo",
-        "root",
-        type=click.Path(file_okay=False, path_type=Path),
-        default=".",
-        help="The repository (default: .).",
-    ),
+    repo_option(),
+    common_options,
 ]
 
 
@@ -230,7 +227,8 @@ def _apply(f: Any) -> Any:
     "--sign",
     "sign_key",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Sign the bundle with this Ed25519 private key (see `rb keygen`).",
+    help="Sign the bundle with this Ed25519 private key (see `rb keygen`). "
+    "Default: RB_SIGN_KEY, else `sign_key` in the user config, else unsigned.",
 )
 @click.option(
     "--executor",
@@ -256,8 +254,6 @@ def _apply(f: Any) -> Any:
     metavar="SECONDS",
     help="Give up on a Slurm job still pending after this long (default: wait).",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the verdicts as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
 @_apply
 def audit_command(
     experiments: tuple[str, ...],
@@ -270,29 +266,29 @@ def audit_command(
     qos: str | None,
     slurm_opts: tuple[str, ...],
     pending_timeout: float | None,
-    as_json: bool,
-    quiet: bool,
     tier: str,
-    backend: str,
+    backend: str | None,
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
     root: Path,
+    as_json: bool,
 ) -> None:
     """Run EXPERIMENTS (default: all) RUNS times each in isolation, record evidence under
     repro/evidence/<audit-id>/ and judge it against reprobridge.toml.
 
     Exit 0 when every verdict passes, 1 when one fails, 130/143 when interrupted (resumable).
     """
-    from reprobridge.audit.auditor import AuditOptions, Backend, SandboxMode, Tier
+    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
 
+    st = state()
     opts = AuditOptions(
         experiments=list(experiments) or None,
         runs=runs,
         tier=cast(Tier, tier),
-        backend=cast(Backend, backend),
+        backend=st.operator.backend(backend),
         resume=resume,
-        sign_key=sign_key,
+        sign_key=st.operator.sign_key(sign_key),
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
@@ -314,34 +310,36 @@ def audit_command(
         # Nodes must see the workspace: beside the evidence, not in this host's TMPDIR.
         opts.work_root = root.resolve() / EVIDENCE_DIR / ".slurm" / "work"
         opts.work_root.mkdir(parents=True, exist_ok=True)
-    run_and_render(root, opts, as_json=as_json, quiet=quiet)
+    run_and_render(root, opts, as_json=as_json, quiet=st.quiet)
 
 
 @click.command("run")
 @click.argument("experiment")
-@click.option("--json", "as_json", is_flag=True, help="Print the verdict as JSON.")
 @_apply
 def run_command(
     experiment: str,
-    as_json: bool,
     tier: str,
-    backend: str,
+    backend: str | None,
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
     root: Path,
+    as_json: bool,
 ) -> None:
-    """Run EXPERIMENT once with live output, then judge it (an audit of one run)."""
-    from reprobridge.audit.auditor import AuditOptions, Backend, SandboxMode, Tier
+    """Run EXPERIMENT once with its output streamed live to the terminal (stdout and
+    stderr as the experiment writes them), then judge it: an audit of one run. With --json
+    the output is not streamed; the verdict is the JSON document."""
+    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
 
+    st = state()
     opts = AuditOptions(
         experiments=[experiment],
         runs=1,
         tier=cast(Tier, tier),
-        backend=cast(Backend, backend),
+        backend=st.operator.backend(backend),
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         echo=not as_json,
     )
-    run_and_render(root, opts, as_json=as_json, quiet=False)
+    run_and_render(root, opts, as_json=as_json, quiet=st.quiet)

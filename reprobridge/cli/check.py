@@ -2,31 +2,34 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
 
+from reprobridge.cli.options import common_options, print_json, repo_argument
+
 
 @click.command("check")
-@click.argument("path", type=click.Path(file_okay=False, path_type=Path), default=".")
-@click.option("--json", "as_json", is_flag=True, help="Print a JSON report.")
+@repo_argument
+@common_options
 def check_command(path: Path, as_json: bool) -> None:
-    """Validate PATH/reprobridge.toml and report artifacts that are stale.
+    """Validate the manifest of the repository at PATH (default: the one holding the current
+    directory) and report every artifact `rb init` would change: reprobridge.toml's derived
+    values, flake.nix, flake.lock, repro/python/*, the launchers, repro/check.py and
+    REPRODUCE.md (what `rb init --dry-run` lists).
 
-    Exits 3 when the manifest is invalid, 1 when an artifact differs from what the manifest
-    renders (run `rb init` to refresh), 0 when everything is in sync.
+    Exits 3 when the manifest is invalid, 1 when an artifact is stale (run `rb init` to
+    refresh), 0 when everything is in sync.
     """
-    from reprobridge.artifacts.sync import stale_artifacts
+    from reprobridge.artifacts.sync import check_artifacts
     from reprobridge.constants import MANIFEST_FILE
-    from reprobridge.manifest.io import load_manifest
 
-    manifest, _ = load_manifest(path / MANIFEST_FILE)
-    stale = stale_artifacts(path, manifest)
+    report = check_artifacts(path)
+    stale = report.stale
     if as_json:
-        click.echo(json.dumps({"valid": True, "stale": stale}, indent=2, sort_keys=True))
+        print_json({"valid": True, "root": str(path), "stale": stale})
     else:
-        click.echo(f"{MANIFEST_FILE}: valid ({len(manifest.experiments)} experiment(s))")
+        click.echo(f"{MANIFEST_FILE}: valid ({len(report.manifest.experiments)} experiment(s))")
         for rel in stale:
             click.echo(f"stale: {rel} (run `rb init` to refresh)")
         if not stale:

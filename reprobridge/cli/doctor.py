@@ -7,11 +7,10 @@ exits 11, the :class:`~reprobridge.errors.MachineError` code.
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from reprobridge import doctor
+from reprobridge.cli.options import common_options, print_json
 
 _SYMBOL = {"ok": "ok", "warn": "!!", "missing": "--"}
 
@@ -28,13 +27,13 @@ def render_table(checks: list[doctor.Check]) -> str:
 
 
 @click.command("doctor")
-@click.option("--json", "as_json", is_flag=True, help="Print the checks as JSON.")
 @click.option(
     "--strict",
     is_flag=True,
     help="Exit 11 when a required piece (python, nix, git) is missing.",
 )
-def doctor_command(as_json: bool, strict: bool) -> None:
+@common_options
+def doctor_command(strict: bool, as_json: bool) -> None:
     """Say what this machine can do: nix, flakes, bubblewrap, uv, git, GPUs, disk."""
     checks = doctor.run_checks()
     missing = doctor.missing_required(checks)
@@ -43,7 +42,7 @@ def doctor_command(as_json: bool, strict: bool) -> None:
             "checks": [c.to_json() for c in checks],
             "missing_required": [c.name for c in missing],
         }
-        click.echo(json.dumps(payload, indent=2, sort_keys=True))
+        print_json(payload)
     else:
         click.echo(render_table(checks))
     if strict and missing:

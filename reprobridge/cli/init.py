@@ -7,7 +7,9 @@ from pathlib import Path
 import click
 
 from reprobridge._log import sink
-from reprobridge.cli._render import init_json, print_init_summary, progress_sink
+from reprobridge.cli._render import init_doc, print_init_summary, progress_sink
+from reprobridge.cli.options import common_options, print_json, state
+from reprobridge.initializer import InitResult
 
 
 @click.command("init")
@@ -30,10 +32,6 @@ from reprobridge.cli._render import init_json, print_init_summary, progress_sink
     help="Do not `git add -N` new files (a flake only sees files git knows).",
 )
 @click.option(
-    "--json", "as_json", is_flag=True, help="Print a JSON report on stdout instead of the summary."
-)
-@click.option("-q", "--quiet", is_flag=True, help="No progress lines on stderr.")
-@click.option(
     "--agent",
     "agent_mode",
     type=click.Choice(["static", "claude", "auto"]),
@@ -42,30 +40,42 @@ from reprobridge.cli._render import init_json, print_init_summary, progress_sink
     help="Recovery: static only, a Claude agent, or auto (Claude when ANTHROPIC_API_KEY is set).",
 )
 @click.option("--model", default=None, help="Claude model id (default claude-sonnet-4-5).")
-@click.option("--max-tokens", type=int, default=None, help="Max output tokens per response.")
-@click.option("--budget-usd", type=float, default=None, help="Stop the agent at this cost.")
-@click.option("--max-tool-calls", type=int, default=None, help="Stop after this many tool calls.")
-@click.option("--max-wall", type=float, default=None, help="Stop the agent after SECONDS.")
 @click.option(
-    "--allow-network", is_flag=True, default=None, help="Let the agent's commands use the network."
+    "--max-tokens", type=click.IntRange(1), default=None, help="Max output tokens per response."
+)
+@click.option(
+    "--budget-usd", type=click.FloatRange(0, min_open=True), help="Stop the agent at this cost."
+)
+@click.option(
+    "--budget-tokens", type=click.IntRange(1), help="Stop the agent after this many tokens."
+)
+@click.option("--max-tool-calls", type=click.IntRange(1), help="Stop after this many tool calls.")
+@click.option(
+    "--max-wall", type=click.FloatRange(0, min_open=True), help="Stop the agent after SECONDS."
+)
+@click.option(
+    "--allow-network/--no-allow-network",
+    default=None,
+    help="Let the agent's sandboxed commands use the network (default: off).",
 )
 @click.option("--verify", is_flag=True, help="Run a smoke audit (1 run, host) of the result.")
+@common_options
 def init_command(
     path: Path,
     paper: Path | None,
     lock: bool | None,
     dry_run: bool,
     no_git_add: bool,
-    as_json: bool,
-    quiet: bool,
     agent_mode: str,
     model: str | None,
     max_tokens: int | None,
     budget_usd: float | None,
+    budget_tokens: int | None,
     max_tool_calls: int | None,
     max_wall: float | None,
     allow_network: bool | None,
     verify: bool,
+    as_json: bool,
 ) -> None:
     """Recover what reproducing PATH (default: .) needs and write reprobridge.toml, flake.nix,
     flake.lock, repro/ and REPRODUCE.md.
@@ -73,32 +83,35 @@ def init_command(
     Static recovery only: nothing in the repository is executed and no network is used
     (except `uv lock` reaching PyPI, unless --no-lock). Re-running refreshes what rb derived
     and keeps every value you edited in reprobridge.toml.
+
+    The agent's model, budgets and --allow-network come from the flags, else RB_AGENT_*,
+    else [agent] in $XDG_CONFIG_HOME/rb/config.toml; never from the repository.
     """
     import os
 
     from reprobridge.initializer import AgentOptions, LockMode, init_repository
+    from reprobridge.settings import repository_suggestions
 
     mode: LockMode = "auto" if lock is None else ("always" if lock else "never")
+    st = state()
+    quiet = st.quiet or as_json
     has_key = bool(os.environ.get("ANTHROPIC_API_KEY"))
     use_claude = agent_mode == "claude" or (agent_mode == "auto" and has_key)
     agent = None
     if use_claude:
-        from reprobridge.recovery.agent import config_from_pyproject
-
-        pyproject = path / "pyproject.toml"
-        config = config_from_pyproject(
-            pyproject.read_text("utf-8") if pyproject.is_file() else None,
+        config = st.operator.agent_config(
             {
                 "model": model,
                 "max_tokens": max_tokens,
                 "budget_usd": budget_usd,
+                "budget_tokens": budget_tokens,
                 "max_tool_calls": max_tool_calls,
                 "max_wall_s": max_wall,
                 "allow_network": allow_network,
-            },
+            }
         )
         agent = AgentOptions(config=config)
-    with sink(progress_sink(quiet or as_json)):
+    with sink(progress_sink(-1 if quiet else st.verbosity)):
         result = init_repository(
             path, paper=paper, lock=mode, dry_run=dry_run, git_add=not no_git_add, agent=agent
         )
@@ -112,10 +125,19 @@ def init_command(
             else "--agent static"
         )
         click.echo(f"recovery: {'claude agent' if use_claude else 'static'} ({why})", err=True)
+        if use_claude:
+            suggested = repository_suggestions(result.root)
+            if suggested:
+                click.echo(
+                    f"note: the repository suggests {', '.join(suggested)} "
+                    "(pyproject.toml [tool.reprobridge]); not applied: agent limits come from "
+                    "your flags, RB_AGENT_* or $XDG_CONFIG_HOME/rb/config.toml",
+                    err=True,
+                )
     if as_json:
-        click.echo(init_json(result))
+        print_json(init_doc(result))
     else:
-        print_init_summary(result)
+        print_init_summary(result, _next_step(result))
         if result.agent is not None:
             click.echo(f"agent: {result.agent.ledger.summary()}")
             if result.agent.stopped_by:
@@ -129,3 +151,13 @@ def init_command(
             f"— {audit.path}",
             err=as_json,
         )
+
+
+def _next_step(result: InitResult) -> str | None:
+    """What to run next, checked against this machine's Nix (never a command that fails)."""
+    if not result.manifest.experiments or result.dry_run:
+        return None
+    from reprobridge.audit.backends import nix_version
+    from reprobridge.doctor import next_step_after_init
+
+    return next_step_after_init(next(iter(result.manifest.experiments)), nix_version())

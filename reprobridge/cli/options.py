@@ -1,8 +1,155 @@
-"""Option parsing shared by several verbs (defined once, as pip-tools does)."""
+"""Options shared by several verbs, declared once (as pip-tools does), and the one printer of
+``--json`` results.
+
+Each verb takes its shared options from here, so ``--json``, ``-q``/``-v``, ``-C``/``--repo``
+and ``--backend`` mean the same thing everywhere. The operator's settings (user config file,
+``RB_*`` variables; :mod:`reprobridge.settings`) are loaded once by the group and reached
+with :func:`state`.
+"""
 
 from __future__ import annotations
 
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
 import click
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass
+class CliState:
+    """What the group decided for every verb: verbosity (-1 quiet, 0 normal, 1+ verbose)
+    and the operator's settings (loaded by the group; see :func:`state`)."""
+
+    verbosity: int = 0
+    operator: Any = None  # reprobridge.settings.Operator; Any keeps pydantic out of `rb --help`
+    extras: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def quiet(self) -> bool:
+        return self.verbosity < 0
+
+    @property
+    def verbose(self) -> bool:
+        return self.verbosity > 0
+
+
+def state() -> CliState:
+    """The current invocation's :class:`CliState` (settings loaded on first use)."""
+    ctx = click.get_current_context()
+    st = ctx.ensure_object(CliState)
+    if st.operator is None:
+        from reprobridge.settings import load_operator
+
+        st.operator = load_operator()
+    return st
+
+
+def _set_quiet(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    if value:
+        ctx.ensure_object(CliState).verbosity = -1
+
+
+def _add_verbose(ctx: click.Context, _param: click.Parameter, value: int) -> None:
+    if value:
+        st = ctx.ensure_object(CliState)
+        st.verbosity = max(st.verbosity, 0) + value
+
+
+def verbosity_options(f: F) -> F:
+    """``-q/--quiet`` and ``-v/--verbose``: accepted on the group and on every verb
+    (``rb -q audit`` = ``rb audit -q``)."""
+    f = click.option(
+        "-v",
+        "--verbose",
+        count=True,
+        expose_value=False,
+        callback=_add_verbose,
+        help="More detail on stderr (repeatable).",
+    )(f)
+    return click.option(
+        "-q",
+        "--quiet",
+        is_flag=True,
+        expose_value=False,
+        callback=_set_quiet,
+        help="No progress lines on stderr; results and errors only.",
+    )(f)
+
+
+def json_option(f: F) -> F:
+    """``--json``: the verb's result as one JSON document on stdout (see :func:`print_json`);
+    progress, warnings and errors stay on stderr."""
+    return click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the result as JSON on stdout (stable, sorted keys).",
+    )(f)
+
+
+def print_json(doc: Any) -> None:
+    """The one printer of ``--json`` results: indented, sorted keys, paths as strings."""
+    click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
+
+
+def common_options(f: F) -> F:
+    """What every verb accepts: ``--json`` and the verbosity flags."""
+    return verbosity_options(json_option(f))
+
+
+def _discoverer(required: bool) -> Callable[[click.Context, click.Parameter, Path], Path]:
+    def _discover(ctx: click.Context, _param: click.Parameter, value: Path) -> Path:
+        if ctx.resilient_parsing:  # shell completion: never touch the file system
+            return value
+        from reprobridge.discovery import find_repository
+
+        return find_repository(value, required=required)
+
+    return _discover
+
+
+def repo_option(
+    help_text: str = "The repository (default: the one holding the current directory).",
+    *,
+    required: bool = True,
+) -> Callable[[F], F]:
+    """``-C/--repo DIR``: the repository, found upwards from DIR (default: .) as git does.
+    ``required=False``: DIR itself when no repository holds it."""
+    return click.option(
+        "-C",
+        "--repo",
+        "root",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=".",
+        callback=_discoverer(required),
+        help=help_text,
+    )
+
+
+def repo_argument(f: F) -> F:
+    """A ``PATH`` argument (default: .) naming the repository, found upwards as git does."""
+    return click.argument(
+        "path",
+        type=click.Path(file_okay=False, path_type=Path),
+        default=".",
+        callback=_discoverer(True),
+    )(f)
+
+
+def backend_option(f: F) -> F:
+    """``--backend``; without it ``RB_BACKEND``, then the user config, then ``auto``."""
+    return click.option(
+        "--backend",
+        type=click.Choice(["auto", "nix", "host"]),
+        default=None,
+        help="auto: nix when it can materialize the pinned devShell, else the host (not "
+        "hermetic). Default: RB_BACKEND, else `backend` in the user config, else auto.",
+    )(f)
 
 
 def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from reprobridge.cli.options import common_options, print_json, repo_option
+
 
 @click.command("report")
 @click.argument("audit", required=False)
@@ -28,20 +30,18 @@ import click
     metavar="A B",
     help="Report on audit B and what changed since audit A (ids or bundle paths).",
 )
-@click.option(
-    "-C",
-    "--repo",
-    "root",
-    type=click.Path(file_okay=False, path_type=Path),
-    default=".",
-    help="The repository whose repro/evidence holds the audits (default: .).",
+@repo_option(
+    "The repository whose repro/evidence holds the audits (default: the one holding .).",
+    required=False,
 )
+@common_options
 def report_command(
     audit: str | None,
     output: str | None,
     fmt: str | None,
     compare: tuple[str, str] | None,
     root: Path,
+    as_json: bool,
 ) -> None:
     """Render audit AUDIT (an id under repro/evidence, or a bundle path; default: the newest
     finished audit) as a report: verdicts, metrics against their bands, resource timelines,
@@ -62,4 +62,7 @@ def report_command(
     path = Path(output) if output else root / "repro" / f"report.{fmt}"
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, text.encode("utf-8"))
-    click.echo(str(path))
+    if as_json:
+        print_json({"path": str(path), "format": fmt})
+    else:
+        click.echo(str(path))

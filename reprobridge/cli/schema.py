@@ -8,10 +8,14 @@ from __future__ import annotations
 
 import click
 
+from reprobridge.cli.options import common_options
+
 
 @click.command("schema")
-def schema_command() -> None:
-    """Print the JSON Schema of reprobridge.toml."""
+@common_options
+def schema_command(as_json: bool) -> None:
+    """Print the JSON Schema of reprobridge.toml (always JSON; --json is accepted for
+    uniformity)."""
     from reprobridge.manifest.reference import dumps_schema, manifest_json_schema
 
     click.echo(dumps_schema(manifest_json_schema()), nl=False)

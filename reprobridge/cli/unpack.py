@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from reprobridge.cli.options import common_options, print_json
+
 
 @click.command("unpack")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
@@ -16,11 +18,15 @@ import click
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Require a signature by this public key (PEM).",
 )
-def unpack_command(file: Path, dest: Path, public_key: Path | None) -> None:
+@common_options
+def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: bool) -> None:
     """Unpack FILE into DEST (new or empty) after verifying it completely; a refused archive
     (exit 10, with the reasons) leaves DEST untouched."""
     from reprobridge.archive.verify import unpack
 
     rep = unpack(file, dest, public_key=public_key)
+    if as_json:
+        print_json({"path": str(dest), "files": len(rep.files), "signature": rep.signature})
+        return
     click.echo(f"unpacked {len(rep.files)} files into {dest}")
     click.echo(f"signature: {rep.signature}")

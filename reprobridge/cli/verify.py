@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import click
+
+from reprobridge.cli.options import common_options, print_json
 
 
 @click.command("verify")
@@ -17,7 +18,7 @@ import click
     help="The signer's public key (PEM). Without it a signature is checked only against "
     "the key inside the bundle, which proves nothing about who signed.",
 )
-@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+@common_options
 def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None:
     """Verify an evidence BUNDLE (repro/evidence/<audit-id>): exit 0 when every hash, the
     signature and every re-derived verdict agree, 1 otherwise."""
@@ -25,19 +26,15 @@ def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None
 
     out = verify_audit(bundle, public_key)
     if as_json:
-        click.echo(
-            json.dumps(
-                {
-                    "path": str(out.path),
-                    "ok": out.ok,
-                    "problems": out.problems,
-                    "signature": out.signature,
-                    "runs": out.runs,
-                    "passed": out.passed,
-                },
-                indent=2,
-                sort_keys=True,
-            )
+        print_json(
+            {
+                "path": str(out.path),
+                "ok": out.ok,
+                "problems": out.problems,
+                "signature": out.signature,
+                "runs": out.runs,
+                "passed": out.passed,
+            }
         )
     else:
         for p in out.problems:

@@ -19,8 +19,7 @@ Contract of :func:`run_agent`:
 from __future__ import annotations
 
 import time
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,7 +54,8 @@ MAX_PAPER_CHARS = 60_000
 
 @dataclass(frozen=True)
 class AgentConfig:
-    """The model and the limits of one run (CLI flags over ``[tool.reprobridge]``)."""
+    """The model and the limits of one run. The operator sets them (flags, ``RB_AGENT_*``,
+    the user config: :mod:`reprobridge.settings`); the repository never does."""
 
     model: str = DEFAULT_MODEL
     max_tokens: int = 4096
@@ -66,49 +66,6 @@ class AgentConfig:
     max_turns: int = 100
     allow_network: bool = False
     command_timeout_s: float = 120.0
-
-
-#: Keys of ``[tool.reprobridge]`` and the AgentConfig field each sets.
-CONFIG_KEYS = {
-    "model": "model",
-    "max_tokens": "max_tokens",
-    "budget_usd": "budget_usd",
-    "budget_tokens": "budget_tokens",
-    "max_tool_calls": "max_tool_calls",
-    "max_wall": "max_wall_s",
-    "allow_network": "allow_network",
-    "command_timeout": "command_timeout_s",
-}
-
-
-def config_from_pyproject(text: str | None, overrides: Mapping[str, Any]) -> AgentConfig:
-    """An AgentConfig from a pyproject's ``[tool.reprobridge]`` table, then ``overrides``
-    (flag values; None means "not given"). RecoveryError names a bad key or value."""
-    table: dict[str, Any] = {}
-    if text:
-        try:
-            table = dict(tomllib.loads(text).get("tool", {}).get("reprobridge", {}))
-        except tomllib.TOMLDecodeError as exc:
-            raise RecoveryError(f"pyproject.toml is not valid TOML: {exc}") from exc
-    values: dict[str, Any] = {}
-    for key, value in table.items():
-        if key not in CONFIG_KEYS:
-            continue  # the table may hold settings of other rb commands
-        values[CONFIG_KEYS[key]] = value
-    values.update({k: v for k, v in overrides.items() if v is not None})
-    defaults = AgentConfig()
-    for name, value in values.items():
-        want = type(getattr(defaults, name, None))
-        ok = (
-            isinstance(value, (int, float)) and not isinstance(value, bool)
-            if want in (int, float) or getattr(defaults, name) is None
-            else isinstance(value, want)
-        )
-        if not ok:
-            raise RecoveryError(
-                f"[tool.reprobridge] {name} = {value!r} has the wrong type", path="pyproject.toml"
-            )
-    return AgentConfig(**values)
 
 
 @dataclass

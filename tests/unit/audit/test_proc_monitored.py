@@ -349,7 +349,26 @@ def test_redactor_applies_before_hash_and_store(tmp_path):
     assert done.stdout.total_bytes == 12
     assert (tmp_path / "stdout.log").read_bytes() == capped(b"SECRET STUFF", 8)
     assert (tmp_path / "stderr.log").read_bytes() == b"ERR"
-    assert b"secret" not in b"".join(echoed)
+    # The echo gets the raw chunks as they are read, then b"" (it redacts them itself, line
+    # by line: LineEcho); the stored stream never holds them unredacted.
+    assert b"".join(echoed) == b"secret stuff" and echoed[-1] == b""
+
+
+def test_line_echo_redacts_each_line_without_waiting(monkeypatch) -> None:
+    import io
+
+    from reprobridge.audit.executors import LineEcho
+    from reprobridge.evidence.redact import Redactor
+
+    out = io.BytesIO()
+    echo = LineEcho(Redactor({"TOKEN": "hunter2hunter2"}), out)
+    echo.feed(b"first line\nkey=hunter2")
+    assert out.getvalue() == b"first line\n"  # shown at once; the partial line waits
+    echo.feed(b"hunter2 done\n")
+    assert b"hunter2" not in out.getvalue() and out.getvalue().endswith(b" done\n")
+    echo.feed(b"tail without newline")
+    echo.feed(b"")
+    assert out.getvalue().endswith(b"tail without newline")
 
 
 @settings(max_examples=150, deadline=None)

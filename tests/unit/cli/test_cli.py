@@ -23,10 +23,21 @@ def rb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
 
 
 def test_help_lists_every_verb() -> None:
+    from reprobridge.cli import COMMANDS, cli
+
     out = rb("--help")
     assert out.returncode == 0
-    for verb in ("init", "demo", "doctor", "schema", "check"):
-        assert verb in out.stdout
+    listed = out.stdout.split("Commands:")[1]
+    # A verb starts a row at two spaces; wrapped help continues further right.
+    verbs = [line.split()[0] for line in listed.splitlines() if line[:3].strip() and line.strip()]
+    # Every registered verb, each resolvable to a command with its own help.
+    assert verbs == sorted(COMMANDS) and len(verbs) == 13
+    import click
+
+    ctx = click.Context(cli)
+    for verb in verbs:
+        command = cli.get_command(ctx, verb)
+        assert command is not None and command.name == verb
 
 
 def test_usage_error_exits_2() -> None:
@@ -82,6 +93,9 @@ def test_demo_runs_the_example_on_the_host(tmp_path: Path) -> None:
     assert "claim mixup.test_accuracy > baseline.test_accuracy: HOLDS" in out.stdout
     assert "claim        mixup.test_accuracy > baseline.test_accuracy" in out.stdout
     assert (tmp_path / "demo" / "REPRODUCE.md").is_file()
+    assert (
+        out.stdout.rstrip().splitlines()[-1].startswith(f"Next: rb report -C {tmp_path / 'demo'}")
+    )
 
 
 def test_main_maps_errors_in_process(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,257 @@
+"""Operator settings: what the person running `rb` chooses, never the repository under audit.
+
+Sources, highest first (click, uv and DVC use the same order):
+
+1. command-line flags;
+2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY`` and ``RB_AGENT_<KEY>`` (for example
+   ``RB_AGENT_BUDGET_USD=1.5``, ``RB_AGENT_ALLOW_NETWORK=false``);
+3. the user config file ``$XDG_CONFIG_HOME/rb/config.toml`` (default
+   ``~/.config/rb/config.toml``)::
+
+       backend = "host"                       # auto | nix | host
+       sign_key = "~/.config/rb/signing-key.pem"
+
+       [agent]
+       model = "claude-sonnet-4-5"
+       max_tokens = 4096                      # per response
+       budget_usd = 2.0
+       budget_tokens = 2000000
+       max_tool_calls = 60
+       max_wall = 1800                        # seconds
+       command_timeout = 120                  # seconds, per sandboxed command
+       allow_network = false
+
+4. built-in defaults (:class:`~reprobridge.recovery.agent.AgentConfig`, backend ``auto``,
+   no signing).
+
+Limits and permissions come only from here. A repository's ``pyproject.toml``
+``[tool.reprobridge]`` table is untrusted: :func:`repository_suggestions` reads it as data to
+show, and nothing here ever applies it. Unknown keys and wrong types are errors
+(:class:`~reprobridge.errors.ConfigError`) that name the file or variable and the key.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+
+from reprobridge.errors import ConfigError
+
+if TYPE_CHECKING:
+    from reprobridge.recovery.agent import AgentConfig
+
+BackendName = Literal["auto", "nix", "host"]
+
+#: The user config's ``[agent]`` key -> the AgentConfig field it sets.
+AGENT_KEYS = {
+    "model": "model",
+    "max_tokens": "max_tokens",
+    "budget_usd": "budget_usd",
+    "budget_tokens": "budget_tokens",
+    "max_tool_calls": "max_tool_calls",
+    "max_wall": "max_wall_s",
+    "command_timeout": "command_timeout_s",
+    "allow_network": "allow_network",
+}
+
+
+class AgentSettings(BaseModel):
+    """The recovery agent's model, budgets and permission (every key optional)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = Field(None, min_length=1)
+    max_tokens: int | None = Field(None, gt=0)
+    budget_usd: float | None = Field(None, gt=0)
+    budget_tokens: int | None = Field(None, gt=0)
+    max_tool_calls: int | None = Field(None, gt=0)
+    max_wall: float | None = Field(None, gt=0, description="seconds")
+    command_timeout: float | None = Field(None, gt=0, description="seconds")
+    allow_network: StrictBool | None = None
+
+
+class UserConfig(BaseModel):
+    """``$XDG_CONFIG_HOME/rb/config.toml``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    backend: BackendName | None = None
+    sign_key: Path | None = None
+    agent: AgentSettings = AgentSettings()
+
+
+def config_home(environ: Mapping[str, str]) -> Path:
+    """``$XDG_CONFIG_HOME/rb`` (an empty or relative value is ignored, as the spec says),
+    else ``~/.config/rb``."""
+    xdg = environ.get("XDG_CONFIG_HOME", "")
+    base = Path(xdg) if xdg and Path(xdg).is_absolute() else Path.home() / ".config"
+    return base / "rb"
+
+
+def config_path(environ: Mapping[str, str]) -> Path:
+    """Where the user config file lives (it need not exist)."""
+    return config_home(environ) / "config.toml"
+
+
+def default_sign_key(environ: Mapping[str, str]) -> Path:
+    """Where `rb keygen` writes the private key by default: under :func:`config_home`."""
+    return config_home(environ) / "signing-key.pem"
+
+
+def _one_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err["loc"])
+    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
+    return ConfigError(f"{msg}{more}", path=source, field=f"{prefix}{loc}" if loc else None)
+
+
+def load_user_config(path: Path) -> UserConfig:
+    """The validated config file at ``path``; an empty config when it does not exist."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        return UserConfig()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read: {exc}", path=str(path)) from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
+    try:
+        return UserConfig.model_validate(data)
+    except ValidationError as exc:
+        raise _one_error(exc, str(path)) from exc
+
+
+def _from_environ(environ: Mapping[str, str]) -> UserConfig:
+    """The RB_* variables as a config (strings converted and checked like the file's)."""
+    top = {
+        key: environ[var]
+        for key, var in (("backend", "RB_BACKEND"), ("sign_key", "RB_SIGN_KEY"))
+        if environ.get(var)
+    }
+    agent: dict[str, Any] = {}
+    for key in AGENT_KEYS:
+        var = f"RB_AGENT_{key.upper()}"
+        value = environ.get(var)
+        if not value:
+            continue
+        if key == "allow_network":
+            low = value.strip().lower()
+            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+                raise ConfigError("expected true or false", path=var)
+            agent[key] = low in ("1", "true", "yes", "on")
+        else:
+            agent[key] = value
+    for var in environ:
+        if var.startswith("RB_AGENT_") and var[len("RB_AGENT_") :].lower() not in AGENT_KEYS:
+            known = ", ".join(f"RB_AGENT_{k.upper()}" for k in AGENT_KEYS)
+            raise ConfigError("unknown variable", path=var, hint=f"known: {known}")
+    try:
+        # Lax validation here: every value arrives as a string ("2.5", "40").
+        settings = AgentSettings.model_validate(agent, strict=False)
+        return UserConfig.model_validate({**top, "agent": settings})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = str(err["loc"][-1])
+        var = {"backend": "RB_BACKEND", "sign_key": "RB_SIGN_KEY"}.get(
+            key, f"RB_AGENT_{key.upper()}"
+        )
+        raise ConfigError(err["msg"], path=var) from exc
+
+
+def _merge(low: UserConfig, high: UserConfig) -> UserConfig:
+    """``high``'s set values over ``low``'s."""
+    agent = {**low.agent.model_dump(exclude_none=True), **high.agent.model_dump(exclude_none=True)}
+    top = {
+        **low.model_dump(exclude_none=True, exclude={"agent"}),
+        **high.model_dump(exclude_none=True, exclude={"agent"}),
+    }
+    return UserConfig.model_validate({**top, "agent": AgentSettings(**agent)})
+
+
+@dataclass(frozen=True)
+class Operator:
+    """The operator's settings after the config file and the environment (flags come last,
+    through the methods). ``config_file`` is None when no config file exists."""
+
+    settings: UserConfig = field(default_factory=UserConfig)
+    config_file: Path | None = None
+    sign_key_default: Path = field(default_factory=lambda: default_sign_key(os.environ))
+
+    def backend(self, flag: str | None) -> BackendName:
+        """``--backend`` > ``RB_BACKEND`` > config ``backend`` > ``auto``."""
+        chosen = flag or self.settings.backend or "auto"
+        if chosen not in ("auto", "nix", "host"):
+            raise ConfigError(f"unknown backend {chosen!r}", field="backend")
+        return chosen  # type: ignore[return-value]
+
+    def sign_key(self, flag: Path | None) -> Path | None:
+        """``--sign`` > ``RB_SIGN_KEY`` > config ``sign_key`` > none (no signing)."""
+        chosen = flag or self.settings.sign_key
+        return chosen.expanduser() if chosen is not None else None
+
+    def agent_config(self, flags: Mapping[str, Any]) -> AgentConfig:
+        """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over
+        the environment and config file over AgentConfig's defaults. The repository has no
+        say (see :func:`repository_suggestions`)."""
+        from reprobridge.recovery.agent import AgentConfig
+
+        values: dict[str, Any] = {
+            AGENT_KEYS[k]: v for k, v in self.settings.agent.model_dump(exclude_none=True).items()
+        }
+        names = {f.name for f in fields(AgentConfig)}
+        for name, value in flags.items():
+            if name not in names:
+                raise ValueError(f"not an AgentConfig field: {name}")
+            if value is not None:
+                values[name] = value
+        return replace(AgentConfig(), **values)
+
+
+def load_operator(environ: Mapping[str, str] | None = None) -> Operator:
+    """The operator's settings from the user config file and ``RB_*`` variables."""
+    env = os.environ if environ is None else environ
+    path = config_path(env)
+    from_file = load_user_config(path)
+    return Operator(
+        settings=_merge(from_file, _from_environ(env)),
+        config_file=path if path.is_file() else None,
+        sign_key_default=default_sign_key(env),
+    )
+
+
+#: A suggestion shown from a repository is cut to this many characters (it is untrusted text).
+_SUGGESTION_CHARS = 60
+
+
+def repository_suggestions(root: Path) -> list[str]:
+    """``key = value`` for each agent setting the repository's ``pyproject.toml``
+    ``[tool.reprobridge]`` table names: shown to the operator as a suggestion, never applied.
+
+    The file is untrusted: a symlink, an unreadable or malformed file, or a value of an
+    unexpected type yields nothing; values are shown with ``repr`` and cut short.
+    """
+    path = root / "pyproject.toml"
+    try:
+        if not stat.S_ISREG(path.lstat().st_mode):
+            return []
+        table = tomllib.loads(path.read_text("utf-8")).get("tool", {}).get("reprobridge", {})
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, AttributeError):
+        return []
+    if not isinstance(table, dict):
+        return []
+    out = []
+    for key in sorted(AGENT_KEYS):
+        value = table.get(key)
+        if isinstance(value, (str, int, float, bool)):
+            out.append(f"{key} = {value!r}"[:_SUGGESTION_CHARS])
+    return out

@@ -1,0 +1,79 @@
+"""Operator settings: flags > RB_* > user config > defaults; the repository never sets limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from reprobridge.errors import ConfigError
+from reprobridge.recovery.agent import AgentConfig
+from reprobridge.settings import default_sign_key, load_operator, repository_suggestions
+
+
+def _env(tmp_path: Path, config: str | None = None, **extra: str) -> dict[str, str]:
+    home = tmp_path / "xdg"
+    if config is not None:
+        (home / "rb").mkdir(parents=True)
+        (home / "rb" / "config.toml").write_text(config)
+    return {"XDG_CONFIG_HOME": str(home), **extra}
+
+
+def test_precedence_flag_env_file_default(tmp_path: Path) -> None:
+    cfg = 'backend = "host"\n[agent]\nbudget_usd = 1.0\nmax_tool_calls = 5\n'
+    assert load_operator(_env(tmp_path / "a")).backend(None) == "auto"
+    file_only = load_operator(_env(tmp_path / "b", cfg))
+    assert file_only.backend(None) == "host"
+    env = load_operator(_env(tmp_path / "c", cfg, RB_BACKEND="nix", RB_AGENT_BUDGET_USD="3"))
+    assert env.backend(None) == "nix"
+    assert env.backend("auto") == "auto"  # the flag wins
+    agent = env.agent_config({"max_tool_calls": None})
+    assert (agent.budget_usd, agent.max_tool_calls) == (3.0, 5)
+    assert env.agent_config({"budget_usd": 7.5}).budget_usd == 7.5
+    assert load_operator(_env(tmp_path / "d")).agent_config({}) == AgentConfig()
+
+
+def test_unknown_key_is_one_line_naming_file_and_field(tmp_path: Path) -> None:
+    env = _env(tmp_path, "[agent]\nbudgt_usd = 1.0\n")
+    with pytest.raises(ConfigError) as exc:
+        load_operator(env)
+    path = Path(env["XDG_CONFIG_HOME"]) / "rb" / "config.toml"
+    assert str(exc.value) == f"{path}: agent.budgt_usd: unknown key"
+    assert exc.value.exit_status() == 2
+
+
+def test_wrong_type_and_bad_variable(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"agent\.allow_network: Input should be a valid boolean"):
+        load_operator(_env(tmp_path / "a", '[agent]\nallow_network = "yes"\n'))
+    with pytest.raises(ConfigError, match=r"^RB_AGENT_MAX_TOOL_CALLS: "):
+        load_operator(_env(tmp_path / "b", RB_AGENT_MAX_TOOL_CALLS="many"))
+    with pytest.raises(ConfigError, match=r"^RB_AGENT_BUDGET: unknown variable"):
+        load_operator(_env(tmp_path / "c", RB_AGENT_BUDGET="3"))
+    with pytest.raises(ConfigError, match=r"^RB_BACKEND: "):
+        load_operator(_env(tmp_path / "d", RB_BACKEND="docker"))
+
+
+def test_signing_key_follows_xdg_config_home(tmp_path: Path) -> None:
+    assert default_sign_key({"XDG_CONFIG_HOME": str(tmp_path)}) == tmp_path / "rb/signing-key.pem"
+    relative = default_sign_key({"XDG_CONFIG_HOME": "relative/dir"})  # ignored, per the spec
+    assert relative == Path.home() / ".config/rb/signing-key.pem"
+    op = load_operator(_env(tmp_path, 'sign_key = "~/k.pem"\n'))
+    assert op.sign_key(None) == Path.home() / "k.pem"
+    assert op.sign_key(tmp_path / "flag.pem") == tmp_path / "flag.pem"
+
+
+def test_repository_table_is_only_a_suggestion(tmp_path: Path) -> None:
+    """Regression (issue 8 item 6): [tool.reprobridge] used to raise budgets and network."""
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.reprobridge]\nbudget_usd = 1000.0\nallow_network = true\nmax_tool_calls = 9999\n"
+    )
+    op = load_operator(_env(tmp_path / "cfg"))
+    assert op.agent_config({}) == AgentConfig()
+    assert repository_suggestions(tmp_path) == [
+        "allow_network = True",
+        "budget_usd = 1000.0",
+        "max_tool_calls = 9999",
+    ]
+    # Untrusted text: a symlinked or malformed pyproject yields nothing, never an error.
+    (tmp_path / "pyproject.toml").write_text("[tool.reprobridge\n")
+    assert repository_suggestions(tmp_path) == []
