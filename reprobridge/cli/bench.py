@@ -6,6 +6,8 @@ from pathlib import Path
 
 import click
 
+from reprobridge.cli.options import common_options, state
+
 
 @click.command("bench")
 @click.argument("suite_path", metavar="SUITE.toml", type=click.Path(dir_okay=False, path_type=Path))
@@ -46,8 +48,7 @@ import click
     help="A first pass's results directory: audit its (refined) copies, compare with it.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Bench only these repositories.")
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("-q", "--quiet", is_flag=True, help="No progress on stderr.")
+@common_options
 def bench_command(
     suite_path: Path,
     out: Path | None,
@@ -60,7 +61,6 @@ def bench_command(
     reuse: Path | None,
     only: tuple[str, ...],
     as_json: bool,
-    quiet: bool,
 ) -> None:
     """Run `rb init` and `rb audit --tier smoke --runs 1` on each repository of SUITE.toml,
     each in a copy, and write bench.md, bench.json and bench.html to the results directory.
@@ -73,6 +73,7 @@ def bench_command(
     from reprobridge.bench.suite import load_suite
     from reprobridge.bench.table import render_json, render_markdown, write_outputs
 
+    quiet = state().quiet
     suite, base = load_suite(suite_path)
     out = out or Path(f"rb-bench-{suite.bench.name or suite_path.stem}")
 
