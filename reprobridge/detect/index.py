@@ -409,9 +409,26 @@ def scan_imports(data: bytes) -> frozenset[str]:
 
 
 def _head_commit(root: Path) -> tuple[str, int] | None:
-    """(id, committer time) of HEAD through the hardened git helper (``git log`` runs no
-    hooks; the repository's config is neutralised); None for a repository without commits."""
-    got = _proc.git(root, "log", "-1", "--format=%H %ct", "HEAD", check=False, timeout=60)
+    """(id, committer time) of the last commit that changed something other than rb's own
+    outputs, through the hardened git helper (``git log`` runs no hooks; the repository's
+    config is neutralised); None for a repository without such a commit.
+
+    rb's outputs are left out so that committing `rb init`'s result neither moves the date
+    bound derived from it nor makes `rb check` report the manifest stale.
+    """
+    own = sorted({*_OWN_OUTPUTS, REPRO_DIR})
+    got = _proc.git(
+        root,
+        "log",
+        "-1",
+        "--format=%H %ct",
+        "HEAD",
+        "--",
+        ".",
+        *(f":(exclude,top){name}" for name in own),
+        check=False,
+        timeout=60,
+    )
     parts = got.text.split() if got.returncode == 0 else []
     if len(parts) == 2 and parts[1].isdigit():
         return parts[0], int(parts[1])
