@@ -130,7 +130,7 @@ def rows(report: BenchReport) -> list[list[str]]:
         out.append(
             [
                 r.name,
-                r.shape + ("" if r.cpu_runnable else " (needs more than a CPU)"),
+                r.shape + ("" if r.cpu_runnable else " (not CPU-runnable offline)"),
                 *(_mark(r.levels.get(lvl)) for lvl in LEVELS),
                 f"{r.claims_holding}/{r.claims_total}" if r.claims_total else "—",
                 _recall(r),
