@@ -166,8 +166,19 @@ def check_links(
 
     path = Path(path)
     if not path.exists():
-        raise ArchiveError("does not exist", path=str(path))
+        raise ArchiveError(
+            "does not exist",
+            path=str(path),
+            hint="give a repository (with reprobridge.toml or flake.lock) or an rb archive",
+        )
     lock_raw, man_raw, by_hash, narinfos = _read_sources(path)
+    if path.is_dir() and lock_raw is None and man_raw is None:
+        # Saying "nothing to check" here would pass a typo'd path as a healthy repository.
+        raise ArchiveError(
+            f"has neither {FLAKE_LOCK_FILE} nor {MANIFEST_FILE}: not a repository rb set up",
+            path=str(path),
+            hint="run it in the repository's root (after `rb init`), or give an rb archive",
+        )
     todo: list[tuple[LinkResult, str | None]] = []
     if lock_raw is not None:
         try:

@@ -3,20 +3,25 @@
 Hashes (SHA256SUMS and every run's status.json), the journal's hash chain and the
 signature are checked by :mod:`reprobridge.evidence.verify`; then every run is judged again
 from its stored logs and output copies with the manifest the audit recorded, the verdicts
-are derived again, and any difference from ``audit.json`` is a problem.
+are derived again, and every value of ``audit.json`` that differs from them (a verdict, a
+metric's statistics, a claim, the outcome) is a problem naming the value, the recorded and
+the re-derived one. A corrupt or malformed record (``status.json``, ``plan.json``, ...) is a
+problem too, never a traceback.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from reprobridge.audit.auditor import _jsonable, rejudge_run, summarize
 from reprobridge.audit.backends import EnvironmentState
-from reprobridge.errors import AuditError
+from reprobridge.errors import AuditError, ManifestError
 from reprobridge.manifest.io import parse_document, validate_document
+from reprobridge.manifest.schema import Manifest
 
 
 @dataclass
@@ -34,9 +39,128 @@ class VerifyOutcome:
         return not self.problems
 
 
+_MAX_DIFFERENCES = 8
+
+
+def differences(recorded: Any, derived: Any, where: str) -> list[str]:
+    """Every leaf where ``recorded`` (read from a JSON file) and ``derived`` (re-computed)
+    differ, as ``where.key[i]...: recorded X, re-derived Y`` (two NaNs are equal)."""
+    if isinstance(recorded, dict) and isinstance(derived, dict):
+        out: list[str] = []
+        for key in sorted(set(recorded) | set(derived), key=str):
+            if key not in derived:
+                out.append(f"{where}.{key}: recorded but not re-derived")
+            elif key not in recorded:
+                out.append(f"{where}.{key}: missing (re-derived {_shown(derived[key])})")
+            else:
+                out += differences(recorded[key], derived[key], f"{where}.{key}")
+        return out
+    if isinstance(recorded, list) and isinstance(derived, list) and len(recorded) == len(derived):
+        return [
+            d
+            for i, (r, v) in enumerate(zip(recorded, derived, strict=True))
+            for d in differences(r, v, f"{where}[{i}]")
+        ]
+    same = recorded == derived or (
+        isinstance(recorded, float)
+        and isinstance(derived, float)
+        and math.isnan(recorded)
+        and math.isnan(derived)
+    )
+    if same and type(recorded) is type(derived):
+        return []
+    return [f"{where}: recorded {_shown(recorded)}, re-derived {_shown(derived)}"]
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass
+class _Records:
+    """The bundle's records verify re-derives from, each checked for shape."""
+
+    manifest: Manifest
+    tier: str
+    runs: list[tuple[str, int]]
+    recorded: dict[str, Any]
+    state: EnvironmentState
+
+
+def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
+    """The records, or None after recording (in ``out``) why they cannot be used."""
+    try:
+        manifest_text = (path / "inputs/reprobridge.toml").read_text(encoding="utf-8")
+        manifest = validate_document(
+            parse_document(manifest_text, path="inputs/reprobridge.toml"),
+            path="inputs/reprobridge.toml",
+        )
+    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+        out.problems.append(f"inputs/reprobridge.toml: cannot be used ({exc})")
+        return None
+    docs: dict[str, Any] = {}
+    for name in ("plan.json", "audit.json", "environment.json"):
+        try:
+            docs[name] = json.loads((path / name).read_bytes())
+        except (OSError, ValueError) as exc:
+            out.problems.append(f"{name}: cannot be read ({exc})")
+            return None
+        if not isinstance(docs[name], dict):
+            out.problems.append(f"{name}: not a JSON object")
+            return None
+    plan, env = docs["plan.json"], docs["environment.json"]
+    tier, plan_runs = plan.get("tier"), plan.get("runs")
+    runs: list[tuple[str, int]] = []
+    for run in plan_runs if isinstance(plan_runs, list) else [None]:
+        exp_id = run.get("experiment") if isinstance(run, dict) else None
+        k = run.get("k") if isinstance(run, dict) else None
+        if not isinstance(exp_id, str) or not isinstance(k, int) or isinstance(k, bool):
+            out.problems.append(f"plan.json: malformed run entry {_shown(run)}")
+            return None
+        if exp_id not in manifest.experiments:
+            out.problems.append(
+                f"plan.json: run of {exp_id!r}, which inputs/reprobridge.toml does not declare"
+            )
+            return None
+        runs.append((exp_id, k))
+    if not isinstance(tier, str):
+        out.problems.append("plan.json: no tier")
+        return None
+    state = EnvironmentState(
+        backend=str(env.get("backend", "")),
+        ok=bool(env.get("ok")),
+        reason=str(env.get("reason", "")),
+        hermetic=bool(env.get("hermetic")),
+    )
+    return _Records(manifest, tier, runs, docs["audit.json"], state)
+
+
+def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> dict[str, Any] | None:
+    """The ``record`` of a run's status.json, or None after recording why it is unusable
+    (a corrupt status.json is a finding, never a traceback)."""
+    status_file = run_dir / "status.json"
+    if not status_file.is_file():
+        out.problems.append(f"{rel}: not sealed")
+        return None
+    try:
+        status = json.loads(status_file.read_bytes())
+    except (OSError, ValueError) as exc:
+        out.problems.append(
+            f"{rel}/status.json: unreadable, its verdict cannot be re-derived ({exc})"
+        )
+        return None
+    record = status.get("record") if isinstance(status, dict) else None
+    if not isinstance(record, dict):
+        out.problems.append(f"{rel}/status.json: no run record, its verdict cannot be re-derived")
+        return None
+    return record
+
+
 def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     """Verify the bundle at ``path`` (see the module docstring). Raises AuditError when the
-    path is not a bundle at all."""
+    path is not a bundle at all; everything wrong inside a bundle (a corrupt or forged
+    record included) is a problem in the outcome, never an exception."""
     from reprobridge.evidence.verify import verify_bundle
 
     path = path.resolve()
@@ -44,54 +168,55 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
         raise AuditError("is not an evidence bundle (no plan.json)", path=str(path))
     report = verify_bundle(path, public_key)
     out = VerifyOutcome(path, list(report.problems), report.signature, dict(report.runs))
-    audit_file = path / "audit.json"
-    if not audit_file.is_file():
+    if not (path / "audit.json").is_file():
         out.problems.append("audit.json: missing (the audit did not finish; resume it first)")
         return out
-    try:
-        manifest_text = (path / "inputs/reprobridge.toml").read_text(encoding="utf-8")
-        manifest = validate_document(
-            parse_document(manifest_text, path="inputs/reprobridge.toml"),
-            path="inputs/reprobridge.toml",
-        )
-        plan = json.loads((path / "plan.json").read_text())
-        recorded = json.loads(audit_file.read_text())
-        env_state = json.loads((path / "environment.json").read_text())
-    except (OSError, ValueError) as exc:
-        out.problems.append(f"cannot read the bundle's records: {exc}")
+    records = _read_records(path, out)
+    if records is None:
         return out
-    tier = plan["tier"]
     judgements: dict[str, list[Any]] = {}
-    for run in plan["runs"]:
-        exp_id, k = run["experiment"], run["k"]
-        run_dir = path / "runs" / exp_id / str(k)
-        status_file = run_dir / "status.json"
-        if not status_file.is_file():
-            out.problems.append(f"runs/{exp_id}/{k}: not sealed")
+    complete = True
+    for exp_id, k in records.runs:
+        rel = f"runs/{exp_id}/{k}"
+        run_dir = path / rel
+        record = _run_record(run_dir, rel, out)
+        if record is None:
+            complete = False
             continue
-        status = json.loads(status_file.read_text())
-        record = status["record"]
-        again = _jsonable(rejudge_run(manifest.experiments[exp_id], tier, run_dir, record))
+        try:
+            judgement = rejudge_run(
+                records.manifest.experiments[exp_id], records.tier, run_dir, record
+            )
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            out.problems.append(
+                f"{rel}/status.json: malformed run record ({type(exc).__name__}: {exc})"
+            )
+            complete = False
+            continue
+        again = _jsonable(judgement)
         stored_file = run_dir / "metrics.json"
-        stored = json.loads(stored_file.read_text()) if stored_file.is_file() else None
+        try:
+            stored = json.loads(stored_file.read_bytes()) if stored_file.is_file() else None
+        except ValueError:
+            stored = "unreadable"
         if stored != again:
+            diff = differences(stored, again, "metrics.json") if isinstance(stored, dict) else []
             out.problems.append(
-                f"runs/{exp_id}/{k}/metrics.json: differs from the judgement re-derived from the logs"
+                f"{rel}/metrics.json: differs from the judgement re-derived from the logs"
+                + (f" ({'; '.join(diff[:3])})" if diff else "")
             )
-        judgements.setdefault(exp_id, []).append(
-            rejudge_run(manifest.experiments[exp_id], tier, run_dir, record)
-        )
-    state = EnvironmentState(
-        backend=str(env_state.get("backend", "")),
-        ok=bool(env_state.get("ok")),
-        reason=str(env_state.get("reason", "")),
-        hermetic=bool(env_state.get("hermetic")),
+        judgements.setdefault(exp_id, []).append(judgement)
+    if not complete:
+        out.problems.append("audit.json: not compared (a run's record cannot be re-judged)")
+        return out
+    derived = json.loads(
+        json.dumps(summarize(records.manifest, records.tier, judgements, records.state))
     )
-    derived = summarize(manifest, tier, judgements, state)
-    for key in ("experiments", "claims", "passed"):
-        if derived[key] != recorded.get(key):
-            out.problems.append(
-                f"audit.json: `{key}` differs from the verdicts re-derived from the evidence"
-            )
+    found: list[str] = []
+    for key in sorted(derived):
+        found += differences(records.recorded.get(key), derived[key], f"audit.json: {key}")
+    out.problems += found[:_MAX_DIFFERENCES]
+    if len(found) > _MAX_DIFFERENCES:
+        out.problems.append(f"audit.json: and {len(found) - _MAX_DIFFERENCES} more differences")
     out.passed = bool(derived["passed"])
     return out

@@ -10,7 +10,9 @@ from reprobridge.cli.options import common_options, print_json
 
 
 @click.command("check-links")
-@click.argument("path", type=click.Path(exists=True, path_type=Path), default=".")
+# No exists=True: a missing PATH is the library's one-line ArchiveError (exit 10), not a
+# three-line usage error.
+@click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--offline", is_flag=True, help="Check nothing on the network.")
 @click.option("--timeout", type=click.FloatRange(0.1, 120), default=10.0, show_default=True)
 @common_options
@@ -18,7 +20,8 @@ def check_links_command(path: Path, offline: bool, timeout: float, as_json: bool
     """Check the links of PATH, a repository (default: .) or an archive: each locked flake
     input and dataset URL is ok, broken, unchecked (with the reason) or local, and
     "covered" when the archive holds it anyway. Exit 1 when a link is broken and not
-    covered."""
+    covered; 10 when PATH does not exist or is neither a repository set up by rb nor an
+    archive."""
     from reprobridge.archive.links import check_links
     from reprobridge.discovery import find_repository
 

@@ -119,6 +119,25 @@ def test_cli_offline_json(repo: Path) -> None:
     assert any("offline" in d["reason"] for d in data)
 
 
+@pytest.mark.parametrize("kind", ["missing", "empty-dir"])
+def test_cli_path_that_is_no_repository_fails_in_one_line(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`rb check-links /nonexistent` (or a directory rb never set up) exits 10 with one
+    error line and a hint, instead of 0 and "nothing to check"."""
+    from reprobridge.cli import main
+
+    target = tmp_path / "nonexistent"
+    if kind == "empty-dir":
+        target.mkdir()
+    with pytest.raises(SystemExit) as exit_:
+        main(["check-links", "--offline", str(target)])
+    assert exit_.value.code == 10
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2, lines
+    assert lines[0].startswith(f"error: {target}: ") and lines[1].startswith("hint: ")
+
+
 def test_archive_coverage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A dataset whose sha256 is a file of the archive, and a flake input whose narinfo is
     in nix-cache/, are covered."""
