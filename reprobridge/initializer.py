@@ -74,6 +74,8 @@ class InitResult:
     agent: AgentResult | None = None
     #: Set when Python packages ended up unlocked or with a stale lock (see LockOutcome).
     lock_warning: str | None = None
+    #: Set when ``--agent auto`` fell back to static recovery (AgentOptions.fallback_static).
+    agent_fallback: str | None = None
 
 
 @dataclass
@@ -86,6 +88,10 @@ class AgentOptions:
     """
 
     config: AgentConfig
+    #: ``rb init --agent auto``: when the Messages API fails before any answer (unreachable,
+    #: key refused), recover statically and say so (InitResult.agent_fallback) instead of
+    #: failing. ``--agent claude`` leaves it False: the error (exit 8) is the answer.
+    fallback_static: bool = False
     backend: Backend | None = None
     api_key: str | None = None
     clock: Any = None
@@ -218,12 +224,21 @@ def init_repository(
     emit("merge", findings=len(ctx.findings))
     merged = merge_findings(ctx, repo_name=root.name, paper_path=paper_rel)
     agent_result = None
+    agent_fallback: str | None = None
     if agent is not None:
         from reprobridge.recovery.agent import apply_proposals
+        from reprobridge.recovery.backends import ApiError
 
         emit("agent", model=agent.config.model)
-        agent_result = _run_agent(root, merged, paper_rel, agent)
-        merged.manifest = apply_proposals(merged.manifest, agent_result.proposals)
+        try:
+            agent_result = _run_agent(root, merged, paper_rel, agent)
+        except ApiError as exc:
+            if not agent.fallback_static:
+                raise
+            agent_fallback = f"the recovery agent could not start ({exc}); static recovery only"
+            emit("agent-fallback", reason=str(exc))
+        else:
+            merged.manifest = apply_proposals(merged.manifest, agent_result.proposals)
     text, manifest, report = _build_manifest(root, merged, existing)
 
     project_files = render_python_project(manifest)
@@ -311,6 +326,7 @@ def init_repository(
         dry_run,
         agent_result,
         lock_warning=locked.warning,
+        agent_fallback=agent_fallback,
     )
 
 

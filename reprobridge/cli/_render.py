@@ -23,6 +23,14 @@ def progress_sink(verbosity: int) -> Any:
             click.echo(f"rb: merging {fields['findings']} findings", err=True)
         elif event == "lock":
             click.echo(f"rb: locking Python packages ({fields['path']})", err=True)
+        elif event == "agent":
+            click.echo(f"rb: recovery agent ({fields['model']}): asking the Messages API", err=True)
+        elif event == "agent-retry":
+            click.echo(
+                f"rb: Messages API: {fields['reason']}; attempt {fields['attempt']} of "
+                f"{fields['attempts']} in {fields['delay']:g}s",
+                err=True,
+            )
         elif verbosity > 0:
             detail = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
             click.echo(f"rb: {event} {detail}".rstrip(), err=True)
@@ -53,6 +61,7 @@ def init_doc(result: InitResult) -> dict[str, Any]:
         "kept_edits": result.refresh.kept_edits if result.refresh else [],
         "lock": result.lock_note,
         "lock_warning": result.lock_warning,
+        "agent_fallback": result.agent_fallback,
     }
     if result.agent is not None:
         # What the recovery cost (rb bench tabulates it).
@@ -139,6 +148,8 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             echo(f"  - {n}")
         if len(notes) > 20:
             echo(f"  ... and {len(notes) - 20} more in REPRODUCE.md")
+    if result.agent_fallback:
+        echo(style(f"warning: {result.agent_fallback}", fg="yellow"))
     if result.lock_warning:
         echo(style(f"warning: {result.lock_warning}", fg="yellow"))
         if "repro/python/uv.lock" not in result.files:

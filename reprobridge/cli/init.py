@@ -110,7 +110,7 @@ def init_command(
                 "allow_network": allow_network,
             }
         )
-        agent = AgentOptions(config=config)
+        agent = AgentOptions(config=config, fallback_static=agent_mode == "auto")
     with sink(progress_sink(-1 if quiet else st.verbosity)):
         result = init_repository(
             path, paper=paper, lock=mode, dry_run=dry_run, git_add=not no_git_add, agent=agent
@@ -124,7 +124,12 @@ def init_command(
             if agent_mode == "auto"
             else "--agent static"
         )
-        click.echo(f"recovery: {'claude agent' if use_claude else 'static'} ({why})", err=True)
+        ran = (
+            "static (the agent could not start)"
+            if result.agent_fallback
+            else ("claude agent" if use_claude else "static")
+        )
+        click.echo(f"recovery: {ran} ({why})", err=True)
         if use_claude:
             suggested = repository_suggestions(result.root)
             if suggested:

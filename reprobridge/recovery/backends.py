@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from reprobridge._log import emit
 from reprobridge.errors import RecoveryError
 
 DEFAULT_MODEL = "claude-sonnet-4-5"
@@ -133,8 +134,19 @@ class AnthropicBackend:
         self.max_backoff_s = max_backoff_s
         self.sleep = sleep
 
+    def _announce(self, retries: list[Retry], why: str) -> None:
+        """Say each wait before it happens (event ``agent-retry``): never a silent pause."""
+        emit(
+            "agent-retry",
+            reason=why,
+            delay=retries[-1].slept_s,
+            attempt=len(retries) + 1,
+            attempts=self.max_retries + 1,
+        )
+
     def create(self, request: Mapping[str, Any]) -> Reply:
-        """Send ``request``; retry what is retryable; map failures to :class:`ApiError`."""
+        """Send ``request``; retry what is retryable; map failures to :class:`ApiError`.
+        Each retry is announced first (:meth:`_announce`)."""
         a = self._anthropic
         retries: list[Retry] = []
         while True:
@@ -172,14 +184,19 @@ class AnthropicBackend:
                     else min(self.max_backoff_s, self.backoff_s * 2 ** len(retries))
                 )
                 retries.append(Retry(status, etype, delay, header is not None))
+                self._announce(retries, f"{status} {etype}")
                 self.sleep(delay)
             except a.APIConnectionError as exc:
                 if len(retries) >= self.max_retries:
                     raise ApiRetriesExhausted(
-                        f"cannot reach the Messages API: {exc.message}"
+                        f"cannot reach the Messages API after {len(retries) + 1} attempts: "
+                        f"{exc.message}",
+                        hint="check the network (or HTTPS_PROXY) to api.anthropic.com, "
+                        "or run `rb init --agent static`",
                     ) from exc
                 delay = min(self.max_backoff_s, self.backoff_s * 2 ** len(retries))
                 retries.append(Retry(0, "connection_error", delay, False))
+                self._announce(retries, f"cannot connect ({exc.message})")
                 self.sleep(delay)
             except a.AnthropicError as exc:
                 raise ApiError(f"the Anthropic client failed: {exc}") from exc
