@@ -182,10 +182,15 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
             "# Resolve as of the repository's last commit (environment.exclude_newer).",
             f"exclude-newer = {_toml_str(env.exclude_newer)}",
         ]
+    constraints = list(env.python_constraints)
     if routing is not None and routing.bound:
+        # The PyTorch index has no upload times: torch is bounded by release instead.
+        constraints.append(routing.bound)
+    if constraints:
+        items = "".join(f"  {_toml_str(c)},\n" for c in constraints)
         lines += [
-            "# The PyTorch index has no upload times: torch is bounded by release instead.",
-            f"constraint-dependencies = [{_toml_str(routing.bound)}]",
+            "# The repository's own lock (environment.python_constraints) and release bounds.",
+            "constraint-dependencies = [\n" + items + "]",
         ]
     for position, url in enumerate(env.python_indexes, start=1):
         lines += [

@@ -21,9 +21,12 @@ def detect_repo(
 
     Raises the first DetectionError a detector raises (a declared source that is broken).
     """
+    from reprobridge.detect.envscope import env_scope
     from reprobridge.detect.registry import detectors
 
     ctx = DetectContext(index=index, paper_path=paper_path)
+    for path, why in sorted(env_scope(index).ignored.items()):
+        ctx.warn(f"environment file ignored: {why}", path)
     for det in only if only is not None else detectors():
         emit("detect", detector=det.name)
         found = det.detect(ctx)

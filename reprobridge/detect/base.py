@@ -13,6 +13,7 @@ kind [key]             value
 python_requirement     ``{"requirement": "torch==2.1.2; python_version<'3.12'",
  [normalized dist]      "declared": bool}`` — declared=False for one only seen in imports (flagged)
 python_index [url]     ``{"url": str, "role": "index" | "extra"}``
+python_pin [dist]      ``{"version": "1.24.4", "lock": path}`` — a committed lock's version
 python_version         ``{"exact": "3.10"}`` or ``{"specifier": ">=3.8,<3.12"}`` (PEP 440 set)
  ["python"]
 cuda ["cuda"]          ``{"version": "12.1"}`` (major.minor)
@@ -137,10 +138,11 @@ class Detector(ABC):
 class DeclaredFileDetector(Detector):
     """A detector for one kind of declaration file (``setup.py``, ``setup.cfg``, ...).
 
-    The file at the repository root is a declared source: an error reading or parsing it
+    The file at the repository root (or in ``binder/``, which then replaces the root's; see
+    :mod:`~reprobridge.detect.envscope`) is a declared source: an error reading or parsing it
     propagates (DetectionError naming the file). Files of that name deeper in the tree are
     vendored or example projects: their findings are medium confidence, and a broken one is
-    skipped with a warning.
+    skipped with a warning. Files the precedence rules ignore are not read.
     """
 
     #: The base name of the files this detector reads.
@@ -148,13 +150,15 @@ class DeclaredFileDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         from reprobridge.detect._text import skip_path
+        from reprobridge.detect.envscope import env_scope
         from reprobridge.errors import DetectionError, UnsafePathError
 
+        scope = env_scope(ctx.index)
         findings: list[Finding] = []
         for path in ctx.index.named(self.filename):
-            if skip_path(path):
+            if skip_path(path) or scope.ignores(path):
                 continue
-            if "/" in path:
+            if not scope.declared(path):
                 try:
                     findings += self._one(ctx, path, "medium")
                 except (DetectionError, UnsafePathError) as exc:

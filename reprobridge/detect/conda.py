@@ -26,6 +26,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from reprobridge.detect._pkgmap import CONDA_NOT_PYTHON, CONDA_SYSTEM, CONDA_TO_PYPI
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.requirements import (
     RequirementsParser,
     logical_lines,
@@ -103,10 +104,11 @@ class CondaDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
+        scope = env_scope(ctx.index)
         for path in ctx.index.named(*ENV_FILES):
-            if skip_path(path):
+            if skip_path(path) or scope.ignores(path):
                 continue
-            if "/" not in path:
+            if scope.declared(path):
                 findings += _EnvFile(ctx, self.name, path).run()
                 continue
             try:

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Callable
 from typing import Any
 
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.pyproject import toml_error
 from reprobridge.detect.requirements import (
     index_finding,
@@ -23,6 +25,29 @@ from reprobridge.detect.requirements import (
 from reprobridge.errors import DetectionError, UnsafePathError
 
 _MAJOR_MINOR_RE = re.compile(r"^(\d+)\.(\d+)")
+
+
+def pipenv_python(
+    requires: dict[str, Any],
+    path: str,
+    line_of: Callable[[str], int | None],
+    detector: str,
+    where: str,
+) -> Finding | None:
+    """The ``python_version`` finding of Pipenv's ``requires`` table (Pipfile ``[requires]``,
+    Pipfile.lock ``_meta.requires``): ``python_full_version`` first, major.minor kept."""
+    for key in ("python_full_version", "python_version"):
+        match = _MAJOR_MINOR_RE.match(str(requires.get(key, "")))
+        if match:
+            return Finding(
+                kind="python_version",
+                key="python",
+                value={"exact": f"{match.group(1)}.{match.group(2)}"},
+                evidence=(Evidence(path, line_of(key)),),
+                detector=detector,
+                note=f"{where} {key}",
+            )
+    return None
 
 
 def _pipfile_requirement(name: str, spec: Any) -> str | None:
@@ -60,10 +85,11 @@ class PipfileDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
+        scope = env_scope(ctx.index)
         for path in ctx.index.named("Pipfile"):
-            if skip_path(path):
+            if skip_path(path) or scope.ignores(path):
                 continue
-            if "/" not in path:
+            if scope.declared(path):
                 findings += self._one(ctx, path)
                 continue
             try:
@@ -99,20 +125,14 @@ class PipfileDetector(Detector):
 
         requires = data.get("requires", {})
         if isinstance(requires, dict):
-            for key in ("python_full_version", "python_version"):
-                match = _MAJOR_MINOR_RE.match(str(requires.get(key, "")))
-                if match:
-                    findings.append(
-                        Finding(
-                            kind="python_version",
-                            key="python",
-                            value={"exact": f"{match.group(1)}.{match.group(2)}"},
-                            evidence=(Evidence(path, line_of(key, "requires")),),
-                            detector=self.name,
-                            note=f"Pipfile [requires] {key}",
-                        )
-                    )
-                    break
+            found = pipenv_python(
+                requires,
+                path,
+                lambda key: line_of(key, "requires"),
+                self.name,
+                "Pipfile [requires]",
+            )
+            findings += [found] if found else []
 
         packages = data.get("packages", {})
         if not isinstance(packages, dict):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.index import MAX_SCAN_BYTES
 from reprobridge.errors import DetectionError, UnsafePathError
 
@@ -179,7 +180,8 @@ class PythonVersionDetector(Detector):
             for d in _DECLARED_DIRS
             for n in ("runtime.txt", ".python-version", ".tool-versions")
         ]
-        for path in sorted(p for p in wanted if p in ctx.index):
+        scope = env_scope(ctx.index)
+        for path in sorted(p for p in wanted if p in ctx.index and not scope.ignores(p)):
             text = ctx.index.try_read_text(path)
             found = _declared_version(text, path) if text is not None else None
             if found is None:

@@ -25,6 +25,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.pyproject:PyprojectDetector",
     "reprobridge.detect.pipfile:PipfileDetector",
     "reprobridge.detect.conda:CondaDetector",
+    "reprobridge.detect.lockfiles:LockfilesDetector",
     "reprobridge.detect.imports:ImportsDetector",
     "reprobridge.detect.pyversion:PythonVersionDetector",
     "reprobridge.detect.cuda:CudaDetector",

@@ -24,6 +24,7 @@ from packaging.utils import canonicalize_name
 
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.envscope import env_scope
 from reprobridge.errors import DetectionError, UnsafePathError
 
 # pip's own comment rule (req_file.COMMENT_RE): ``#`` at line start or after whitespace, so
@@ -385,11 +386,16 @@ class RequirementsDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         parser = RequirementsParser(ctx, self.name)
-        roots = [e.path for e in ctx.index if is_requirements_file(e.path)]
+        scope = env_scope(ctx.index)
+        roots = [
+            e.path for e in ctx.index if is_requirements_file(e.path) and not scope.ignores(e.path)
+        ]
+        base = f"{scope.config_dir}/" if scope.config_dir else ""
         top = [
             p
             for p in roots
-            if "/" not in p or (p.count("/") == 1 and p.startswith("requirements/"))
+            if scope.declared(p)
+            or (p.startswith(base + "requirements/") and p.count("/") == base.count("/") + 1)
         ]
         # Main files first, so that a dev or nested file they include keeps "high".
         phases: list[tuple[list[str], Confidence, str]] = [

@@ -28,6 +28,7 @@ from reprobridge.detect._pkgmap import (
 )
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.envscope import env_scope
 
 _APT_INSTALL_RE = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(.*)")
 _STOP_RE = re.compile(r"&&|\|\||[;|#`)]")
@@ -106,7 +107,10 @@ class SystemLibsDetector(Detector):
             else:
                 add(attr, name, conf, f"Debian package {name}", ev)
 
+        scope = env_scope(ctx.index)
         for path in ("apt.txt", "binder/apt.txt", ".binder/apt.txt"):
+            if scope.ignores(path):
+                continue
             text = ctx.index.try_read_text(path) if path in ctx.index else None
             for number, raw in enumerate((text or "").splitlines(), start=1):
                 for token in raw.split("#", 1)[0].split():

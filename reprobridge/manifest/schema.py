@@ -170,6 +170,11 @@ class Environment(StrictModel):
         default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
     )
     python_lock: str | None = Field(None, description="Path of the uv lock, relative to the repo.")
+    python_constraints: list[str] = Field(
+        default_factory=list,
+        description="PEP 508 constraints (uv's constraint-dependencies): versions of the "
+        "repository's own lock for packages it does not require directly.",
+    )
     exclude_newer: (
         Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")] | None
     ) = Field(
@@ -183,7 +188,7 @@ class Environment(StrictModel):
         "or nixpkgs python.withPackages.",
     )
 
-    @field_validator("python_requirements")
+    @field_validator("python_requirements", "python_constraints")
     @classmethod
     def _valid_requirements(cls, value: list[str]) -> list[str]:
         from packaging.requirements import InvalidRequirement, Requirement

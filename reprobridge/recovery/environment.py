@@ -25,10 +25,11 @@ _REQ_PRIORITY = {
     "setupcfg": 2,
     "setuppy": 3,
     "pipfile": 4,
+    "lockfiles": 4,
     "conda": 5,
     "imports": 6,
 }
-_EXACT_PY_PRIORITY = {"pyversion": 0, "conda": 1, "pipfile": 2, "pyproject": 3}
+_EXACT_PY_PRIORITY = {"pyversion": 0, "conda": 1, "pipfile": 2, "lockfiles": 2, "pyproject": 3}
 _FRAMEWORK_MAX_PY = {
     "torch": [("1.11", "3.10"), ("1.13", "3.10"), ("2.1", "3.11"), ("2.4", "3.12"), ("9", "3.13")],
     "tensorflow": [("2.11", "3.10"), ("2.15", "3.11"), ("9", "3.12")],
@@ -74,8 +75,10 @@ def merge_requirements(
             )
         if not top.value.get("declared", True):
             res.flagged_imports.append(f"{name} (imported at {top.sources()[0]}, declared nowhere)")
+    lock_sources = _apply_pins(b, by_kind["python_pin"], chosen, res)
     if chosen:
         sources = sorted({s for g in groups.values() for f in g for s in f.sources()})
+        sources += lock_sources
         conf = "medium" if res.flagged_imports else "high"
         b.put(
             "environment.python_requirements",
@@ -168,6 +171,56 @@ def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResu
         f"Python packages are resolved as of {day} (the last commit): uv's exclude-newer = "
         f"{bound}; edit environment.exclude_newer to move it"
     )
+
+
+def _apply_pins(
+    b: Builder, pins_found: list[Finding], chosen: dict[str, Requirement], res: MergeResult
+) -> list[str]:
+    """The committed lock's versions: each requirement it locks is pinned to the locked
+    version (extras and markers kept) unless the requirement excludes it (a conflict, kept);
+    the other locked packages become ``environment.python_constraints``. Returns the lock
+    evidence for the requirements' provenance."""
+    if not pins_found:
+        return []
+    by_name = {f.key: f for f in sorted(pins_found, key=lambda f: f.sources())}
+    used: list[str] = []
+    for name, req in sorted(chosen.items()):
+        pin = by_name.get(name)
+        if pin is None:
+            continue
+        version = str(pin.value["version"])
+        if req.url or not req.specifier.contains(version, prereleases=True):
+            res.conflicts.append(
+                Conflict(
+                    f"environment.python_requirements[{name}]",
+                    str(req),
+                    [f"{name}=={version} ({', '.join(pin.sources())})"],
+                    "the declared requirement excludes the locked version; kept the declaration",
+                )
+            )
+            continue
+        pinned = Requirement(str(req))
+        pinned.specifier = SpecifierSet(f"=={version}")
+        chosen[name] = pinned
+        used += pin.sources()
+    constraints = [
+        f"{name}=={by_name[name].value['version']}"
+        for name in sorted(by_name)
+        if name not in chosen
+    ]
+    locks = sorted({str(f.value["lock"]) for f in pins_found})
+    if constraints:
+        b.put(
+            "environment.python_constraints",
+            constraints,
+            [f"{lock} (the repository's lock)" for lock in locks],
+        )
+    res.decisions.append(
+        f"the repository's own lock ({', '.join(locks)}) is the authors' environment: "
+        f"{len(used)} requirement(s) pinned to its versions, {len(constraints)} more locked "
+        "package(s) kept as constraints"
+    )
+    return sorted(set(used))
 
 
 def _py_key(v: str) -> tuple[int, ...]:

@@ -6,6 +6,13 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   specific declaration wins: requirements files > pyproject > setup.cfg > setup.py >
   Pipfile > environment.yml > imports; the loser is reported as a conflict. Imports no file
   declares are added unpinned and flagged.
+* **Which files**: repo2docker's precedence (:mod:`reprobridge.detect.envscope`) decides
+  before anything is read: a ``binder/`` directory replaces the root's files;
+  ``environment.yml`` > ``Pipfile(.lock)`` > ``requirements.txt``; a Pipfile's Python wins
+  over ``runtime.txt``.
+* **Locks**: a committed ``uv.lock``/``poetry.lock``/``Pipfile.lock`` pins the requirements
+  it locks (unless a requirement excludes the version: a conflict, kept); its other packages
+  become ``environment.python_constraints``.
 * **Python**: an exact version (``.python-version`` > ``runtime.txt`` > conda > Pipfile)
   wins; otherwise the newest version that every specifier (``requires-python``, syntax
   used, framework pins) admits, capped at 3.12 for wheel availability; default 3.11. An

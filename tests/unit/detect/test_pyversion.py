@@ -23,13 +23,14 @@ def test_python_version_file_with_system_is_a_warning(make_repo) -> None:
 
 
 def test_pyenv_and_binder_runtime(make_repo) -> None:
+    assert values(run(make_repo, {".python-version": "# pinned\n3.11.6\n"})) == [
+        ({"exact": "3.11"}, [".python-version:2"])
+    ]
+    # a binder/ directory replaces the root's files (repo2docker's rule)
     ctx = run(
         make_repo, {".python-version": "# pinned\n3.11.6\n", "binder/runtime.txt": "python-3.8\n"}
     )
-    assert values(ctx) == [
-        ({"exact": "3.11"}, [".python-version:2"]),
-        ({"exact": "3.8"}, ["binder/runtime.txt:1"]),
-    ]
+    assert values(ctx) == [({"exact": "3.8"}, ["binder/runtime.txt:1"])]
 
 
 def test_except_star(make_repo) -> None:
