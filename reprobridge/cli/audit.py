@@ -106,22 +106,51 @@ class _Progress:
             sys.stderr.flush()
 
 
+#: Terminal colour of each display state (reprobridge.report.states).
+_COLOUR = {"pass": "green", "pass-not-hermetic": "yellow", "fail": "red", "incomplete": "yellow"}
+
+
+def _state(state: str) -> str:
+    """A display state, upper case, in its colour (plain when NO_COLOR or not a tty:
+    click strips styles then)."""
+    from reprobridge.report.states import label
+
+    return click.style(label(state).upper(), fg=_COLOUR.get(state))
+
+
 def _print_summary(result: Any) -> None:
+    from reprobridge.errors import AuditError
+    from reprobridge.report.load import failure_excerpt, load_audit
     from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+    from reprobridge.report.states import overall_state, shown_status
     from reprobridge.stats import Stats
 
     s = result.summary
+    hermetic = s.get("hermetic")
     click.echo(
         click.style(f"Audit {result.audit_id} ({s['backend']}, tier {s['tier']})", bold=True)
     )
+    try:
+        runs = {e.id: e.runs for e in load_audit(result.path).experiments}
+    except AuditError:  # the summary is printed whatever the bundle's state
+        runs = {}
     for exp_id, v in s["experiments"].items():
-        levels = "  ".join(
-            f"{lvl} {v[lvl]['status'].upper()}" for lvl in ("environment", "procedure", "metric")
-        )
-        click.echo(f"  {exp_id}: {levels}")
+        states = {
+            lvl: (shown_status(v[lvl]["status"], hermetic) if lvl == "environment" else None)
+            or v[lvl]["status"]
+            for lvl in ("environment", "procedure", "metric")
+        }
+        click.echo(f"  {exp_id}: " + "  ".join(f"{lvl} {_state(st)}" for lvl, st in states.items()))
         for lvl in ("environment", "procedure", "metric"):
             if v[lvl]["status"] == "fail":
                 click.echo(f"      {lvl}: {v[lvl]['reason']}")
+        for run in runs.get(exp_id, []):
+            excerpt = failure_excerpt(run)
+            if excerpt:
+                why = run.procedure_reason or run.termination
+                click.echo(f"      {run.label} failed ({why}); the last lines of its stderr:")
+                for line in excerpt:
+                    click.echo(click.style(f"        | {line}", dim=True))
         for name, m in v.get("per_metric", {}).items():
             st = Stats.from_json(m.get("stats"))
             if st is not None:
@@ -144,7 +173,7 @@ def _print_summary(result: Any) -> None:
         click.echo(f"  claim {c['expr']}: {mark} ({shown})")
     for w in s.get("warnings", []):
         click.echo(f"  warning: {w}")
-    verdict = click.style("PASS", fg="green") if result.passed else click.style("FAIL", fg="red")
+    verdict = _state(overall_state(bool(result.passed), hermetic, s.get("verdict")))
     click.echo(f"verdict: {verdict}   evidence: {result.path}")
 
 

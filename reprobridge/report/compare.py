@@ -129,6 +129,34 @@ class Comparison:
     metrics: list[MetricDelta]
     claims: list[tuple[str, bool | None, bool | None]]
     fields: list[FieldDiff]
+    plan: list[str]
+
+
+def plan_differences(before: AuditData, after: AuditData) -> list[str]:
+    """How the two audits' plans differ (tier, backend, hermeticity, sandbox, runs per
+    experiment), one sentence each; [] when they ran the same plan.
+
+    A comparison across plans is not like for like: a smoke tier applies other thresholds
+    (or none), a host backend pins less than Nix, and fewer runs give wider intervals.
+    "No verdict changed" between such audits says little, so the renderers put these first.
+    """
+    out: list[str] = []
+    for what, a, b in (
+        ("tier", before.tier, after.tier),
+        ("backend", before.backend, after.backend),
+        ("hermetic", _yes(before.hermetic), _yes(after.hermetic)),
+        ("sandbox", before.sandbox, after.sandbox),
+    ):
+        if a != b:
+            out.append(f"{what} differs: {a or '—'} in A, {b or '—'} in B")
+    runs_a = {e.id: len(e.runs) for e in before.experiments}
+    runs_b = {e.id: len(e.runs) for e in after.experiments}
+    for exp_id in sorted(set(runs_a) | set(runs_b)):
+        ra, rb = runs_a.get(exp_id), runs_b.get(exp_id)
+        if ra != rb:
+            shown = ["not audited" if r is None else f"{r} run(s)" for r in (ra, rb)]
+            out.append(f"runs of {exp_id} differ: {shown[0]} in A, {shown[1]} in B")
+    return out
 
 
 def _fingerprint_rows(audit: AuditData) -> dict[str, dict[str, str]]:
@@ -197,4 +225,6 @@ def compare_audits(before: AuditData, after: AuditData) -> Comparison:
     for section in ra:
         for key, values in differing([ra[section], rb[section]]).items():
             fields.append(FieldDiff(section, key, values[0], values[1]))
-    return Comparison(before, after, verdicts, metrics, claims, fields)
+    return Comparison(
+        before, after, verdicts, metrics, claims, fields, plan_differences(before, after)
+    )

@@ -24,15 +24,19 @@ from reprobridge.report.load import (
     ExperimentData,
     MetricData,
     RunData,
+    failure_excerpt,
     flatten,
     package_sets,
 )
 from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+from reprobridge.report.states import PASS_NOT_HERMETIC, label, overall_state, shown_status
 from reprobridge.report.svg import esc, fmt_bytes, metric_plot, resource_charts
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: Verdict words that have a colour; anything else a bundle says is shown as ``unknown``.
-KNOWN_STATUS = frozenset({"pass", "fail", "skipped", "not-applicable"})
+KNOWN_STATUS = frozenset(
+    {"pass", PASS_NOT_HERMETIC, "fail", "incomplete", "skipped", "not-applicable"}
+)
 
 
 class Raw(str):
@@ -47,7 +51,8 @@ def _h(value: object) -> str:
 
 def _badge(status: str | None, text: str | None = None) -> Raw:
     cls = status if status in KNOWN_STATUS else "unknown"
-    return Raw(f'<span class="badge {cls}">{esc(text or status or "—")}</span>')
+    default = label(status) if status == PASS_NOT_HERMETIC else status
+    return Raw(f'<span class="badge {cls}">{esc(text or default or "—")}</span>')
 
 
 def _holds_badge(holds: bool | None, skipped: bool = False) -> Raw:
@@ -137,11 +142,8 @@ def page(title: str, parts: Sequence[str]) -> str:
 
 
 def _overall(audit: AuditData) -> tuple[str, str]:
-    if audit.passed is True:
-        return "pass", "PASS"
-    if audit.passed is False:
-        return "fail", "FAIL"
-    return "unknown", "UNKNOWN"
+    state = overall_state(audit.passed, audit.hermetic)
+    return state, label(state).upper()
 
 
 def _banner(audit: AuditData, comparison: Comparison | None) -> str:
@@ -150,6 +152,11 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
     held = sum(1 for c in audit.claims if c.holds is True)
     if audit.passed is True:
         line = "Every experiment passed at every level and every claim holds."
+        if audit.hermetic is False:
+            line += (
+                " The environment was not hermetic: the numbers held on this machine, "
+                "but nothing pins what the system around the Python packages was."
+            )
     else:
         bits = []
         if failed:
@@ -179,12 +186,22 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
             f'<p class="paper">compared with audit {esc(comparison.before.audit_id)} '
             f'(<a href="#compare">differences</a>)</p>'
         )
+        if comparison.plan:
+            compared += (
+                '<p class="plan-warning">Different plans: '
+                f"{esc('; '.join(comparison.plan))}.</p>"
+            )
     return (
         f'<header class="banner {cls}"><div class="verdict" id="overall">{word}</div>'
         f'<div class="headline"><p class="kicker">ReproBridge reproduction report</p>'
         f'<h1>{title}</h1>{paper}{compared}<p class="line">{esc(line)}</p>'
         f'<dl class="facts">{dl}</dl></div></header>'
     )
+
+
+def _level_status(audit: AuditData, level: str, status: str) -> str:
+    """A level's display state: the environment level of a non-hermetic audit passes amber."""
+    return (shown_status(status, audit.hermetic) or status) if level == "environment" else status
 
 
 def _nav(audit: AuditData, anchors: dict[str, str], compare: bool) -> str:
@@ -204,7 +221,8 @@ def _summary(audit: AuditData, anchors: dict[str, str]) -> str:
         cells: list[object] = [name]
         for level in LEVELS:
             v = e.levels[level]
-            cells.append(Raw(f'{_badge(v.status)}<div class="reason">{esc(v.reason)}</div>'))
+            badge = _badge(_level_status(audit, level, v.status))
+            cells.append(Raw(f'{badge}<div class="reason">{esc(v.reason)}</div>'))
         cells.append(str(len(e.runs)))
         rows.append(cells)
     table = _table(["Experiment", "Environment", "Procedure", "Metric", "Runs"], rows, "verdicts")
@@ -268,7 +286,8 @@ def _warnings(audit: AuditData) -> str:
 
 def _experiment(e: ExperimentData, anchor: str, audit: AuditData) -> str:
     levels = "".join(
-        f'<div class="level"><span class="lname">{esc(level)}</span>{_badge(e.levels[level].status)}'
+        f'<div class="level"><span class="lname">{esc(level)}</span>'
+        f"{_badge(_level_status(audit, level, e.levels[level].status))}"
         f'<span class="reason">{esc(e.levels[level].reason)}</span></div>'
         for level in LEVELS
     )
@@ -294,7 +313,7 @@ def _experiment(e: ExperimentData, anchor: str, audit: AuditData) -> str:
         gpu_note = f'<p class="muted">No GPU readings{": " + esc("; ".join(states)) if states else ""}.</p>'
     return (
         f'<section id="{anchor}" class="experiment"><h2>Experiment {esc(e.id)} '
-        f"{_badge('fail' if e.failed_level else _all_status(e), _exp_word(e))}</h2>{desc}"
+        f"{_exp_badge(e, audit.hermetic)}</h2>{desc}"
         f'<div class="levels">{levels}</div>'
         f"<h3>Metrics</h3>{legend}{metrics}"
         f"<h3>Runs</h3>{_runs_table(e)}"
@@ -308,10 +327,14 @@ def _all_status(e: ExperimentData) -> str:
     return "pass" if statuses == {"pass"} else "skipped" if "skipped" in statuses else "unknown"
 
 
-def _exp_word(e: ExperimentData) -> str:
+def _exp_badge(e: ExperimentData, hermetic: bool | None) -> Raw:
     if e.failed_level:
-        return f"fails at {e.failed_level}"
-    return "passes" if _all_status(e) == "pass" else "incomplete"
+        return _badge("fail", f"fails at {e.failed_level}")
+    status = _all_status(e)
+    if status != "pass":
+        return _badge(status, "incomplete")
+    shown = shown_status(status, hermetic) or status
+    return _badge(shown, "passes" if shown == "pass" else "passes, not hermetic")
 
 
 def _metric(m: MetricData, runs: Sequence[RunData]) -> str:
@@ -401,7 +424,22 @@ def _runs_table(e: ExperimentData) -> str:
             extra = "" if status == "ok" else f'<div class="reason">{esc(status)}</div>'
             row.append(Raw(f'<span class="val {cls}">{esc(shown)}</span>{extra}'))
         rows.append(row)
-    return str(_table(headers, rows, "runs"))
+    return str(_table(headers, rows, "runs")) + _failures(e.runs)
+
+
+def _failures(runs: Sequence[RunData]) -> str:
+    """Under the runs table, each failed run's last lines of stderr: where the real cause
+    (``python: not found``) is, rather than only ``exit(127)``."""
+    out = []
+    for r in runs:
+        excerpt = failure_excerpt(r)
+        if excerpt:
+            out.append(
+                f'<div class="failure"><p><b>{esc(r.label)}</b> failed '
+                f"({esc(r.procedure_reason or r.termination)}); the last lines of its "
+                f"stderr:</p><pre>{esc(chr(10).join(excerpt))}</pre></div>"
+            )
+    return "".join(out)
 
 
 def _gpu_peaks(r: RunData) -> str:
@@ -568,8 +606,14 @@ def _comparison(c: Comparison) -> str:
         f'<p class="lead">A = {_code(a)} ({esc(c.before.started or "—")}, '
         f"{esc(_overall(c.before)[1])}); B = {_code(b)} ({esc(c.after.started or '—')}, "
         f"{esc(_overall(c.after)[1])}). This page shows B.</p>",
-        "<h3>Verdict changes</h3>",
     ]
+    if c.plan:
+        items = "".join(f"<li>{esc(p)}</li>" for p in c.plan)
+        parts.append(
+            '<div class="plan-warning" role="alert"><p><b>The audits ran different plans: '
+            f"this is not a like-for-like comparison.</b></p><ul>{items}</ul></div>"
+        )
+    parts.append("<h3>Verdict changes</h3>")
     if c.verdicts:
         rows = [
             [
@@ -583,7 +627,8 @@ def _comparison(c: Comparison) -> str:
         ]
         parts.append(_table(["Experiment", "Level", "A", "B", "Reason in B"], rows))
     else:
-        parts.append('<p class="same">No verdict changed.</p>')
+        same = "No verdict changed" + (" (but the plans differ, see above)." if c.plan else ".")
+        parts.append(f'<p class="same">{esc(same)}</p>')
     if c.claims:
         parts.append("<h3>Claim changes</h3>")
         parts.append(
@@ -634,12 +679,13 @@ STYLE = (
     """
 :root{--bg:#f7f8fa;--fg:#1d2330;--muted:#5d6678;--card:#fff;--line:#dfe3ea;--head:#eef1f5;
 --pass:#137a3c;--pass-bg:#e3f4ea;--fail:#b42318;--fail-bg:#fdecea;--skip:#6b7280;--skip-bg:#eceef2;
---na:#8a5a00;--na-bg:#fdf3dc;--accent:#2f5fb3;--band:rgba(19,122,60,.14);--target:#137a3c;
+--na:#8a5a00;--na-bg:#fdf3dc;--warn:#8a5a00;--warn-bg:#fdf3dc;--warn-line:#d89b1d;--accent:#2f5fb3;--band:rgba(19,122,60,.14);--target:#137a3c;
 --limit:#b42318;--dot:#2f5fb3;--bad:#b42318;--mean:#1d2330;--grid:#e8ebf0;
 --s0:#2f5fb3;--s1:#d9730d;--s2:#2e9e5b;--s3:#b42318;--s4:#7c4dbd;--s5:#0f8fa8;--s6:#a15c2e;--s7:#d1459a}
 @media (prefers-color-scheme:dark){:root{--bg:#12151b;--fg:#e3e7ee;--muted:#9aa3b2;--card:#1a1e26;
 --line:#2c323d;--head:#222833;--pass:#4cc38a;--pass-bg:#163326;--fail:#ff6b5e;--fail-bg:#3a1a18;
---skip:#a0a8b6;--skip-bg:#2a2f38;--na:#f0b84a;--na-bg:#3a2e14;--accent:#7aa7ff;
+--skip:#a0a8b6;--skip-bg:#2a2f38;--na:#f0b84a;--na-bg:#3a2e14;--warn:#f0b84a;--warn-bg:#3a2e14;
+--warn-line:#f0b84a;--accent:#7aa7ff;
 --band:rgba(76,195,138,.18);--target:#4cc38a;--limit:#ff6b5e;--dot:#7aa7ff;--bad:#ff6b5e;
 --mean:#e3e7ee;--grid:#2a303a;--s0:#7aa7ff;--s1:#f3a35c;--s2:#4cc38a;--s3:#ff6b5e;--s4:#b28cf0;
 --s5:#4fc8e0;--s6:#d59a6a;--s7:#f07cc0}}
@@ -655,6 +701,8 @@ border-bottom:1px solid var(--line);border-top:6px solid var(--skip)}
 .verdict{font-size:26px;font-weight:800;letter-spacing:.06em;padding:14px 22px;border-radius:10px;
 background:var(--skip-bg);color:var(--skip);min-width:124px;text-align:center}
 .banner.pass .verdict{background:var(--pass-bg);color:var(--pass)}
+.banner.pass-not-hermetic{border-top-color:var(--warn-line)}
+.banner.pass-not-hermetic .verdict{background:var(--warn-bg);color:var(--warn);font-size:20px}
 .banner.fail .verdict{background:var(--fail-bg);color:var(--fail)}
 .headline{flex:1;min-width:0}.kicker{margin:0;color:var(--muted);font-size:12px;text-transform:uppercase;
 letter-spacing:.08em}h1{margin:2px 0 2px;font-size:24px}.paper{margin:0;color:var(--muted)}
@@ -677,6 +725,10 @@ table.kv td,table.kv th{padding:4px 8px;overflow-wrap:anywhere}
 background:var(--skip-bg);color:var(--skip);white-space:nowrap;vertical-align:middle}
 .badge.pass{background:var(--pass-bg);color:var(--pass)}.badge.fail{background:var(--fail-bg);color:var(--fail)}
 .badge.not-applicable{background:var(--na-bg);color:var(--na)}
+.badge.pass-not-hermetic{background:var(--warn-bg);color:var(--warn)}
+.plan-warning{background:var(--warn-bg);color:var(--warn);border:1px solid var(--warn-line);
+border-radius:8px;padding:8px 12px;margin:8px 0;font-weight:600}
+.plan-warning ul{margin:4px 0 0;padding-left:20px;font-weight:400}
 .reason{color:var(--muted);font-size:12.5px;margin-top:2px}
 .levels{display:grid;gap:6px;margin:6px 0 4px}.level{display:flex;gap:10px;align-items:baseline}
 .lname{width:96px;color:var(--muted);font-size:12.5px;text-transform:uppercase;letter-spacing:.04em}
@@ -707,6 +759,8 @@ svg .line{fill:none;stroke-width:1.8;stroke-linejoin:round}
 .sw.dot{width:10px;height:10px;border-radius:50%}.sw.dot.ok{background:var(--dot)}.sw.dot.bad{background:var(--bad)}
 .sw.dot.uncounted{border:1.5px solid var(--muted)}.sw.mean{height:2px;background:var(--mean)}
 .val.bad{color:var(--fail);font-weight:600}
+.failure{border-left:4px solid var(--fail);padding:2px 0 2px 12px;margin:10px 0}
+.failure p{margin:0 0 4px}
 table.runs td{white-space:nowrap}table.runs td .reason{white-space:normal}
 ul.warnings{margin:0;padding-left:20px}ul.warnings li{margin:3px 0}
 details{margin:6px 0}summary{cursor:pointer;color:var(--accent)}

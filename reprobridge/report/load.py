@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -537,6 +538,24 @@ def _tail(path: Path) -> str:
     if size > LOG_TAIL_BYTES and lines:
         lines = lines[1:]  # the first line was cut by the byte window
     return "\n".join(lines[-LOG_TAIL_LINES:])
+
+
+#: Lines of stderr shown under a failed run (terminal, Markdown, HTML).
+FAILURE_TAIL_LINES = 12
+#: Control characters a workload may print (terminal escapes, bells, carriage returns that
+#: overwrite a line): never passed through to a terminal or a page as they are.
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def failure_excerpt(run: RunData, lines: int = FAILURE_TAIL_LINES) -> list[str]:
+    """The last ``lines`` non-blank lines of a failed run's stderr (already redacted when
+    it was captured), control characters shown as ``\\xNN``; [] for a run that did not
+    fail or printed nothing there. Where a crash explains itself (``python: not found``,
+    a traceback's last line), this is the line that says why."""
+    if run.procedure_ok is not False:
+        return []
+    kept = [line.rstrip() for line in run.stderr_tail.splitlines() if line.strip()]
+    return [_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", line) for line in kept[-lines:]]
 
 
 # -- differences --------------------------------------------------------------------------

@@ -11,14 +11,29 @@ Deterministic, like the HTML page.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from reprobridge.report.compare import Comparison
 from reprobridge.report.html import audit_warnings
-from reprobridge.report.load import LEVELS, AuditData
+from reprobridge.report.load import LEVELS, AuditData, failure_excerpt
 from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+from reprobridge.report.states import PASS_NOT_HERMETIC, overall_state, shown_status
 
-_ICON = {"pass": "✅ pass", "fail": "❌ fail", "skipped": "⏭️ skipped", "not-applicable": "➖ n/a"}
+_ICON = {
+    "pass": "✅ pass",
+    PASS_NOT_HERMETIC: "🟡 pass, not hermetic",
+    "fail": "❌ fail",
+    "incomplete": "⚠️ incomplete",
+    "skipped": "⏭️ skipped",
+    "not-applicable": "➖ n/a",
+}
+_OVERALL = {
+    "pass": "✅ PASS",
+    PASS_NOT_HERMETIC: "🟡 PASS, NOT HERMETIC",
+    "fail": "❌ FAIL",
+    "incomplete": "⚠️ INCOMPLETE",
+}
 _ESCAPE = str.maketrans(
     {
         "&": "&amp;",
@@ -49,6 +64,36 @@ def _status(status: str | None) -> str:
     return _ICON.get(status, md_escape(status))
 
 
+def _shown(audit: AuditData, level: str, status: str) -> str:
+    """The environment level of a non-hermetic audit passes amber (as in the HTML page)."""
+    return (shown_status(status, audit.hermetic) or status) if level == "environment" else status
+
+
+def _failures(audit: AuditData) -> list[str]:
+    """Each failed run with the last lines of its stderr, in a code block whose fence is
+    longer than any backtick run in the text (a log cannot close it and add Markdown)."""
+    out: list[str] = []
+    for e in audit.experiments:
+        for r in e.runs:
+            excerpt = failure_excerpt(r)
+            if not excerpt:
+                continue
+            text = "\n".join(excerpt)
+            longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+            fence = "`" * max(3, longest + 1)
+            why = md_escape(r.procedure_reason or r.termination)
+            out += [
+                f"**{md_escape(e.id)} {md_escape(r.label)}** failed ({why}); "
+                "the last lines of its stderr:",
+                "",
+                fence + "text",
+                text,
+                fence,
+                "",
+            ]
+    return ["### Failed runs", "", *out] if out else []
+
+
 def _holds(holds: bool | None) -> str:
     return (
         "✅ holds" if holds is True else "❌ does not hold" if holds is False else "⏭️ not decided"
@@ -67,9 +112,7 @@ def _opt(value: float | None) -> str:
 
 def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> str:
     """The Markdown report of ``audit`` (optionally with a comparison section)."""
-    word = (
-        "✅ PASS" if audit.passed is True else "❌ FAIL" if audit.passed is False else "❔ UNKNOWN"
-    )
+    word = _OVERALL.get(overall_state(audit.passed, audit.hermetic), "❔ UNKNOWN")
     held = sum(1 for c in audit.claims if c.holds is True)
     title = md_escape(audit.project or "Reproduction report")
     lines = [
@@ -90,7 +133,8 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
             [
                 f"**{md_escape(e.id)}**",
                 *(
-                    f"{_status(e.levels[lv].status)}: {md_escape(e.levels[lv].reason)}"
+                    f"{_status(_shown(audit, lv, e.levels[lv].status))}: "
+                    f"{md_escape(e.levels[lv].reason)}"
                     for lv in LEVELS
                 ),
                 str(len(e.runs)),
@@ -122,6 +166,7 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
         if rows
         else ["No metrics declared.", ""]
     )
+    lines += _failures(audit)
     lines += ["### Claims", ""]
     if audit.claims:
         lines += _table(
@@ -156,6 +201,13 @@ def _comparison(c: Comparison) -> list[str]:
         f"### Compared with audit {md_escape(c.before.audit_id)}",
         "",
     ]
+    if c.plan:
+        lines += [
+            "> [!WARNING]",
+            "> **The audits ran different plans: this is not a like-for-like comparison.**",
+            *(f"> - {md_escape(p)}" for p in c.plan),
+            "",
+        ]
     if c.verdicts:
         lines += _table(
             ["Experiment", "Level", "Before", "After", "Reason now"],
@@ -171,7 +223,7 @@ def _comparison(c: Comparison) -> list[str]:
             ),
         )
     else:
-        lines += ["No verdict changed.", ""]
+        lines += ["No verdict changed" + (" (but the plans differ, see above)." if c.plan else "."), ""]
     if c.claims:
         lines += _table(
             ["Claim", "Before", "After"],

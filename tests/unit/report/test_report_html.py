@@ -3,6 +3,7 @@ self-containment, and the comparison of two audits."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
@@ -13,13 +14,15 @@ from report_helpers import Audits, hostile_bundle
 from reprobridge.report.compare import compare_audits
 from reprobridge.report.html import CSP, render_html
 from reprobridge.report.load import load_audit
+from reprobridge.report.markdown import render_markdown
 
 
 def test_every_experiment_level_and_claim_is_shown(audits: Audits) -> None:
     data = load_audit(audits.first)
     page = render_html(data)
     summary = json.loads((audits.first / "audit.json").read_text())
-    assert '<div class="verdict" id="overall">PASS</div>' in page
+    # The session's audits run on the host backend: a pass that is not hermetic (amber).
+    assert '<div class="verdict" id="overall">PASS, NOT HERMETIC</div>' in page
     assert summary["audit_id"] in page
     for exp_id, verdict in summary["experiments"].items():
         assert f"Experiment {exp_id} " in page
@@ -110,4 +113,38 @@ def test_compare_of_an_audit_with_itself_finds_nothing(audits: Audits) -> None:
     comparison = compare_audits(data, data)
     assert comparison.verdicts == [] and comparison.fields == [] and comparison.claims == []
     assert all(m.delta == 0 for m in comparison.metrics)
-    assert "No verdict changed." in render_html(data, comparison)
+    page = render_html(data, comparison)
+    assert comparison.plan == [] and "No verdict changed." in page
+    assert 'class="plan-warning"' not in page
+
+
+def test_compare_across_plans_warns_first(audits: Audits) -> None:
+    before = load_audit(audits.first)
+    # B: the smoke tier, on another backend, with one run of baseline instead of two.
+    exps = [
+        dataclasses.replace(e, runs=e.runs[:1]) if e.id == "baseline" else e
+        for e in before.experiments
+    ]
+    after = dataclasses.replace(
+        before, tier="smoke", backend="nix", hermetic=True, experiments=exps
+    )
+    comparison = compare_audits(before, after)
+    assert comparison.verdicts == []  # no verdict changed...
+    assert comparison.plan == [  # ...but the audits are not comparable as they stand
+        "tier differs: full in A, smoke in B",
+        "backend differs: host in A, nix in B",
+        "hermetic differs: no in A, yes in B",
+        "runs of baseline differ: 2 run(s) in A, 1 run(s) in B",
+    ]
+    page = render_html(after, comparison)
+    assert '<div class="plan-warning" role="alert"><p><b>The audits ran different plans' in page
+    assert "<li>tier differs: full in A, smoke in B</li>" in page
+    assert "No verdict changed (but the plans differ, see above)." in page
+    # The banner says it before any section does.
+    assert page.index('<p class="plan-warning">Different plans: tier differs') < page.index(
+        '<section id="summary">'
+    )
+    text = render_markdown(after, comparison)
+    assert "> [!WARNING]\n> **The audits ran different plans" in text
+    assert "> - tier differs: full in A, smoke in B" in text
+    assert "No verdict changed (but the plans differ, see above)." in text

@@ -15,9 +15,11 @@ from reprobridge.report.markdown import md_escape, render_markdown
 def test_markdown_summary_metrics_claims_and_warnings(audits: Audits) -> None:
     data = load_audit(audits.first)
     text = render_markdown(data)
-    assert text.startswith("## ✅ PASS: mixup-paper\n")
-    assert "| **baseline** | ✅ pass: " in text
-    assert "| **mixup** | ✅ pass: " in text
+    # Host backend: the pass is not hermetic, and the environment level says so too.
+    assert text.startswith("## 🟡 PASS, NOT HERMETIC: mixup-paper\n")
+    assert "| **baseline** | 🟡 pass, not hermetic: " in text
+    assert "| **mixup** | 🟡 pass, not hermetic: " in text
+    assert "| ✅ pass: all 2 run(s) completed |" in text  # the procedure level stays green
     summary = json.loads((audits.first / "audit.json").read_text())
     values = summary["experiments"]["baseline"]["per_metric"]["test_accuracy"]["values"]
     row = next(
