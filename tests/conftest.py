@@ -104,9 +104,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):  
     tool = required_tool_skipped(reason, tools)
     if tool is not None:
         report.outcome = "failed"
-        report.longrepr = (
-            f"{REQUIRE_TOOLS_VAR} requires {tool}, but the test was skipped: {reason}"
-        )
+        report.longrepr = f"{REQUIRE_TOOLS_VAR} requires {tool}, but the test was skipped: {reason}"
 
 
 _SECRET_VARS = re.compile(r"^(ANTHROPIC_|NIX_|CUDA_VISIBLE_DEVICES$|GIT_|UV_|VIRTUAL_ENV$)")

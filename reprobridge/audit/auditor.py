@@ -36,8 +36,16 @@ from typing import Any, Literal
 
 from reprobridge import __version__
 from reprobridge._log import emit
-from reprobridge.audit.backends import AuditBackend, EnvironmentState, HostBackend, NixBackend
-from reprobridge.audit.executors import Executor
+from reprobridge.audit.backends import (
+    SETUP_TIMEOUT,
+    AuditBackend,
+    EnvironmentState,
+    HostBackend,
+    NixBackend,
+    RunSetup,
+    SetupContext,
+)
+from reprobridge.audit.executors import Executor, LocalExecutor
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
@@ -79,6 +87,9 @@ ENV_RECORD_ALLOWLIST = (
 )
 #: Seconds the auditor waits past the launcher's own timeout (which already TERMs and KILLs).
 TIMEOUT_MARGIN = 60.0
+#: Default process-count limit of a run: far above what a training job with data-loader
+#: workers needs, far below what exhausts a machine (a fork bomb).
+DEFAULT_MAX_PROCESSES = 4096
 
 
 @dataclass
@@ -105,6 +116,11 @@ class AuditOptions:
     executor: Executor | None = None
     #: Where run workspaces are made (default: TMPDIR); a cluster needs a shared path.
     work_root: Path | None = None
+    #: Let the host backend build packages that have no wheel (in the run's sandbox);
+    #: without it uv installs wheels only.
+    allow_build: bool = False
+    #: Most processes a run (and each setup step) may have at once; None: no limit.
+    max_processes: int | None = DEFAULT_MAX_PROCESSES
 
 
 @dataclass
@@ -145,8 +161,9 @@ def choose_backend(
     cannot materialize the devShell (and says why)."""
     from reprobridge.audit.backends import MIN_NIX, nix_version
 
+    fetch = bool(manifest.environment.python_requirements)
     host = HostBackend(
-        manifest.environment.python, has_requirements=bool(manifest.environment.python_requirements)
+        manifest.environment.python, has_requirements=fetch, allow_build=opts.allow_build
     )
     if opts.backend == "host":
         return host, host.prepare(root)
@@ -158,7 +175,7 @@ def choose_backend(
         why = "nix is not installed" if version is None else f"nix {version[0]}.{version[1]} < 2.18"
         state.warnings.append(f"--backend auto chose the host: {why}")
         return host, state
-    nix = NixBackend(overrides=opts.nix_overrides, nix=opts.nix_binary)
+    nix = NixBackend(overrides=opts.nix_overrides, nix=opts.nix_binary, fetch_packages=fetch)
     state = nix.prepare(root)
     if not state.ok and opts.backend == "auto":
         fallback = host.prepare(root)
@@ -225,7 +242,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     else:
         bundle = Bundle.create(evidence_root, _new_audit_id(manifest_bytes, commit))
     interrupt = _Interrupt()
-    with bundle.lock(), interrupt.installed():
+    with bundle.lock(), interrupt.installed(), contextlib.ExitStack() as stack:
         audit_id = bundle.path.name
         # A bundle killed before its plan.json was written holds no evidence yet: resuming
         # it starts it afresh, with the options given now.
@@ -273,12 +290,28 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         started = _now()
         judgements: dict[str, list[Any]] = {}
         sandboxed = _sandbox_choice(opts)
+        if opts.resume:
+            _remove_leftovers(bundle.path, opts.work_root)
+        cache = Path(
+            tempfile.mkdtemp(prefix=f"rb-cache-{_tmp_tag(bundle.path)}-", dir=opts.work_root)
+        )
+        stack.callback(shutil.rmtree, cache, ignore_errors=True)
         for run in plan:
             if interrupt.event.is_set():
                 break
             judgements.setdefault(run.experiment, []).append(
                 _one_run(
-                    root, manifest, run, opts, bundle, backend, state, sandboxed, interrupt, gpu
+                    root,
+                    manifest,
+                    run,
+                    opts,
+                    bundle,
+                    backend,
+                    state,
+                    sandboxed,
+                    interrupt,
+                    gpu,
+                    cache,
                 )
             )
         if interrupt.event.is_set():
@@ -348,6 +381,26 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
     return unfinished[-1]
 
 
+def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[Path]:
+    """Remove the temporary run directories and caches an auditor of this bundle left in
+    the temporary directory when it was killed (only ours: same owner, not links). Called
+    with the bundle's lock held, so no live auditor of that bundle is using them."""
+    removed: list[Path] = []
+    base = work_root or Path(tempfile.gettempdir())
+    tag = _tmp_tag(bundle_path)
+    for pattern in (f"rb-run-{tag}-*", f"rb-cache-{tag}-*"):
+        for path in sorted(base.glob(pattern)):
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if path.is_symlink() or not path.is_dir() or st.st_uid != os.getuid():
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def _sandbox_choice(opts: AuditOptions) -> str | None:
     """None when runs go into bubblewrap, else why not."""
     from reprobridge.audit.sandbox import sandbox_unusable
@@ -391,8 +444,10 @@ def _one_run(
     sandbox_off: str | None,
     interrupt: _Interrupt,
     gpu: dict[str, Any],
+    cache: Path,
 ) -> Any:
-    """Execute (or reuse, when resuming) one run; return its RunJudgement."""
+    """Execute (or reuse, when resuming) one run; return its RunJudgement. ``cache`` is
+    the audit's private uv cache for sandboxed setup steps."""
 
     exp = manifest.experiments[run.experiment]
     run_state = bundle.run_state(run.experiment, run.k)
@@ -453,8 +508,9 @@ def _one_run(
     if bad:
         reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
+    executor = opts.executor or LocalExecutor(unsandboxed=sandbox_off)
     with tempfile.TemporaryDirectory(
-        prefix=f"rb-run-{run.experiment}-{run.k}-", dir=opts.work_root
+        prefix=_workspace_prefix(bundle.path, run), dir=opts.work_root
     ) as tmp:
         workspace = Path(tmp) / "repo"
         info: WorkspaceInfo = prepare_workspace(root, workspace)
@@ -463,16 +519,23 @@ def _one_run(
             "overlaid": info.overlaid,
             "skipped": info.skipped,
         }
-        home = Path(tmp) / "home"
-        home.mkdir()
+        ctx = SetupContext(home=Path(tmp) / "home", scratch=Path(tmp) / "rb", cache=cache)
+        extra = tuple(opts.extra_ro_binds)
+        ctx.home.mkdir()
+        ctx.scratch.mkdir()
+        record["max_processes"] = opts.max_processes
         try:
-            env = backend.setup_run(state, workspace, home=home)
+            setup = backend.setup_run(state, workspace, ctx)
+            _run_setup_steps(
+                setup, extra, workspace, run_dir, executor, opts.max_processes, run.key
+            )
         except AuditError as exc:
             return _seal_failure(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
             )
+        env = backend.after_setup(setup, workspace, ctx)
         completed, peaks, run_env, executor_name, placement = _execute(
-            workspace, run, exp, opts, env, state, run_dir, sandbox_off, interrupt
+            workspace, run, exp, opts, env, setup.ro_binds, run_dir, executor, interrupt
         )
         record["executor"] = executor_name
         if placement is not None:
@@ -491,7 +554,14 @@ def _one_run(
 
         recorded = (*ENV_RECORD_ALLOWLIST, *offline_env())
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
-        bundle.write_json(f"{rel(run_dir)}/packages.json", python_packages("python3", run_env))
+        # The listing runs the run's python3, which the run could have replaced: in its
+        # sandbox, never on the host.
+        listing = python_packages(
+            "python3",
+            run_env,
+            run=_step_runner(executor, workspace, ctx.scratch, (*setup.ro_binds, *extra), run.key),
+        )
+        bundle.write_json(f"{rel(run_dir)}/packages.json", listing)
         if opts.keep_workspaces:
             kept = bundle.path.parent / f".workspaces/{bundle.path.name}/{run.experiment}-{run.k}"
             kept.parent.mkdir(parents=True, exist_ok=True)
@@ -543,14 +613,14 @@ def _execute(
     exp: Experiment,
     opts: AuditOptions,
     env: dict[str, str],
-    state: EnvironmentState,
+    ro_binds: tuple[Path, ...],
     run_dir: Path,
-    sandbox_off: str | None,
+    executor: Executor,
     interrupt: _Interrupt,
 ) -> tuple[Any, Any, dict[str, str], str, Any]:
     """Build the run's request (cleared environment + allowlist, offline switches, marker)
     and hand it to the executor."""
-    from reprobridge.audit.executors import LocalExecutor, RunRequest
+    from reprobridge.audit.executors import RunRequest
     from reprobridge.audit.sandbox import offline_env
     from reprobridge.evidence.redact import Redactor, secrets_from_env
 
@@ -560,13 +630,8 @@ def _execute(
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
     if not exp.network:
         run_env.update(offline_env())
-    ro = [*state.ro_binds, *opts.extra_ro_binds]
-    python = state.fingerprint.get("python")
-    if python:
-        ro.append(Path(os.path.realpath(str(python))).parents[1])  # the interpreter's prefix
-    uv_cache = env.get("UV_CACHE_DIR")
-    if uv_cache and Path(uv_cache).is_dir():
-        ro.append(Path(uv_cache))  # uv venvs link into its cache
+    # The binds come from the backend, never from the environment (which a shellHook sets).
+    ro = [*ro_binds, *opts.extra_ro_binds]
     request = RunRequest(
         argv=(
             "bash",
@@ -593,10 +658,97 @@ def _execute(
         grace=opts.grace,
         sample_interval=opts.sample_interval,
         echo=opts.echo,
+        max_processes=opts.max_processes,
     )
-    executor = opts.executor or LocalExecutor(unsandboxed=sandbox_off)
     output = executor.execute(request)
     return output.completed, output.peaks, run_env, executor.name, output.placement
+
+
+def _tmp_tag(bundle_path: Path) -> str:
+    """What names the temporary directories of one bundle: its audit id and a hash of its
+    path (two clones at the same commit, audited at the same second, get the same id)."""
+    digest = hashlib.sha256(str(bundle_path.resolve()).encode()).hexdigest()[:8]
+    return f"{bundle_path.name}-{digest}"
+
+
+def _workspace_prefix(bundle_path: Path, run: PlannedRun) -> str:
+    """The temporary directory of a run names its bundle, so ``--resume`` can remove what
+    a killed auditor left behind (:func:`_remove_leftovers`)."""
+    return f"rb-run-{_tmp_tag(bundle_path)}-{run.experiment}-{run.k}-"
+
+
+def _run_setup_steps(
+    setup: RunSetup,
+    extra_ro_binds: tuple[Path, ...],
+    workspace: Path,
+    run_dir: Path,
+    executor: Executor,
+    max_processes: int | None,
+    key: str,
+) -> None:
+    """Run the backend's setup steps in the run's sandbox; their logs are evidence of the
+    run (``setup-<i>.stdout.log``). AuditError (an environment failure) when one fails."""
+    from reprobridge.audit.executors import StepRequest
+    from reprobridge.evidence.redact import Redactor, secrets_from_env
+
+    for i, step in enumerate(setup.steps):
+        marker = f"{run_dir.parent.parent.parent.name}:{key}:setup-{i}"
+        done = executor.run_step(
+            StepRequest(
+                argv=step.argv,
+                workspace=workspace,
+                env={**step.env, "RB_RUN_MARKER": marker},
+                stdout_path=run_dir / f"setup-{i}.stdout.log",
+                stderr_path=run_dir / f"setup-{i}.stderr.log",
+                timeout_s=SETUP_TIMEOUT,
+                marker=marker,
+                redactor=Redactor(secrets_from_env(os.environ)),
+                network=step.network,
+                ro_binds=(*setup.ro_binds, *extra_ro_binds, *step.ro_binds),
+                rw_binds=step.rw_binds,
+                max_processes=max_processes,
+            )
+        )
+        if done.termination.kind != "exit" or done.termination.returncode != 0:
+            tail = done.stderr.path.read_bytes()[-2000:].decode("utf-8", "replace")
+            lines = [ln.strip() for ln in tail.splitlines() if ln.strip()][-3:]
+            raise AuditError(
+                f"{step.what} failed in the sandbox ({done.termination.description})"
+                + (f": {' | '.join(lines)}" if lines else "")
+            )
+
+
+def _step_runner(
+    executor: Executor, workspace: Path, scratch: Path, ro_binds: tuple[Path, ...], key: str
+) -> Any:
+    """A :class:`reprobridge.audit.fingerprint.Runner` that runs its command in the run's
+    sandbox (no network), from ``scratch`` instead of the ``cwd`` asked for."""
+    from reprobridge import _proc
+    from reprobridge.audit.executors import StepRequest
+    from reprobridge.evidence.redact import Redactor
+
+    def run(argv: Any, *, timeout: float, cwd: Path | None = None, env: Any = None) -> _proc.Result:
+        marker = f"{scratch.parent.name}:{key}:probe"
+        out, err = scratch / "probe.stdout", scratch / "probe.stderr"
+        done = executor.run_step(
+            StepRequest(
+                argv=tuple(argv),
+                workspace=workspace,
+                env={**(env or {}), "RB_RUN_MARKER": marker},
+                stdout_path=out,
+                stderr_path=err,
+                timeout_s=timeout,
+                marker=marker,
+                redactor=Redactor({}),
+                ro_binds=ro_binds,
+            )
+        )
+        code = done.termination.returncode
+        return _proc.Result(
+            tuple(argv), -1 if code is None else code, out.read_bytes(), err.read_bytes()
+        )
+
+    return run
 
 
 def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> dict[str, str]:

@@ -3,11 +3,17 @@
 Contract of a backend:
 
 * ``prepare(root)`` checks the pinning gates and materializes the environment once, outside
-  any sandbox; it returns an :class:`EnvironmentState` whose ``ok``/``reason`` is the
-  environment-level verdict (a gate that fails is a verdict, not an exception);
-* ``setup_run(state, workspace)`` makes the run's Python environment inside its workspace
-  (outside the sandbox, where the package cache and network are), returning the variables
-  the run needs, or raising :class:`~reprobridge.errors.AuditError` with the reason;
+  any sandbox, running no repository code (``nix print-dev-env`` evaluates and builds the
+  pinned devShell; its ``shellHook`` is only read); it returns an :class:`EnvironmentState`
+  whose ``ok``/``reason`` is the environment-level verdict (a gate that fails is a verdict,
+  not an exception);
+* ``setup_run(state, workspace, ctx)`` says how the run's environment is made: the run's
+  variables, the paths it reads, and the :class:`SetupStep` s that may run repository-chosen
+  code (a devShell's ``shellHook``; a PEP 517 build). The auditor runs those steps *in the
+  run's sandbox* (cleared environment, no home, the run's binds, network only to fetch
+  packages). The only thing ``setup_run`` itself runs on the host is uv installing wheels
+  (``--no-build``: no package's code runs) with a cleared environment; it raises
+  :class:`~reprobridge.errors.AuditError` with the reason when that fails;
 * runs then execute with a *cleared* environment: these variables plus an allowlist.
 
 The nix backend never passes ``--accept-flake-config``, refuses a flake with ``nixConfig``,
@@ -18,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Iterable
@@ -65,6 +72,83 @@ _DEVSHELL_DENY = frozenset(
 )
 
 
+#: Host variables uv may see when it installs wheels on the host: where the index is, how to
+#: reach it (proxies, certificates), offline mode. Index URLs can carry the operator's
+#: credentials; they reach only uv, never repository code (nothing is built there).
+UV_HOST_PASSTHROUGH = (
+    "UV_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_OFFLINE",
+    "UV_NATIVE_TLS",
+    "UV_HTTP_TIMEOUT",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+)
+#: The flag that lets ``rb audit`` build packages without a wheel (in the run's sandbox).
+ALLOW_BUILD_FLAG = "--allow-build"
+#: uv's messages when ``--no-build`` meets a package that has no wheel.
+_NO_BUILD = re.compile(
+    r"Distribution `([^`=@ ]+)[^`]*` can't be installed because it is marked as `--no-build`"
+    r"|Building source distributions for `([^`]+)` is disabled"
+    r"|Failed to build `([^`=@ ]+)"
+)
+#: Variables the environment a ``shellHook`` exports may not set for the run.
+_HOOK_DENY = frozenset({"_", "RB_RUN_ID", "RB_RUN_MARKER"})
+#: Most bytes of a ``shellHook``'s exported environment the auditor reads.
+_HOOK_ENV_MAX = 1 << 20
+
+
+@dataclass(frozen=True)
+class SetupContext:
+    """Where a run's environment is made: ``home`` is its empty HOME, ``scratch`` a
+    directory for rb's own files of the run, ``cache`` the uv cache of sandboxed setup
+    steps (private to the audit: a build in one run must not poison the operator's cache).
+    All three lie next to the workspace, inside the directory the sandbox binds."""
+
+    home: Path
+    scratch: Path
+    cache: Path
+
+
+@dataclass(frozen=True)
+class SetupStep:
+    """A step of making the run's environment that may run repository-chosen code.
+
+    Runs in the run's sandbox with exactly ``env``; ``network`` only to fetch packages;
+    ``ro_binds``/``rw_binds`` add to the run's binds. With ``env_out``, the step writes
+    the environment it ends with there (``env -0``), and the run continues from it, as
+    ``nix develop`` runs the command in the shell its ``shellHook`` left.
+    """
+
+    what: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    network: bool
+    ro_binds: tuple[Path, ...] = ()
+    rw_binds: tuple[Path, ...] = ()
+    env_out: Path | None = None
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """The run's variables, the host paths it reads, and the steps that come first."""
+
+    env: dict[str, str]
+    ro_binds: tuple[Path, ...] = ()
+    steps: tuple[SetupStep, ...] = ()
+
+
 @dataclass
 class EnvironmentState:
     """The materialized environment and the environment-level verdict."""
@@ -88,7 +172,11 @@ class AuditBackend(Protocol):
     def prepare(self, root: Path) -> EnvironmentState: ...
 
     def setup_run(
-        self, state: EnvironmentState, workspace: Path, *, home: Path
+        self, state: EnvironmentState, workspace: Path, ctx: SetupContext
+    ) -> RunSetup: ...
+
+    def after_setup(
+        self, setup: RunSetup, workspace: Path, ctx: SetupContext
     ) -> dict[str, str]: ...
 
 
@@ -197,15 +285,52 @@ def nix_version(nix: str = "nix") -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def _home_env(home: Path) -> dict[str, str]:
-    cache = home / ".cache"
+def operator_uv_cache() -> Path:
+    """The operator's uv cache (``$UV_CACHE_DIR``, else ``~/.cache/uv``)."""
+    return Path(os.environ.get("UV_CACHE_DIR") or Path.home() / ".cache" / "uv")
+
+
+def _home_env(home: Path, uv_cache: Path) -> dict[str, str]:
     return {
         "HOME": str(home),
-        "XDG_CACHE_HOME": str(cache),
-        "UV_CACHE_DIR": os.environ.get("UV_CACHE_DIR") or str(Path.home() / ".cache" / "uv"),
+        "XDG_CACHE_HOME": str(home / ".cache"),
+        "UV_CACHE_DIR": str(uv_cache),
         "LANG": "C.UTF-8",
         "TZ": "UTC",
     }
+
+
+def read_env_dump(path: Path) -> dict[str, str]:
+    """The variables of an ``env -0`` dump a setup step wrote (at most 1 MiB read; entries
+    without ``=`` or that are not UTF-8 skipped; missing file: empty)."""
+    try:
+        with path.open("rb") as f:
+            raw = f.read(_HOOK_ENV_MAX)
+    except OSError:
+        return {}
+    out: dict[str, str] = {}
+    for entry in raw.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if not sep or not name:
+            continue
+        try:
+            out[name.decode()] = value.decode()
+        except UnicodeDecodeError:
+            continue
+    return out
+
+
+def merge_hook_env(
+    env: dict[str, str], exported: dict[str, str], fixed: dict[str, str]
+) -> dict[str, str]:
+    """The run's environment after a ``shellHook``: what it ``exported`` over ``env``, minus
+    build-only and auditor variables, with ``fixed`` (HOME, caches) the auditor's again."""
+    kept = {
+        k: v
+        for k, v in exported.items()
+        if k not in _DEVSHELL_DENY and k not in _HOOK_DENY and not k.startswith("RB_")
+    }
+    return {**env, **kept, **fixed}
 
 
 class NixBackend:
@@ -213,9 +338,18 @@ class NixBackend:
 
     name = "nix"
 
-    def __init__(self, *, overrides: dict[str, str] | None = None, nix: str = "nix") -> None:
+    def __init__(
+        self,
+        *,
+        overrides: dict[str, str] | None = None,
+        nix: str = "nix",
+        fetch_packages: bool = True,
+    ) -> None:
         self.overrides = dict(overrides or {})
         self.nix = nix
+        #: The shellHook gets the network (to fetch the Python packages) only when the
+        #: manifest lists some.
+        self.fetch_packages = fetch_packages
 
     def nix_argv(self, command: str, *args: str) -> list[str]:
         """``nix <global flags> COMMAND <lock flags> <overrides> ARGS``: flakes on, the lock
@@ -312,28 +446,43 @@ class NixBackend:
             f"({'; '.join(drift)}); run `nix flake lock` and commit the lock file"
         )
 
-    def setup_run(self, state: EnvironmentState, workspace: Path, *, home: Path) -> dict[str, str]:
-        env = {**state.base_env, **_home_env(home)}
-        if state.setup_code:
-            # The devShell's shellHook, as `nix develop` would run it, in the run's workspace.
-            result = _proc.run(
-                ["bash", "-c", state.setup_code],
-                cwd=workspace,
-                env=env,
-                timeout=SETUP_TIMEOUT,
-                check=False,
-            )
-            if result.returncode != 0:
-                tail = (
-                    (result.stderr or result.stdout)
-                    .decode(errors="replace")
-                    .strip()
-                    .splitlines()[-3:]
+    def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
+        fixed = _home_env(ctx.home, ctx.cache)
+        env = {**state.base_env, **fixed}
+        binds = (*state.ro_binds, ctx.cache)
+        if not state.setup_code:
+            return RunSetup(_with_venv(env, workspace), binds)
+        # The devShell's shellHook is the repository's code: it runs in the run's sandbox
+        # as the first step, and the run continues from the environment it exported.
+        hook = ctx.scratch / "shellHook.sh"
+        hook.write_text(state.setup_code, encoding="utf-8")
+        dump = ctx.scratch / "shellHook.env"
+        step = SetupStep(
+            what="the devShell's shellHook",
+            argv=(
+                "bash",
+                "-c",
+                '. "$1"; s=$?; env -0 > "$2"; exit "$s"',
+                "shellHook",
+                str(hook),
+                str(dump),
+            ),
+            env=env,
+            network=self.fetch_packages,
+            rw_binds=(ctx.cache,),
+            env_out=dump,
+        )
+        return RunSetup(env, binds, (step,))
+
+    def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:
+        """The run's variables once the steps of ``setup`` ran (see :class:`SetupStep`)."""
+        env = setup.env
+        for step in setup.steps:
+            if step.env_out is not None:
+                env = merge_hook_env(
+                    env, read_env_dump(step.env_out), _home_env(ctx.home, ctx.cache)
                 )
-                raise AuditError(
-                    f"the devShell's shellHook failed ({result.returncode}): {' | '.join(tail)}"
-                )
-        return _with_venv(env, workspace)
+        return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
 
 
 def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
@@ -344,13 +493,21 @@ def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
 
 
 class HostBackend:
-    """No Nix: this machine's Python, packages from ``repro/python`` with uv. Not hermetic."""
+    """No Nix: this machine's Python, packages from ``repro/python`` with uv. Not hermetic.
+
+    uv installs wheels only (``--no-build``), on the host, with a cleared environment: no
+    package's code runs there. With ``allow_build`` it may build packages that have no
+    wheel, and then runs as a :class:`SetupStep` in the run's sandbox instead.
+    """
 
     name = "host"
 
-    def __init__(self, python_version: str, *, has_requirements: bool) -> None:
+    def __init__(
+        self, python_version: str, *, has_requirements: bool, allow_build: bool = False
+    ) -> None:
         self.python_version = python_version
         self.has_requirements = has_requirements
+        self.allow_build = allow_build
 
     def _python(self, state: EnvironmentState) -> str:
         exact = shutil.which(f"python{self.python_version}")
@@ -379,6 +536,7 @@ class HostBackend:
         state.fingerprint = {
             "python": python,
             "uv": " ".join(self._uv()) if self.has_requirements else None,
+            "builds": "in the run's sandbox" if self.allow_build else "refused (wheels only)",
         }
         state.reason = (
             "host environment (not hermetic: no Nix pin for Python, libraries or compilers)"
@@ -388,44 +546,101 @@ class HostBackend:
         )
         return state
 
-    def setup_run(self, state: EnvironmentState, workspace: Path, *, home: Path) -> dict[str, str]:
-        env = {**state.base_env, **_home_env(home), "UV_PYTHON_DOWNLOADS": "never"}
-        if not self.has_requirements:
-            return env
-        python = str(state.fingerprint.get("python"))
-        project = workspace / PYTHON_DIR
-        uv = self._uv()
+    def _uv_argv(
+        self, uv: list[str], project: Path, python: str, *, no_build: bool
+    ) -> list[list[str]]:
+        """The uv commands that make ``project/.venv``: ``sync --frozen`` from uv.lock, else
+        ``venv`` + ``pip install -r requirements.txt``."""
+        flags = ["--no-build"] if no_build else []
         if (project / "uv.lock").is_file():
-            argv = [
-                *uv,
-                "sync",
-                "--quiet",
-                "--frozen",
-                "--project",
-                str(project),
-                "--python",
-                python,
+            return [
+                [
+                    *uv,
+                    "sync",
+                    "--quiet",
+                    "--frozen",
+                    *flags,
+                    "--project",
+                    str(project),
+                    "--python",
+                    python,
+                ]
             ]
-        else:
-            _proc.run(
-                [*uv, "venv", "--quiet", "--python", python, str(project / ".venv")],
-                env=env,
-                timeout=SETUP_TIMEOUT,
-            )
-            argv = [
+        venv = project / ".venv"
+        return [
+            [*uv, "venv", "--quiet", "--python", python, str(venv)],
+            [
                 *uv,
                 "pip",
                 "install",
                 "--quiet",
+                *flags,
                 "--python",
-                str(project / ".venv" / "bin" / "python"),
+                str(venv / "bin" / "python"),
                 "-r",
                 str(project / "requirements.txt"),
-            ]
-        try:
-            _proc.run(argv, cwd=workspace, env={**os.environ, **env}, timeout=SETUP_TIMEOUT)
-        except CommandFailed as exc:
-            raise AuditError(
-                f"the Python environment could not be made with uv: {exc.message}"
-            ) from exc
-        return _with_venv(env, workspace)
+            ],
+        ]
+
+    def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
+        python = str(state.fingerprint.get("python"))
+        prefix = Path(os.path.realpath(python)).parents[1]  # the interpreter's prefix
+        cache = ctx.cache if self.allow_build else operator_uv_cache()
+        env = {
+            **state.base_env,
+            **_home_env(ctx.home, cache),
+            "UV_PYTHON_DOWNLOADS": "never",
+        }
+        if not self.has_requirements:
+            return RunSetup(env, (*state.ro_binds, prefix))
+        project = workspace / PYTHON_DIR
+        uv = self._uv()
+        if self.allow_build:
+            if len(uv) != 1:
+                raise AuditError(
+                    f"{ALLOW_BUILD_FLAG} needs the uv binary (found only `{' '.join(uv)}`)",
+                    hint="put uv on PATH",
+                )
+            binary = Path(os.path.realpath(uv[0]))
+            commands = self._uv_argv([str(binary)], project, python, no_build=False)
+            steps = tuple(
+                SetupStep(
+                    what="uv (builds allowed)",
+                    argv=tuple(a),
+                    env={**env, "UV_LINK_MODE": "copy"},
+                    network=True,
+                    ro_binds=(binary,),
+                    rw_binds=(cache,),
+                )
+                for a in commands
+            )
+            return RunSetup(_with_venv(env, workspace), (*state.ro_binds, prefix, cache), steps)
+        # Wheels only: uv is the only program that runs, with what it needs and no secrets.
+        host_env = {
+            **{k: os.environ[k] for k in UV_HOST_PASSTHROUGH if k in os.environ},
+            **env,
+        }
+        for argv in self._uv_argv(uv, project, python, no_build=True):
+            try:
+                _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
+            except CommandFailed as exc:
+                raise AuditError(_uv_failure(exc)) from exc
+        return RunSetup(_with_venv(env, workspace), (*state.ro_binds, prefix, cache))
+
+    def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:
+        return _with_venv(setup.env, workspace)
+
+
+def _uv_failure(exc: CommandFailed) -> str:
+    """One line for a failed uv command; names the package uv refused to build."""
+    full = f"{exc.message}\n{exc.stderr_tail}"
+    text = " ".join(str(exc.message).split())
+    m = _NO_BUILD.search(full)
+    if m:
+        name = next(g for g in m.groups() if g)
+        return (
+            f"{name} has no wheel and building it would run its build code; rb audit "
+            f"installs wheels only unless {ALLOW_BUILD_FLAG} is given (it then builds in "
+            "the run's sandbox)"
+        )
+    return f"the Python environment could not be made with uv: {text}"

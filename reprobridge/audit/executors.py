@@ -46,6 +46,31 @@ class RunRequest:
     grace: float = 30.0
     sample_interval: float = 0.5
     echo: bool = False
+    max_processes: int | None = None
+
+
+@dataclass(frozen=True)
+class StepRequest:
+    """A short command that belongs to a run but is not the experiment: making its
+    environment (a devShell's ``shellHook``, a sandboxed ``uv sync``) or listing its
+    packages. It runs where the run runs, with the run's isolation: the same workspace
+    and binds, exactly ``env``, network only when ``network``. Its output goes to
+    ``stdout_path``/``stderr_path`` (capped at ``cap_bytes``, redacted with ``redactor``).
+    """
+
+    argv: tuple[str, ...]
+    workspace: Path
+    env: dict[str, str]
+    stdout_path: Path
+    stderr_path: Path
+    timeout_s: float
+    marker: str
+    redactor: Redactor
+    network: bool = False
+    ro_binds: tuple[Path, ...] = ()
+    rw_binds: tuple[Path, ...] = ()
+    cap_bytes: int = 1024 * 1024
+    max_processes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -115,6 +140,11 @@ class Executor(Protocol):
 
     def execute(self, request: RunRequest) -> RunOutput: ...
 
+    def run_step(self, request: StepRequest) -> Completed:
+        """Run a setup or probe step (see :class:`StepRequest`) to its end; never raises
+        for a failing step."""
+        ...
+
 
 class LineEcho:
     """A run's output shown live: each completed line, redacted, as soon as it is read.
@@ -151,19 +181,67 @@ class LocalExecutor:
     def __init__(self, *, unsandboxed: str | None = None) -> None:
         self.unsandboxed = unsandboxed
 
+    def _wrap(
+        self,
+        argv: list[str],
+        *,
+        workspace: Path,
+        env: dict[str, str],
+        network: bool,
+        gpu: bool = False,
+        ro_binds: tuple[Path, ...] = (),
+        rw_binds: tuple[Path, ...] = (),
+        max_processes: int | None = None,
+    ) -> list[str]:
+        if self.unsandboxed is not None:
+            return argv
+        spec = SandboxSpec(
+            workdir=workspace.parent,
+            cwd=workspace,
+            ro_binds=tuple(p for p in dict.fromkeys(ro_binds) if p.exists()),
+            rw_binds=tuple(dict.fromkeys(rw_binds)),
+            network=network,
+            gpu=gpu,
+            env=env,
+            max_processes=max_processes,
+        )
+        return wrap(argv, spec)
+
+    def run_step(self, request: StepRequest) -> Completed:
+        argv = self._wrap(
+            list(request.argv),
+            workspace=request.workspace,
+            env=request.env,
+            network=request.network,
+            ro_binds=request.ro_binds,
+            rw_binds=request.rw_binds,
+            max_processes=request.max_processes,
+        )
+        return run_monitored(
+            argv,
+            cwd=request.workspace,
+            env=request.env,
+            stdout_path=request.stdout_path,
+            stderr_path=request.stderr_path,
+            timeout=request.timeout_s,
+            grace=5.0,
+            cap_bytes=request.cap_bytes,
+            redactor_factory=request.redactor.stream,
+            marker=request.marker,
+            term_group=self.unsandboxed is not None,
+        )
+
     def execute(self, request: RunRequest) -> RunOutput:
-        argv = list(request.argv)
         sandboxed = self.unsandboxed is None
-        if sandboxed:
-            spec = SandboxSpec(
-                workdir=request.workspace.parent,
-                cwd=request.workspace,
-                ro_binds=tuple(p for p in dict.fromkeys(request.ro_binds) if p.exists()),
-                network=request.network,
-                gpu=request.gpu,
-                env=request.env,
-            )
-            argv = wrap(argv, spec)
+        argv = self._wrap(
+            list(request.argv),
+            workspace=request.workspace,
+            env=request.env,
+            network=request.network,
+            gpu=request.gpu,
+            ro_binds=request.ro_binds,
+            max_processes=request.max_processes,
+        )
         sampler: Sampler | None = None
 
         def on_start(pid: int) -> None:

@@ -47,7 +47,6 @@ STATUS_LABEL: dict[str, str] = {
 }
 
 
-
 #: check.py's failure kinds as statuses (an unknown kind is treated as invalid).
 _FAILURE_STATUS: dict[str, MetricStatus] = {
     "missing": "missing",

@@ -102,6 +102,7 @@ GPU_LIBRARIES = (
     "libnvidia-nvvm.so",
 )
 LDCONFIG = ("/sbin/ldconfig", "/usr/sbin/ldconfig")
+PRLIMIT = ("/usr/bin/prlimit", "/bin/prlimit")
 
 
 @dataclass(frozen=True)
@@ -122,6 +123,10 @@ class SandboxSpec:
     gpu: bool = False
     env: Mapping[str, str] = field(default_factory=dict)
     cwd: Path | None = None
+    #: RLIMIT_NPROC inside the sandbox (``prlimit``), None for none. The kernel counts a
+    #: user namespace's processes separately (5.14+), so the limit is per run; it does not
+    #: bind root (exempt), for whom :mod:`reprobridge.audit.limits` adds a pids cgroup.
+    max_processes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -358,5 +363,21 @@ def wrap(
     chdir = workdir if spec.cwd is None else spec.cwd.resolve()
     if not any(chdir.is_relative_to(p) for p in bound):
         raise AuditError(f"sandbox working directory {spec.cwd} is not inside a bind")
+    if spec.max_processes is not None:
+        argv = [*_prlimit(spec.max_processes), *argv]
     out += ["--chdir", str(chdir), "--", *argv]
     return out
+
+
+def _prlimit(limit: int) -> list[str]:
+    """``prlimit --nproc=N:N --`` from util-linux (in /usr/bin, which the sandbox binds),
+    by absolute path; AuditError when this machine has none."""
+    if limit < 1:
+        raise AuditError(f"the process limit must be at least 1, not {limit}")
+    for candidate in PRLIMIT:
+        if os.access(candidate, os.X_OK):
+            return [candidate, f"--nproc={limit}:{limit}", "--"]
+    raise AuditError(
+        "prlimit (util-linux) is not installed: the sandbox cannot limit the process count",
+        hint="apt-get install util-linux",
+    )

@@ -43,9 +43,15 @@ from typing import Any
 from reprobridge._fs import write_atomic
 from reprobridge._log import emit
 from reprobridge._proc.monitored import Completed, StreamCapture, Termination
-from reprobridge.audit.executors import Placement, RunOutput, RunRequest
+from reprobridge.audit.executors import (
+    LocalExecutor,
+    Placement,
+    RunOutput,
+    RunRequest,
+    StepRequest,
+)
 from reprobridge.audit.monitor import Peaks
-from reprobridge.errors import AuditError
+from reprobridge.errors import AuditError, MachineError
 
 #: Slurm states after which the job is gone for infrastructure reasons: resubmitted.
 INFRA_STATES = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
@@ -250,6 +256,27 @@ class SlurmExecutor:
                 continue
             return self._scheduler_outcome(request, job_dir, final, attempts, job_id)
 
+    def run_step(self, request: StepRequest) -> Completed:
+        """Setup and probe steps run on the submitting host, in the workspace the nodes
+        share, with the isolation a local run gets (bubblewrap unless ``sandbox`` is off
+        or it cannot work here): they are short, and their network (fetching packages)
+        is the login host's."""
+        from reprobridge.audit.sandbox import sandbox_unusable
+
+        unsandboxed = None
+        if self.sandbox == "off":
+            unsandboxed = "not sandboxed (--sandbox off)"
+        else:
+            reason = sandbox_unusable()
+            if reason and self.sandbox == "on":
+                raise MachineError(
+                    f"bubblewrap cannot run setup steps on this host: {reason}",
+                    hint="see `rb doctor`, or --sandbox off",
+                )
+            if reason:
+                unsandboxed = f"not sandboxed: {reason}"
+        return LocalExecutor(unsandboxed=unsandboxed).run_step(request)
+
     # -- submission -------------------------------------------------------------------------
 
     def _job_dir(self, request: RunRequest) -> Path:
@@ -281,6 +308,7 @@ class SlurmExecutor:
                     "network": request.network,
                     "gpu": request.gpu,
                     "ro_binds": [str(p) for p in request.ro_binds],
+                    "max_processes": request.max_processes,
                     "sample_interval": request.sample_interval,
                     "sandbox": self.sandbox,
                 },

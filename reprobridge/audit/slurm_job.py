@@ -82,6 +82,7 @@ def main(argv: list[str]) -> int:
         network=bool(spec["network"]),
         gpu=bool(spec["gpu"]),
         ro_binds=tuple(Path(p) for p in spec["ro_binds"]),
+        max_processes=spec.get("max_processes"),
         grace=float(spec["grace"]),
         sample_interval=float(spec["sample_interval"]),
     )

@@ -223,6 +223,12 @@ _common = [
         type=click.Path(exists=True, file_okay=False, path_type=Path),
         help="A host directory every sandboxed run may read (tools outside /nix/store); recorded.",
     ),
+    click.option(
+        "--allow-build",
+        is_flag=True,
+        help="Host backend: build packages that have no wheel, inside the run's sandbox "
+        "(default: wheels only; a build runs the package's own code).",
+    ),
     repo_option(),
     common_options,
 ]
@@ -300,6 +306,7 @@ def audit_command(
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
+    allow_build: bool,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -321,6 +328,7 @@ def audit_command(
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
+        allow_build=allow_build,
     )
     if executor == "slurm":
         from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
@@ -352,6 +360,7 @@ def run_command(
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
+    allow_build: bool,
     root: Path,
     as_json: bool,
 ) -> None:
@@ -369,6 +378,7 @@ def run_command(
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
+        allow_build=allow_build,
         echo=not as_json,
     )
     run_and_render(root, opts, as_json=as_json, quiet=st.quiet)

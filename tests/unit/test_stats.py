@@ -150,7 +150,12 @@ def test_the_judge_clips_to_the_manifest_range(tmp_path) -> None:
         }
     )
     runs = [
-        RunJudgement(True, "exit(0)", {"acc": MetricResult("acc", v, "ok", "ok", ">= 0.5", "regex", None)}, {})
+        RunJudgement(
+            True,
+            "exit(0)",
+            {"acc": MetricResult("acc", v, "ok", "ok", ">= 0.5", "regex", None)},
+            {},
+        )
         for v in (0.99, 1.0, 0.97)
     ]
     verdict = judge_experiment(exp, "full", runs, environment_ok=True, environment_reason="ok")

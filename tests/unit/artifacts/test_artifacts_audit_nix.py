@@ -26,12 +26,17 @@ def example(tmp_path: Path) -> Path:
     return repo
 
 
-def test_example_audits_on_the_nix_backend(
-    nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _use_nix(nix: NixRunner, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' offline Nix settings (tests/nixstub/README.md) for the auditor's nix calls."""
     for k, v in nix_env(binary=nix.binary).items():
         if k.startswith("NIX_"):
             monkeypatch.setenv(k, v)
+
+
+def test_example_audits_on_the_nix_backend(
+    nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _use_nix(nix, monkeypatch)
     lock_before = (example / "flake.lock").read_bytes()
     result = run_audit(
         example,
@@ -59,9 +64,7 @@ def test_example_audits_on_the_nix_backend(
 def test_unpinned_flake_fails_the_environment_level(
     nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    for k, v in nix_env(binary=nix.binary).items():
-        if k.startswith("NIX_"):
-            monkeypatch.setenv(k, v)
+    _use_nix(nix, monkeypatch)
     (example / "flake.lock").unlink()
     subprocess.run(["git", "-C", str(example), "commit", "-qam", "drop the lock"], check=True)
     result = run_audit(
@@ -78,3 +81,44 @@ def test_unpinned_flake_fails_the_environment_level(
     assert not result.passed
     assert v["environment"]["status"] == "fail"
     assert "environment not pinned: no flake.lock" in v["environment"]["reason"]
+
+
+def test_shellhook_runs_in_the_runs_sandbox(
+    nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A committed flake's shellHook is the repository's code (issue 8, item 4): it runs
+    in the run's sandbox as its first step, so a host path it writes stays untouched, and
+    what it exports reaches the run."""
+    from reprobridge.audit.sandbox import sandbox_unusable
+
+    if sandbox_unusable():
+        pytest.skip(f"sandbox unusable: {sandbox_unusable()}")
+    _use_nix(nix, monkeypatch)
+    escape = tmp_path / "escaped-from-shellhook"
+    flake = example / "flake.nix"
+    text = flake.read_text()
+    assert text.count("shellHook = ''") == 1
+    flake.write_text(
+        text.replace(
+            "shellHook = ''",
+            f"shellHook = ''\n  echo pwned > {escape} 2>/dev/null\n  export HOOK_EXPORTED=yes\n",
+        )
+    )
+    subprocess.run(["git", "-C", str(example), "commit", "-qam", "a hostile shellHook"], check=True)
+    result = run_audit(
+        example,
+        AuditOptions(
+            runs=1,
+            backend="nix",
+            nix_binary=nix.binary,
+            experiments=["baseline"],
+            nix_overrides={"nixpkgs": f"path:{nix.stub}"},
+            extra_ro_binds=(Path(host_python()).parents[1],),
+        ),
+    )
+    assert not escape.exists(), "the shellHook ran on the host"
+    v = result.summary["experiments"]["baseline"]
+    assert v["procedure"]["status"] == "pass", json.dumps(v, indent=1)
+    run = result.path / "runs/baseline/0"
+    assert (run / "setup-0.stdout.log").is_file()
+    assert "HOOK_EXPORTED" in json.loads((run / "env.json").read_text())

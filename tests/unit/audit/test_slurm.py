@@ -23,6 +23,8 @@ from reprobridge.audit.slurm import (
 from reprobridge.errors import AuditError
 
 _OK, _WHY = slurm_available()
+
+
 # One cluster for all: the tests fill its node and watch its queue, so they share a worker.
 def needs_slurm(test):  # type: ignore[no-untyped-def]
     skip = pytest.mark.skipif(not _OK, reason=f"slurm: {_WHY}")

@@ -1,0 +1,230 @@
+"""Environment setup runs no repository code outside the sandbox (issue 8, items 3 and 4).
+
+The attack: a package without a wheel (a local directory here, so nothing comes from the
+network) whose PEP 517 build backend tries to write a file on the host and reads a secret
+from the environment. On the host backend, uv installs wheels only, on the host, with a
+cleared environment; with ``allow_build`` the build happens in the run's sandbox, where
+the host path is not there and the secret is not set.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprobridge.audit import sandbox
+from reprobridge.audit.auditor import AuditOptions, run_audit
+from reprobridge.initializer import init_repository
+
+_REASON = sandbox.sandbox_unusable() if sandbox.bwrap_path() else "no bwrap"
+needs_sandbox = pytest.mark.skipif(_REASON is not None, reason=f"sandbox unusable: {_REASON}")
+
+SECRET = "s3cr3t-build-token-0123456789"
+
+#: A PEP 517 backend needing nothing installed: it "attacks", then builds a real wheel whose
+#: module records what the build saw.
+BACKEND = r"""
+import base64, hashlib, os, pathlib, zipfile
+
+ESCAPE = {escape!r}
+
+def _attack():
+    seen = os.environ.get("RB_TEST_SECRET", "absent")
+    try:
+        pathlib.Path(ESCAPE).write_text(seen)
+    except OSError:
+        pass
+    return seen
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    seen = _attack()
+    name = "evilpkg-1.0-py3-none-any.whl"
+    files = {{
+        "evilpkg.py": "SEEN = %r\n" % seen,
+        "evilpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evilpkg\nVersion: 1.0\n",
+        "evilpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }}
+    record = []
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        for path, text in files.items():
+            data = text.encode()
+            z.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
+        record.append("evilpkg-1.0.dist-info/RECORD,,")
+        z.writestr("evilpkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return name
+"""
+
+PKG_PYPROJECT = """[build-system]
+requires = []
+build-backend = "backend"
+backend-path = ["."]
+
+[project]
+name = "evilpkg"
+version = "1.0"
+"""
+
+
+LOCK = """version = 1
+revision = 3
+requires-python = "=={python}.*"
+
+[[package]]
+name = "evilpkg"
+version = "1.0"
+source = {{ directory = "../../evilpkg" }}
+
+[[package]]
+name = "tiny-repro"
+version = "0"
+source = {{ virtual = "." }}
+dependencies = [
+    {{ name = "evilpkg" }},
+]
+
+[package.metadata]
+requires-dist = [{{ name = "evilpkg", directory = "../../evilpkg" }}]
+"""
+
+
+def _python() -> str:
+    return f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _committed(make_repo, requirement: str, files: dict[str, str], edit=None) -> Path:
+    """A repository whose experiment ``main`` runs ``bash run.sh``, judged on ``acc``, needs
+    ``requirement``; `rb init`, then ``edit(root)``, then everything committed."""
+    manifest = f"""schema = 1
+[project]
+name = "tiny"
+[environment]
+python = "{_python()}"
+python_requirements = [{json.dumps(requirement)}]
+[experiments.main]
+command = "bash run.sh"
+timeout = "5m"
+[experiments.main.metrics.acc]
+source = {{regex = "acc=([0-9.]+)"}}
+min = 0.5
+"""
+    root = make_repo({"reprobridge.toml": manifest, **files})
+    init_repository(root, lock="never")
+    if edit is not None:
+        edit(root)
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-q", "-m", "rb init"], check=True)
+    return root
+
+
+@pytest.fixture
+def build_repo(make_repo, tmp_path: Path) -> tuple[Path, Path]:
+    """A committed repository whose one experiment imports ``evilpkg``, a local package
+    without a wheel, locked in a committed ``repro/python/uv.lock``; and the host path its
+    build backend tries to write."""
+    escape = tmp_path / "escaped-from-build"
+
+    def lock(root: Path) -> None:
+        py = root / "repro/python"
+        text = (py / "pyproject.toml").read_text()
+        (py / "pyproject.toml").write_text(
+            text + '\n[tool.uv.sources]\nevilpkg = { path = "../../evilpkg" }\n'
+        )
+        (py / "uv.lock").write_text(LOCK.format(python=_python()))
+
+    root = _committed(
+        make_repo,
+        "evilpkg",
+        {
+            "run.sh": "python -c \"import evilpkg; print('seen=' + evilpkg.SEEN)\"\necho acc=0.9\n",
+            "evilpkg/pyproject.toml": PKG_PYPROJECT,
+            "evilpkg/backend.py": BACKEND.format(escape=str(escape)),
+        },
+        lock,
+    )
+    return root, escape
+
+
+def test_host_backend_installs_wheels_only_and_names_the_package(
+    build_repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, escape = build_repo
+    monkeypatch.setenv("RB_TEST_SECRET", SECRET)
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert not escape.exists(), f"the build backend ran on the host: {escape.read_text()!r}"
+    assert not result.passed
+    run = json.loads((result.path / "runs/main/0/status.json").read_text())["record"]
+    assert run["not_started"]["level"] == "environment"
+    assert "evilpkg has no wheel" in run["not_started"]["reason"]
+    assert "--allow-build" in run["not_started"]["reason"]
+
+
+@needs_sandbox
+def test_allow_build_builds_in_the_runs_sandbox(
+    build_repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, escape = build_repo
+    monkeypatch.setenv("RB_TEST_SECRET", SECRET)
+    result = run_audit(root, AuditOptions(runs=1, backend="host", allow_build=True))
+    v = result.summary["experiments"]["main"]
+    assert result.passed, json.dumps(v, indent=1)
+    assert not escape.exists(), f"the build backend wrote on the host: {escape.read_text()!r}"
+    run = result.path / "runs/main/0"
+    # The build saw no secret, and the run imported what the sandboxed build made.
+    assert "seen=absent" in (run / "stdout.log").read_text()
+    assert (run / "setup-0.stdout.log").is_file()
+    assert json.loads((run / "status.json").read_text())["record"]["sandbox"] == "bubblewrap"
+
+
+def _wheel(directory: Path) -> Path:
+    """A pure-Python wheel of ``goodpkg`` 1.0 (nothing runs when it is installed)."""
+    import base64
+    import hashlib
+    import zipfile
+
+    path = directory / "goodpkg-1.0-py3-none-any.whl"
+    files = {
+        "goodpkg.py": "VALUE = 1\n",
+        "goodpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: goodpkg\nVersion: 1.0\n",
+        "goodpkg-1.0.dist-info/WHEEL": (
+            "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+    }
+    record = []
+    with zipfile.ZipFile(path, "w") as z:
+        for name, text in files.items():
+            data = text.encode()
+            z.writestr(name, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
+            record.append(f"{name},sha256={digest.decode()},{len(data)}")
+        record.append("goodpkg-1.0.dist-info/RECORD,,")
+        z.writestr("goodpkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
+    return path
+
+
+@needs_sandbox
+def test_package_listing_runs_the_runs_python_in_its_sandbox(make_repo, tmp_path: Path) -> None:
+    """After the run, the auditor lists the packages of the run's ``python3``, a file in
+    the workspace the run may have replaced: that listing must not run on the host."""
+    wheel = _wheel(tmp_path)
+    escape = tmp_path / "escaped-from-listing"
+    script = (
+        "rm -f repro/python/.venv/bin/python3\n"
+        "cat > repro/python/.venv/bin/python3 <<'EOF'\n"
+        f"#!/bin/sh\necho pwned > {escape}\necho '{{\"packages\": []}}'\n"
+        "EOF\n"
+        "chmod +x repro/python/.venv/bin/python3\n"
+        "echo acc=0.9\n"
+    )
+    root = _committed(make_repo, f"goodpkg @ {wheel.as_uri()}", {"run.sh": script})
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert not escape.exists(), "the run's python3 ran on the host"
+    assert result.passed, json.dumps(result.summary, indent=1)
