@@ -383,11 +383,17 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
 
 def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[Path]:
     """Remove the temporary run directories and caches an auditor of this bundle left in
-    the temporary directory when it was killed (only ours: same owner, not links). Called
-    with the bundle's lock held, so no live auditor of that bundle is using them."""
+    the temporary directory when it was killed (only ours: same owner, not links), except
+    a workspace a scheduler job of the bundle still runs in (``.slurm/<id>/*/job.json``:
+    the resumed auditor attaches to that job). Called with the bundle's lock held, so no
+    live auditor of that bundle is using them."""
     removed: list[Path] = []
     base = work_root or Path(tempfile.gettempdir())
     tag = _tmp_tag(bundle_path)
+    keep: set[Path] = set()
+    for job in (bundle_path.parent / ".slurm" / bundle_path.name).glob("*/job.json"):
+        with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
+            keep.add(Path(json.loads(job.read_text()).get("workspace", "")).parent)
     for pattern in (f"rb-run-{tag}-*", f"rb-cache-{tag}-*"):
         for path in sorted(base.glob(pattern)):
             try:
@@ -395,6 +401,8 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
             except OSError:
                 continue
             if path.is_symlink() or not path.is_dir() or st.st_uid != os.getuid():
+                continue
+            if path in keep:
                 continue
             shutil.rmtree(path, ignore_errors=True)
             removed.append(path)
