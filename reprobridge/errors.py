@@ -11,6 +11,7 @@ and the exit code of the class::
     │   ├── ManifestNotFoundError
     │   ├── SchemaVersionError
     │   └── SuiteError          an `rb bench` suite file is missing, malformed, invalid
+    ├── BenchInterrupted                130/143  rb bench stopped by a signal (resumable)
     ├── RepositoryError                 4   the target is not a usable repository
     │   ├── NotAGitRepositoryError
     │   ├── EmptyRepositoryError
@@ -92,6 +93,21 @@ class SchemaVersionError(ManifestError):
 class SuiteError(ManifestError):
     """An `rb bench` suite file is missing, not valid TOML, or not a valid suite (like the
     manifest, an input a person wrote; same exit code)."""
+
+
+class BenchInterrupted(ReproBridgeError):
+    """`rb bench` was asked to stop (SIGINT/SIGTERM): the running repositories were stopped,
+    the finished ones keep their records; exit 130 or 143, as shells report signals."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(
+            f"interrupted by signal {signum}; finished repositories keep their records",
+            hint="run the same command again to resume",
+        )
+        self.signum = signum
+
+    def exit_status(self) -> int:
+        return 128 + self.signum
 
 
 class RepositoryError(ReproBridgeError):

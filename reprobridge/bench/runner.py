@@ -20,15 +20,17 @@ Contract of :func:`run_bench`:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,7 +42,7 @@ from reprobridge._fs import write_atomic
 from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
-from reprobridge.errors import ReproBridgeError
+from reprobridge.errors import BenchInterrupted, ReproBridgeError
 
 Progress = Callable[[str, str], None]
 
@@ -97,22 +99,49 @@ def run_bench(suite: Suite, base: Path, opts: BenchOptions) -> list[RepoRecord]:
         if e not in todo:
             say(e.name, "done earlier; record kept")
     stop = threading.Event()
-    with ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
+    caught: list[int] = []
+    with _signals_stop(stop, caught), ThreadPoolExecutor(max_workers=max(1, opts.jobs)) as pool:
         pending: set[Future[RepoRecord | None]] = {
             pool.submit(bench_one, e, base, opts, stop) for e in todo
         }
         try:
-            while pending:
+            while pending and not stop.is_set():
                 done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
                 for fut in done:
                     fut.result()
         except BaseException:
             stop.set()
+            raise
+        finally:
+            # Queued repositories never start; running ones see ``stop`` and end their child
+            # (TERM, then KILL) without writing a record.
             for fut in pending:
                 fut.cancel()
-            raise
+    if caught:
+        raise BenchInterrupted(caught[0])
     records = [load_record(opts.out, e.name) for e in entries]
     return [r for r in records if r is not None]
+
+
+@contextlib.contextmanager
+def _signals_stop(stop: threading.Event, caught: list[int]) -> Iterator[None]:
+    """On the main thread, SIGINT and SIGTERM set ``stop`` (and are noted in ``caught``)
+    instead of killing the bench, so its children are stopped too. A bench started in the
+    background has SIGINT ignored by its shell; this handler makes `kill -INT` work as well."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        caught.append(signum)
+        stop.set()
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
 
 
 def bench_one(
