@@ -55,7 +55,7 @@ from reprobridge.cli.options import common_options, parse_overrides, print_json,
     metavar="NAME=URL",
     help="Override a flake input for --with-closure's nix calls.",
 )
-@repo_option()
+@repo_option(required=False)  # `rb archive verify FILE` needs no repository
 @common_options
 @click.pass_context
 def archive_command(
@@ -77,6 +77,9 @@ def archive_command(
     `rb archive verify FILE` checks an archive."""
     if ctx.invoked_subcommand is not None:
         return
+    from reprobridge.discovery import find_repository
+
+    root = find_repository(root)  # packing does: found upwards, or the one-line error
     from reprobridge.archive.build import ArchiveOptions, build_archive
     from reprobridge.archive.pack import Format
 
