@@ -306,6 +306,13 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         "",
         'cd "$(dirname "${BASH_SOURCE[0]}")/../.."',
     ]
+    if manifest.environment.pythonpath:
+        # The repository's own package imports from any workdir (environment.pythonpath;
+        # the schema admits only plain relative paths, so no word needs quoting).
+        roots = ":".join(
+            "$PWD" if d == "." else f"$PWD/{d}" for d in manifest.environment.pythonpath
+        )
+        lines.append(f'export PYTHONPATH="{roots}"')
     if exp.workdir not in ("", "."):
         lines.append(f"cd {shlex.quote(exp.workdir)}")
     lines += [

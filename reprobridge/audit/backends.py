@@ -485,6 +485,31 @@ class NixBackend:
         return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
 
 
+#: Seconds an interpreter gets to start and exit (``-c pass``) before it counts as broken.
+INTERPRETER_CHECK_TIMEOUT = 20
+
+
+def interpreter_problem(python: str) -> str | None:
+    """Why ``python`` cannot be used (None when ``python -c pass`` exits 0 in a cleared
+    environment within :data:`INTERPRETER_CHECK_TIMEOUT`). A pyenv shim for a version that
+    is not installed is found on PATH but exits non-zero; choosing it only fails later."""
+    try:
+        result = _proc.run(
+            [python, "-I", "-c", "pass"],
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+            timeout=INTERPRETER_CHECK_TIMEOUT,
+            check=False,
+        )
+    except (CommandFailed, MachineError) as exc:
+        return f"it does not run ({exc.message})"
+    if result.returncode != 0:
+        tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return f"`{python} -c pass` exited {result.returncode}" + (
+            f" ({tail[0]})" if tail else ""
+        )
+    return None
+
+
 def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
     venv = workspace / PYTHON_DIR / ".venv"
     if (venv / "bin" / "python").exists():
@@ -512,7 +537,10 @@ class HostBackend:
     def _python(self, state: EnvironmentState) -> str:
         exact = shutil.which(f"python{self.python_version}")
         if exact:
-            return exact
+            why = interpreter_problem(exact)
+            if why is None:
+                return exact
+            state.warnings.append(f"{exact} is not used: {why}")
         mine = f"{sys.version_info.major}.{sys.version_info.minor}"
         if mine != self.python_version:
             state.warnings.append(

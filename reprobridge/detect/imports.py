@@ -280,7 +280,7 @@ class ImportsDetector(Detector):
                 found[key] = Finding(
                     kind="python_requirement",
                     key=canonicalize_name(requirement.split(" @ ")[0]),
-                    value={"requirement": requirement, "declared": False},
+                    value={"requirement": requirement, "declared": False, "importers": paths},
                     evidence=(evidence,),
                     detector=self.name,
                     confidence=confidence,

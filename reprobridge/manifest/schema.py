@@ -170,6 +170,18 @@ class Environment(StrictModel):
         default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
     )
     python_lock: str | None = Field(None, description="Path of the uv lock, relative to the repo.")
+    pythonpath: list[
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^(?:\.|[A-Za-z0-9_][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_][A-Za-z0-9_.-]*)*)$"
+            ),
+        ]
+    ] = Field(
+        default_factory=list,
+        description="Directories (relative to the repo) the launchers put on PYTHONPATH, so "
+        "the repository's own package imports from any working directory.",
+    )
     python_constraints: list[str] = Field(
         default_factory=list,
         description="PEP 508 constraints (uv's constraint-dependencies): versions of the "

@@ -14,6 +14,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from reprobridge.detect.base import Finding
+from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import RenderError
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
@@ -221,6 +222,47 @@ def _apply_pins(
         "package(s) kept as constraints"
     )
     return sorted(set(used))
+
+
+#: Files that declare the repository as an installable project.
+_PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
+
+
+def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
+    """``environment.pythonpath``: where the repository's own package imports from, so an
+    experiment whose workdir is ``examples/`` can still ``import mypkg``.
+
+    ``src`` for a src layout, the root when it holds a package (``pkg/__init__.py``) or a
+    project file declares one. The project is not installed (editable or not): that would
+    run its build backend (setup.py) on the machine that builds the environment, outside the
+    sandbox; its import roots on PYTHONPATH give the same imports for Python code.
+    """
+    paths = {entry.path for entry in index}
+    declared = [name for name in _PROJECT_FILES if name in paths]
+    src = any(p.startswith("src/") and p.endswith("/__init__.py") for p in paths)
+    root_pkg = any(
+        p.count("/") == 1
+        and p.endswith("/__init__.py")
+        and not p.startswith(("src/", "tests/", "test/", "docs/"))
+        for p in paths
+    )
+    roots = (["src"] if src else []) + (["."] if root_pkg or (declared and not src) else [])
+    if not roots:
+        return
+    why = (
+        f"{declared[0]} declares the project" if declared else "the repository holds a package"
+    ) + (" (src layout)" if src else "")
+    b.put(
+        "environment.pythonpath",
+        roots,
+        [f"{why}: its import roots on PYTHONPATH instead of an installation"],
+        "medium",
+    )
+    res.decisions.append(
+        f"the repository's own package imports from any working directory: the launchers set "
+        f"PYTHONPATH to {':'.join(roots)} ({why}); it is not installed, because building it "
+        "would run its build backend outside the sandbox"
+    )
 
 
 def _py_key(v: str) -> tuple[int, ...]:

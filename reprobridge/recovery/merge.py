@@ -41,6 +41,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from reprobridge.detect.base import DetectContext, Finding
+from reprobridge.detect.envscope import env_scope
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
@@ -50,10 +51,17 @@ from reprobridge.recovery.environment import (
     merge_environment,
     merge_exclude_newer,
     merge_python,
+    merge_pythonpath,
     merge_requirements,
 )
 from reprobridge.recovery.experiments import merge_datasets, merge_experiments
 from reprobridge.recovery.paper import merge_paper
+from reprobridge.recovery.scope import (
+    declaring_folders,
+    experiment_folder,
+    scope_findings,
+    subproject,
+)
 
 __all__ = ["Conflict", "MergeResult", "merge_findings"]
 
@@ -77,11 +85,13 @@ def merge_findings(
         by_kind[f.kind].append(f)
 
     _project(b, by_kind, repo_name, paper_path)
+    _scope_environment(ctx, by_kind, res)
     requirements = merge_requirements(b, by_kind, res)
     python = merge_python(b, by_kind, requirements, res)
     cuda = merge_cuda(b, by_kind, res)
     merge_environment(b, by_kind, python, cuda, python_lock, res)
     merge_exclude_newer(b, ctx.index.head, res)
+    merge_pythonpath(b, ctx.index, res)
     datasets = merge_datasets(b, by_kind)
     merge_experiments(b, by_kind, datasets, cuda, res)
     add_run_tooling(b, res)
@@ -89,6 +99,35 @@ def merge_findings(
     res.warnings += [w.message if not w.path else f"{w.path}: {w.message}" for w in ctx.warnings]
     res.manifest = _finalize(b)
     return res
+
+
+def _scope_environment(
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], res: MergeResult
+) -> None:
+    """Scope a monorepo's environment to the primary experiment's sub-project (see
+    :mod:`reprobridge.recovery.scope`); the primary experiment is the first the merge rules
+    choose, found on a scratch builder."""
+    config_dir = env_scope(ctx.index).config_dir
+    declaring = declaring_folders(by_kind, config_dir)
+    if not declaring:
+        return
+    scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
+    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
+    first = next(iter(scratch.data.get("experiments", {})), None)
+    # The chosen experiment's command carries its finding's evidence as provenance.
+    sources = scratch.prov.get(f"experiments.{first}.command", ([], ""))[0]
+    finding = next((f for f in by_kind["experiment"] if sorted(set(f.sources())) == sources), None)
+    primary = subproject(experiment_folder(finding), declaring) if finding else None
+    if primary is None:
+        return
+    dropped = scope_findings(by_kind, primary, declaring, config_dir)
+    res.dropped_experiments += [d for d in dropped if d.startswith("experiment ")]
+    if dropped:
+        res.decisions.append(
+            f"the environment is that of {primary}/, the sub-project of the main experiment "
+            f"(other folders declare their own; run `rb init` there): left out "
+            f"{'; '.join(dropped)}"
+        )
 
 
 # -- project ------------------------------------------------------------------------------

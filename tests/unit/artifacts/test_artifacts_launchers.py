@@ -229,3 +229,29 @@ def test_tier_args_refuse_a_shell_syntax_command(tmp_path: Path) -> None:
     out = run_launcher(tmp_path, manifest, "--tier", "smoke")
     assert out.returncode == 2
     assert "args need a command without shell syntax" in out.stderr
+
+
+def test_own_package_imports_from_a_subfolder_workdir(tmp_path: Path) -> None:
+    # issue 9 item 4: `import mypkg` from examples/ failed (exit 1, ModuleNotFoundError)
+    data = sample_manifest_data()
+    data["environment"]["pythonpath"] = ["src", "."]
+    data["experiments"] = {
+        "e": {"command": "python -c 'import mypkg, toplevel; print(mypkg.X + toplevel.Y)'"}
+    }
+    data["experiments"]["e"]["workdir"] = "examples"
+    (tmp_path / "repo/src/mypkg").mkdir(parents=True)
+    (tmp_path / "repo/src/mypkg/__init__.py").write_text("X = 40\n")
+    (tmp_path / "repo/toplevel.py").write_text("Y = 2\n")
+    out = run_launcher(tmp_path, Manifest.model_validate(data))
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-1] == "42"
+    data["environment"]["pythonpath"] = []
+    assert run_launcher(tmp_path, Manifest.model_validate(data)).returncode == 1
+
+
+def test_pythonpath_entries_are_plain_relative_paths() -> None:
+    for bad in ("../outside", "/abs", "a/../../b", "$(id)", "a b", ".hidden"):
+        data = sample_manifest_data()
+        data["environment"]["pythonpath"] = [bad]
+        with pytest.raises(ValueError, match="pythonpath"):
+            Manifest.model_validate(data)

@@ -22,6 +22,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import tomlkit
 
 from reprobridge.artifacts import check
 from reprobridge.audit import backends
@@ -64,6 +65,12 @@ def notebook_repo(tmp_path: Path) -> Path:
     shutil.copy2(FIXTURE / "notebooks/linear_probe.ipynb", root / "notebooks")
     subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
     init_repository(root, lock="never")
+    # rb init now lists the notebook's imports (numpy, torch) and nbconvert/ipykernel; the
+    # fake jupyter stands in for all of them, so the host backend installs nothing.
+    manifest_path = root / "reprobridge.toml"
+    doc = tomlkit.parse(manifest_path.read_text())
+    doc["environment"]["python_requirements"] = []  # type: ignore[index]
+    manifest_path.write_text(tomlkit.dumps(doc))
     subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
     return root

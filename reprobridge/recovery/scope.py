@@ -1,0 +1,111 @@
+"""The environment of a monorepo of examples is the chosen sub-project's own.
+
+A repository of many sub-projects, each folder with its own requirements, got one
+environment for all of them (68 requirements, 382 locked packages, and a lock that failed on
+one sub-project's placeholder package). Rule, applied before the environment is merged:
+
+* the *primary* experiment is the first the merge rules choose (README commands first);
+  its sub-project is the deepest folder at or above it (below the root) that declares an
+  environment (a requirements file, environment.yml, Pipfile, pyproject.toml, setup.py,
+  setup.cfg or a lock);
+* experiments inside *another* declaring folder are left out of the manifest (each
+  sub-project is its own reproduction: run ``rb init`` there), and listed in the guide;
+* only the declarations of the sub-project, its parents and the root count, and only
+  imports seen there or at the root.
+
+Nothing is scoped when the primary experiment's folder declares nothing of its own (an
+experiment at the root, say).
+"""
+
+from __future__ import annotations
+
+import posixpath
+
+from reprobridge.detect.base import Finding
+
+#: Detectors whose findings come from declaration files (scoped by the file's folder).
+_DECLARED = frozenset(
+    {"requirements", "setuppy", "setupcfg", "pyproject", "pipfile", "conda", "lockfiles"}
+)
+#: Finding kinds that make up the Python environment.
+SCOPED_KINDS = ("python_requirement", "python_index", "python_version", "python_pin", "cuda")
+
+
+def experiment_folder(finding: Finding) -> str:
+    """The folder an experiment finding runs in: its entry's directory, else its workdir
+    (``""`` for the root)."""
+    entry = str(finding.value.get("entry") or "")
+    folder = posixpath.dirname(entry) if entry else str(finding.value.get("workdir") or "")
+    folder = posixpath.normpath(folder) if folder else ""
+    return "" if folder == "." else folder
+
+
+def _folder(path: str) -> str:
+    parent = path.rpartition("/")[0]
+    # requirements/base.txt belongs to the folder that holds requirements/
+    if parent.rpartition("/")[2] == "requirements":
+        parent = parent.rpartition("/")[0]
+    return parent
+
+
+def _inside(folder: str, parent: str) -> bool:
+    return folder == parent or folder.startswith(parent + "/")
+
+
+def declaring_folders(by_kind: dict[str, list[Finding]], config_dir: str) -> set[str]:
+    """Folders below the root (and not the configuration directory) that declare an
+    environment."""
+    return {
+        _folder(e.path)
+        for kind in SCOPED_KINDS
+        for f in by_kind.get(kind, [])
+        if f.detector in _DECLARED
+        for e in f.evidence
+    } - {"", config_dir}
+
+
+def subproject(folder: str, declaring: set[str]) -> str | None:
+    """The deepest declaring folder at or above ``folder`` (None: it has none)."""
+    above = [d for d in declaring if _inside(folder, d)]
+    return max(above, key=len) if above else None
+
+
+def scope_findings(
+    by_kind: dict[str, list[Finding]], primary: str, declaring: set[str], config_dir: str
+) -> list[str]:
+    """Keep, in place, only the experiments and environment findings of sub-project
+    ``primary`` (plus the root's); return one line per left-out experiment, declaration file
+    or import, for the guide."""
+    dropped: dict[str, None] = {}
+
+    def related(folder: str) -> bool:
+        return folder in ("", config_dir) or _inside(folder, primary) or _inside(primary, folder)
+
+    experiments = []
+    for f in by_kind.get("experiment", []):
+        other = subproject(experiment_folder(f), declaring)
+        if other is not None and other != primary and not _inside(other, primary):
+            dropped[f"experiment {f.key} ({other}/ is another sub-project)"] = None
+            continue
+        experiments.append(f)
+    by_kind["experiment"] = experiments
+
+    def keep(f: Finding) -> bool:
+        if f.detector in _DECLARED:
+            if any(related(_folder(e.path)) for e in f.evidence):
+                return True
+            dropped.update(dict.fromkeys(sorted({e.path for e in f.evidence})))
+            return False
+        if f.detector == "imports":
+            importers = [str(p) for p in f.value.get("importers", [])] or [
+                e.path for e in f.evidence
+            ]
+            if not any(related(p.rpartition("/")[0]) for p in importers):
+                dropped[f"import of {f.key} ({importers[0]})"] = None
+                return False
+        return True
+
+    for kind in SCOPED_KINDS:
+        if kind in by_kind:
+            by_kind[kind] = [f for f in by_kind[kind] if keep(f)]
+    return list(dropped)

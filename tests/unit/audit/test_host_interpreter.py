@@ -1,0 +1,54 @@
+"""The host backend checks that an interpreter runs before choosing it (issue 9, item 12)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from reprobridge.audit.backends import HostBackend, interpreter_problem
+
+
+def _shim(bin_dir: Path, name: str, body: str) -> Path:
+    bin_dir.mkdir(exist_ok=True)
+    path = bin_dir / name
+    path.write_text(body)
+    path.chmod(0o755)
+    return path
+
+
+def test_a_broken_pyenv_shim_is_not_chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # What pyenv's shim does for a version that is not installed.
+    shim = _shim(
+        tmp_path / "bin",
+        "python3.77",
+        '#!/bin/sh\necho "pyenv: python3.77: command not found" >&2\nexit 127\n',
+    )
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    backend = HostBackend("3.77", has_requirements=False)
+    state = backend.prepare(tmp_path)
+    assert state.fingerprint["python"] == os.path.realpath(sys.executable)
+    assert any(
+        f"{shim} is not used" in w and "exited 127" in w and "command not found" in w
+        for w in state.warnings
+    )
+
+
+def test_a_working_interpreter_is_chosen(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    shim = _shim(tmp_path / "bin", "python3.77", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+    monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
+    state = HostBackend("3.77", has_requirements=False).prepare(tmp_path)
+    assert state.fingerprint["python"] == str(shim)
+
+
+def test_the_check_runs_in_a_cleared_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an interpreter that only works with something from the caller's environment is broken
+    shim = _shim(tmp_path / "bin", "py", '#!/bin/sh\n[ -n "$SECRET_TOKEN" ] || exit 3\n')
+    monkeypatch.setenv("SECRET_TOKEN", "x")
+    assert "exited 3" in (interpreter_problem(str(shim)) or "")
+    assert interpreter_problem(sys.executable) is None
+    assert "does not run" in (interpreter_problem(str(tmp_path / "missing")) or "")

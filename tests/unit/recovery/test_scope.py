@@ -1,0 +1,46 @@
+"""A monorepo's environment is the main experiment's sub-project's (issue 9, item 9)."""
+
+from __future__ import annotations
+
+from reprobridge.detect import detect_repo
+from reprobridge.detect.index import RepoIndex
+from reprobridge.recovery.merge import merge_findings
+
+MAIN = "import argparse\nimport {mod}\nif __name__ == '__main__':\n    argparse.ArgumentParser().parse_args()\n"
+
+
+def _merge(make_repo, files: dict[str, str]):
+    index = RepoIndex.from_directory(make_repo(files, git=False))
+    return merge_findings(detect_repo(index), repo_name="mono")
+
+
+def test_other_subprojects_are_left_out_and_listed(make_repo) -> None:
+    merged = _merge(
+        make_repo,
+        {
+            "README.md": "```bash\npython a/run.py\n```\n",
+            "requirements.txt": "tqdm==4.66.1\n",
+            "a/requirements.txt": "numpy==1.26.4\n",
+            "a/run.py": MAIN.format(mod="numpy"),
+            "b/requirements.txt": "not-a-real-package==0.0.0\n",
+            "b/run.py": MAIN.format(mod="scipy"),
+        },
+    )
+    env = merged.manifest.environment
+    assert env.python_requirements == ["numpy==1.26.4", "tqdm==4.66.1"]  # root kept
+    assert list(merged.manifest.experiments) == ["run"]
+    assert any("b/ is another sub-project" in d for d in merged.dropped_experiments)
+    assert any("b/requirements.txt" in d for d in merged.decisions)
+
+
+def test_no_scoping_when_the_main_experiment_is_at_the_root(make_repo) -> None:
+    merged = _merge(
+        make_repo,
+        {
+            "README.md": "```bash\npython run.py\n```\n",
+            "run.py": MAIN.format(mod="numpy"),
+            "requirements.txt": "numpy==1.26.4\n",
+            "tools/requirements.txt": "pandas==2.0.3\n",
+        },
+    )
+    assert merged.manifest.environment.python_requirements == ["numpy==1.26.4", "pandas==2.0.3"]
