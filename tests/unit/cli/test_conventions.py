@@ -243,3 +243,14 @@ def test_init_does_not_suggest_nix_run_with_an_old_nix(make_repo, tmp_path: Path
     assert out.returncode == 0, out.stderr
     nxt = [line for line in out.stdout.splitlines() if line.startswith("Next")]
     assert nxt and "nix run" not in nxt[0].split("(")[0] and "--backend host" in nxt[0]
+
+
+def test_verbosity_changes_what_init_says(make_repo) -> None:
+    root = make_repo({"train.py": "print('acc=1')\n"})
+    args = ("init", str(root), "--dry-run", "--no-lock")
+    normal = rb(*args).stderr
+    verbose = rb("-v", *args).stderr
+    quiet = rb(*args, "-q").stderr
+    assert "rb: indexed" in normal and "rb: detect detector=" not in normal
+    assert "rb: detect detector=requirements" in verbose
+    assert quiet == ""
