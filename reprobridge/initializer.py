@@ -152,9 +152,30 @@ _UNLOCKED_TAIL = (
 )
 
 
-def _lock(root: Path, project_files: dict[str, str], mode: LockMode) -> LockOutcome:
+def _unlocked_note(requirements: list[str]) -> str:
+    """The guide's sentence for requirements without a lock. It depends on the manifest
+    only (`rb check` renders it without running uv): requirements that point at source
+    (not a wheel) are named, since locking them may need a build, which rb never runs."""
+    from reprobridge.artifacts.pyenv import needs_build
+
+    source = needs_build(requirements)
+    if not source:
+        return f"Python packages are not locked: {_UNLOCKED_TAIL}"
+    names = ", ".join(f"`{n}`" for n in source)
+    return (
+        f"Python packages are not locked: {names} point(s) at source code, not a wheel; "
+        "resolving them may need a build, which runs the package's own code and which "
+        "`rb init` never does (static recovery), so the requirements are kept unpinned in "
+        "`repro/python/requirements.txt`. Lock them yourself, in a sandbox, if you trust them."
+    )
+
+
+def _lock(
+    root: Path, project_files: dict[str, str], mode: LockMode, requirements: list[str]
+) -> LockOutcome:
     """Lock the rendered uv project in a scratch directory (mode ``keep``: never run uv,
-    keep an existing lock; that is what `rb check` compares against)."""
+    keep an existing lock; that is what `rb check` compares against). uv builds nothing
+    (see :func:`~reprobridge.artifacts.pyenv.lock_python_project`)."""
     from reprobridge.artifacts.pyenv import lock_python_project
 
     existing = root / LOCK_PATH
@@ -167,7 +188,7 @@ def _lock(root: Path, project_files: dict[str, str], mode: LockMode) -> LockOutc
         # One sentence for both modes: the guide says what is there, not how it came about.
         return LockOutcome(
             None,
-            f"Python packages are not locked: {_UNLOCKED_TAIL}",
+            _unlocked_note(requirements),
             "Python packages not locked (`--no-lock`)" if mode == "never" else None,
         )
     with tempfile.TemporaryDirectory(prefix="rb-lock-") as tmp:
@@ -196,7 +217,7 @@ def _lock(root: Path, project_files: dict[str, str], mode: LockMode) -> LockOutc
             return LockOutcome(
                 kept, _LOCKED_NOTE, warning + " (the previous uv.lock is kept; it may be stale)"
             )
-        return LockOutcome(None, f"Python packages are not locked: {_UNLOCKED_TAIL}", warning)
+        return LockOutcome(None, _unlocked_note(requirements), warning)
 
 
 def init_repository(
@@ -242,7 +263,7 @@ def init_repository(
     text, manifest, report = _build_manifest(root, merged, existing)
 
     project_files = render_python_project(manifest)
-    locked = _lock(root, project_files, lock)
+    locked = _lock(root, project_files, lock, manifest.environment.python_requirements)
     lock_bytes, lock_note = locked.data, locked.note
     if lock_bytes is not None and manifest.environment.python_lock != LOCK_PATH:
         merged = merge_findings(

@@ -13,6 +13,7 @@ capture and timeouts with kill of the whole tree, which ``sh``'s threaded model 
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
@@ -40,6 +41,56 @@ class Result:
 def which(name: str) -> str | None:
     """Absolute path of ``name`` on PATH, or None."""
     return shutil.which(name)
+
+
+#: Host variables uv may see (beside PATH and HOME): where the index is, how to reach it
+#: (proxies, certificates), offline mode, its cache. Index URLs can carry the operator's
+#: credentials; they reach only uv, and uv builds nothing where rb runs it on the host
+#: (``--no-build``), so no repository code sees them.
+UV_PASSTHROUGH = (
+    "UV_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "UV_FIND_LINKS",
+    "UV_OFFLINE",
+    "UV_NATIVE_TLS",
+    "UV_HTTP_TIMEOUT",
+    "UV_CACHE_DIR",
+    "XDG_CACHE_HOME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+)
+#: uv's messages when ``--no-build`` meets a package that has no wheel.
+_UV_NO_BUILD = re.compile(
+    r"Distribution `([^`=@ ]+)[^`]*` can't be installed because it is marked as `--no-build`"
+    r"|Building source distributions for `([^`]+)` is disabled"
+    r"|Failed to build `([^`=@ ]+)"
+)
+
+
+def uv_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment rb runs uv with on the host: PATH, HOME, :data:`UV_PASSTHROUGH`
+    from this process, ``UV_PYTHON_DOWNLOADS=never``, then ``overrides``. Nothing else:
+    the operator's secrets stay out of every process uv starts."""
+    env = {k: os.environ[k] for k in ("PATH", "HOME", *UV_PASSTHROUGH) if k in os.environ}
+    env["UV_PYTHON_DOWNLOADS"] = "never"
+    env.update(overrides or {})
+    return env
+
+
+def uv_refused_build(stderr: str) -> str | None:
+    """The package uv refused to build under ``--no-build`` (from its message), or None."""
+    m = _UV_NO_BUILD.search(stderr)
+    return next(g for g in m.groups() if g) if m else None
 
 
 def uv_binary() -> str | None:

@@ -10,7 +10,6 @@ asks uv for the lock, which needs the package index, so it may legitimately not 
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -221,6 +220,23 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
     }
 
 
+def needs_build(requirements: list[str]) -> list[str]:
+    """Names of ``requirements`` that point at something other than a wheel (a ``git+``
+    URL, an sdist, a directory): resolving those may need their build code, which static
+    recovery never runs. Unparsable requirements are left out (the manifest checks them)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    names: list[str] = []
+    for text in requirements:
+        try:
+            req = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if req.url and not urlsplit(req.url).path.endswith(".whl"):
+            names.append(req.name)
+    return sorted(set(names))
+
+
 @dataclass(frozen=True)
 class LockResult:
     """What :func:`lock_python_project` did.
@@ -236,6 +252,8 @@ class LockResult:
     reason: str | None = None
     offline: bool = False
     uv_version: str | None = None
+    #: The package uv would have had to build (no wheel) to resolve; never built.
+    needs_build: str | None = None
 
 
 def _uv_argv() -> list[str] | None:
@@ -248,6 +266,8 @@ def lock_python_project(
 ) -> LockResult:
     """Run ``uv lock`` in ``directory`` (which holds the rendered ``pyproject.toml``).
 
+    uv runs with ``--no-build`` (metadata from wheels and the index only: no package's
+    build code runs) and the cleared environment of :func:`reprobridge._proc.uv_env`.
     ``offline`` passes ``--offline`` (only uv's cache is used). ``python`` is the
     interpreter uv resolves for; by default uv looks for one matching ``requires-python``
     and never downloads one. uv is :func:`reprobridge._proc.uv_binary`. Never raises for
@@ -261,10 +281,11 @@ def lock_python_project(
             False,
             reason="uv is not installed (rb depends on the `uv` package; reinstall rb, or put `uv` on PATH)",
         )
-    env = dict(os.environ)
-    env["UV_PYTHON_DOWNLOADS"] = "never"
+    # Static recovery runs no repository code: uv resolves from wheels and index metadata
+    # only (--no-build), and sees no secret of the operator's environment.
+    env = _proc.uv_env()
     version = _proc.run([*base, "--version"], env=env, check=False, timeout=30).text.strip()
-    argv = [*base, "lock", "--quiet", "--no-progress"]
+    argv = [*base, "lock", "--quiet", "--no-progress", "--no-build"]
     if offline:
         argv.append("--offline")
     if python:
@@ -278,6 +299,17 @@ def lock_python_project(
         return LockResult(True, lock=lock, uv_version=version or None)
     stderr = result.stderr.decode("utf-8", "replace").strip()
     tail = " | ".join(line.strip() for line in stderr.splitlines()[-4:] if line.strip())
+    refused = _proc.uv_refused_build(stderr)
+    if refused:
+        return LockResult(
+            False,
+            reason=(
+                f"{refused} cannot be resolved without building it, and a build runs the "
+                "package's own code, which `rb init` never does; kept requirements.txt"
+            ),
+            needs_build=refused,
+            uv_version=version or None,
+        )
     if _NETWORK_ERRORS.search(stderr):
         return LockResult(
             False,

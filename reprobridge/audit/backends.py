@@ -72,37 +72,8 @@ _DEVSHELL_DENY = frozenset(
 )
 
 
-#: Host variables uv may see when it installs wheels on the host: where the index is, how to
-#: reach it (proxies, certificates), offline mode. Index URLs can carry the operator's
-#: credentials; they reach only uv, never repository code (nothing is built there).
-UV_HOST_PASSTHROUGH = (
-    "UV_INDEX",
-    "UV_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "UV_EXTRA_INDEX_URL",
-    "UV_FIND_LINKS",
-    "UV_OFFLINE",
-    "UV_NATIVE_TLS",
-    "UV_HTTP_TIMEOUT",
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "no_proxy",
-)
 #: The flag that lets ``rb audit`` build packages without a wheel (in the run's sandbox).
 ALLOW_BUILD_FLAG = "--allow-build"
-#: uv's messages when ``--no-build`` meets a package that has no wheel.
-_NO_BUILD = re.compile(
-    r"Distribution `([^`=@ ]+)[^`]*` can't be installed because it is marked as `--no-build`"
-    r"|Building source distributions for `([^`]+)` is disabled"
-    r"|Failed to build `([^`=@ ]+)"
-)
 #: Variables the environment a ``shellHook`` exports may not set for the run.
 _HOOK_DENY = frozenset({"_", "RB_RUN_ID", "RB_RUN_MARKER"})
 #: Most bytes of a ``shellHook``'s exported environment the auditor reads.
@@ -273,8 +244,6 @@ def lock_drift(committed: Any, resolved: Any, overridden: Iterable[str] = ()) ->
 
 def nix_version(nix: str = "nix") -> tuple[int, int] | None:
     """(major, minor) of ``nix`` on PATH, or None when it is missing or does not answer."""
-    import re
-
     if _proc.which(nix) is None:
         return None
     try:
@@ -644,10 +613,7 @@ class HostBackend:
             )
             return RunSetup(_with_venv(env, workspace), (*state.ro_binds, prefix, cache), steps)
         # Wheels only: uv is the only program that runs, with what it needs and no secrets.
-        host_env = {
-            **{k: os.environ[k] for k in UV_HOST_PASSTHROUGH if k in os.environ},
-            **env,
-        }
+        host_env = _proc.uv_env(env)
         for argv in self._uv_argv(uv, project, python, no_build=True):
             try:
                 _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
@@ -663,9 +629,8 @@ def _uv_failure(exc: CommandFailed) -> str:
     """One line for a failed uv command; names the package uv refused to build."""
     full = f"{exc.message}\n{exc.stderr_tail}"
     text = " ".join(str(exc.message).split())
-    m = _NO_BUILD.search(full)
-    if m:
-        name = next(g for g in m.groups() if g)
+    name = _proc.uv_refused_build(full)
+    if name:
         return (
             f"{name} has no wheel and building it would run its build code; rb audit "
             f"installs wheels only unless {ALLOW_BUILD_FLAG} is given (it then builds in "

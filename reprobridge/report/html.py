@@ -188,8 +188,7 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
         )
         if comparison.plan:
             compared += (
-                '<p class="plan-warning">Different plans: '
-                f"{esc('; '.join(comparison.plan))}.</p>"
+                f'<p class="plan-warning">Different plans: {esc("; ".join(comparison.plan))}.</p>'
             )
     return (
         f'<header class="banner {cls}"><div class="verdict" id="overall">{word}</div>'

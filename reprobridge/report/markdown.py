@@ -223,7 +223,10 @@ def _comparison(c: Comparison) -> list[str]:
             ),
         )
     else:
-        lines += ["No verdict changed" + (" (but the plans differ, see above)." if c.plan else "."), ""]
+        lines += [
+            "No verdict changed" + (" (but the plans differ, see above)." if c.plan else "."),
+            "",
+        ]
     if c.claims:
         lines += _table(
             ["Claim", "Before", "After"],

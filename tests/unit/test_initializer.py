@@ -236,3 +236,31 @@ def test_hostile_git_config_runs_nothing(make_repo, tmp_path: Path) -> None:
     (tmp_path / "post-index-change").chmod(0o755)
     init_repository(root, lock="never")
     assert not marker.exists()
+
+
+def test_init_locks_without_building_and_says_so(
+    make_repo, hostile_package, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Static recovery runs no repository code (issue 8, item 5): a direct-URL requirement
+    whose metadata only its build backend can give is not built (that backend would read
+    the environment's secrets and write on the host); the summary and the guide say why
+    the packages are not locked."""
+    escape = tmp_path / "escaped-from-lock"
+    for rel, text in hostile_package("evilpkg", escape).items():
+        (tmp_path / "src" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "src" / rel).write_text(text)
+    src = tmp_path / "src/evilpkg"
+    root = make_repo(
+        {
+            "requirements.txt": f"evilpkg @ {src.as_uri()}\n",
+            "train.py": "import evilpkg\nprint('acc=0.9')\n",
+        }
+    )
+    monkeypatch.setenv("RB_TEST_SECRET", "s3cr3t-lock-token-0123456789")
+    result = init_repository(root, lock="auto")
+    assert not escape.exists(), f"rb init ran the build backend: {escape.read_text()!r}"
+    assert result.lock_warning is not None
+    assert "evilpkg cannot be resolved without building it" in result.lock_warning
+    guide = (root / "REPRODUCE.md").read_text()
+    assert "`evilpkg` point(s) at source code, not a wheel" in guide
+    assert not (root / "repro/python/uv.lock").exists()

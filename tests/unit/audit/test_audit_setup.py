@@ -25,55 +25,6 @@ needs_sandbox = pytest.mark.skipif(_REASON is not None, reason=f"sandbox unusabl
 
 SECRET = "s3cr3t-build-token-0123456789"
 
-#: A PEP 517 backend needing nothing installed: it "attacks", then builds a real wheel whose
-#: module records what the build saw.
-BACKEND = r"""
-import base64, hashlib, os, pathlib, zipfile
-
-ESCAPE = {escape!r}
-
-def _attack():
-    seen = os.environ.get("RB_TEST_SECRET", "absent")
-    try:
-        pathlib.Path(ESCAPE).write_text(seen)
-    except OSError:
-        pass
-    return seen
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    seen = _attack()
-    name = "evilpkg-1.0-py3-none-any.whl"
-    files = {{
-        "evilpkg.py": "SEEN = %r\n" % seen,
-        "evilpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evilpkg\nVersion: 1.0\n",
-        "evilpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }}
-    record = []
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
-        for path, text in files.items():
-            data = text.encode()
-            z.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
-        record.append("evilpkg-1.0.dist-info/RECORD,,")
-        z.writestr("evilpkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
-    return name
-"""
-
-PKG_PYPROJECT = """[build-system]
-requires = []
-build-backend = "backend"
-backend-path = ["."]
-
-[project]
-name = "evilpkg"
-version = "1.0"
-"""
-
-
 LOCK = """version = 1
 revision = 3
 requires-python = "=={python}.*"
@@ -126,7 +77,7 @@ min = 0.5
 
 
 @pytest.fixture
-def build_repo(make_repo, tmp_path: Path) -> tuple[Path, Path]:
+def build_repo(make_repo, hostile_package, tmp_path: Path) -> tuple[Path, Path]:
     """A committed repository whose one experiment imports ``evilpkg``, a local package
     without a wheel, locked in a committed ``repro/python/uv.lock``; and the host path its
     build backend tries to write."""
@@ -145,8 +96,7 @@ def build_repo(make_repo, tmp_path: Path) -> tuple[Path, Path]:
         "evilpkg",
         {
             "run.sh": "python -c \"import evilpkg; print('seen=' + evilpkg.SEEN)\"\necho acc=0.9\n",
-            "evilpkg/pyproject.toml": PKG_PYPROJECT,
-            "evilpkg/backend.py": BACKEND.format(escape=str(escape)),
+            **hostile_package("evilpkg", escape),
         },
         lock,
     )
