@@ -424,7 +424,11 @@ def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntr
             # The host backend's environment verdict passes before anything is installed:
             # the environment is built only for a run that started.
             env_st = "not-built"
-        if proc_st == "fail" and started is not False:
+        if proc_st == "fail" and "exit(124)" in reason:
+            # GNU timeout's status: the launcher stopped the run at its tier's timeout; the
+            # last stderr line is then whatever the run was printing, not a cause.
+            reason += " — stopped by the launcher's timeout"
+        elif proc_st == "fail" and started is not False:
             tail = _run_tail(work, summary, exp_id)
             if tail:
                 reason += f" — {tail}"

@@ -106,9 +106,17 @@ def _cost(value: float | None) -> str:
     return "—" if value is None else f"${value:.2f}"
 
 
+#: Longest cause shown in a table cell (the JSON keeps it whole).
+CAUSE_CHARS = 240
+
+
 def _cell(text: str) -> str:
     """Markdown table cell text: one line, pipes escaped."""
     return " ".join(text.split()).replace("|", "\\|")
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= CAUSE_CHARS else text[: CAUSE_CHARS - 1] + "…"
 
 
 HEADERS = (
@@ -136,7 +144,7 @@ def rows(report: BenchReport) -> list[list[str]]:
                 _recall(r),
                 f"{r.wall_s:.0f} s",
                 _cost(r.agent_cost_usd),
-                r.cause or "",
+                _short(r.cause or ""),
             ]
         )
     return out
@@ -172,8 +180,8 @@ def _comparison_rows(report: BenchReport) -> list[list[str]]:
                     f"{_mark(b.levels.get(lvl)) if b else '?'} → {_mark(r.levels.get(lvl))}"
                     for lvl in LEVELS[1:]
                 ),
-                (b.cause if b else "") or "",
-                r.cause or "",
+                _short((b.cause if b else "") or ""),
+                _short(r.cause or ""),
             ]
         )
     return out

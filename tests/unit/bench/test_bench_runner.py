@@ -127,6 +127,29 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
             },
         },
     )
+    _repo(
+        tmp_path / "slowrun",
+        {
+            "init": _init([]),
+            "audit": {
+                "exit": 1,
+                "doc": _audit(
+                    {
+                        "train": {
+                            **_exp(proc="fail"),
+                            "procedure": {
+                                "status": "fail",
+                                "reason": "1 of 1 run(s) failed (run 1: exit(124))",
+                            },
+                        }
+                    }
+                ),
+                "files": {
+                    "repro/evidence/a1/runs/train/0/stderr.log": "[IPKernelApp] WARNING | noise\n"
+                },
+            },
+        },
+    )
     _repo(tmp_path / "noexp", {"init": _init([]), "audit": {"exit": 0, "doc": _audit({})}})
     _repo(
         tmp_path / "miss",
@@ -153,6 +176,9 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
         [[repo]]
         name = "nogpu"
         path = "nogpu"
+        [[repo]]
+        name = "slowrun"
+        path = "slowrun"
         [[repo]]
         name = "noexp"
         path = "noexp"
@@ -187,6 +213,9 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
     # that never started (no GPU here) built no environment.
     assert recs["nogpu"].levels["environment"] is False
     assert recs["nogpu"].experiments[0].environment == "not-built"
+    assert recs["slowrun"].cause == (
+        "train: procedure: 1 of 1 run(s) failed (run 1: exit(124)) — stopped by the launcher's timeout"
+    )
     assert recs["noexp"].cause == "rb init wrote no experiment"
     assert recs["miss"].levels["metric"] and recs["miss"].levels["target"] is False
     assert "expected acc 0.9±0.02, measured {'acc': 0.5}" in recs["miss"].cause
@@ -194,7 +223,7 @@ def test_levels_and_the_cause_of_each_failure(tmp_path: Path) -> None:
     assert not (tmp_path / "crash" / "repro").exists()
     assert (tmp_path / "out" / "work" / "crash" / "repro" / "evidence").is_dir()
     t = totals(list(recs.values()))
-    assert (t.levels["metric"].k, t.levels["metric"].n) == (2, 7)
+    assert (t.levels["metric"].k, t.levels["metric"].n) == (2, 8)
     assert (t.levels["target"].k, t.levels["target"].n) == (1, 2)
     assert (t.dependency_recall.k, t.dependency_recall.n) == (3, 5)
     assert t.local_module_repos == ["crash"]

@@ -104,3 +104,11 @@ def test_cli_bench_is_registered_and_a_bad_suite_is_one_line(
     assert info.value.code == 3
     err = capsys.readouterr().err.splitlines()
     assert err == [f"error: {bad}: repo.0: needs `path` (a local checkout) or `url` and `commit`"]
+
+
+def test_a_long_cause_is_shortened_in_the_table_and_whole_in_json() -> None:
+    cause = "x" * 1000
+    report = _report([_rec("a", 2, cause=cause)])
+    row = next(line for line in render_markdown(report).splitlines() if line.startswith("| a |"))
+    assert row.endswith("x… |") and "x" * 240 not in row
+    assert json.loads(render_json(report))["records"][0]["cause"] == cause
