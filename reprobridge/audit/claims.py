@@ -34,8 +34,9 @@ Semantics:
   (``1.e5`` is a number).
 
 Outcomes: :func:`evaluate_claim` answers ``holds`` True or False, or None with a reason when
-a referenced value is missing (no run produced it), a division by zero or an overflow is
-met; None must fail the conclusion level, never pass it. Syntax and type errors raise
+a referenced value is missing (no run produced it), a division by zero is met (where Python
+would raise), or an evaluated intermediate is not finite (an overflow, carried on as
+Python does, then reported); None must fail the conclusion level, never pass it. Syntax and type errors raise
 :class:`ClaimError` (one line, naming the column).
 """
 
@@ -481,7 +482,7 @@ class ClaimResult:
 
 
 class _Undecidable(Exception):
-    """Evaluation met a division by zero or an overflow (message: where)."""
+    """Evaluation met a division by zero (message: where)."""
 
 
 def _fmt(value: float) -> str:
@@ -495,7 +496,12 @@ def _aggregate(ref: Ref, runs: Sequence[float]) -> float:
         return min(runs)
     if ref.aggregate == "max_of":
         return max(runs)
-    return math.fsum(runs) / len(runs)
+    try:
+        return math.fsum(runs) / len(runs)
+    except OverflowError:
+        # Finite values whose sum leaves the float range (fsum raises instead of returning
+        # inf); their mean is finite: average the scaled values instead.
+        return math.fsum(v / len(runs) for v in runs)
 
 
 _COMPARE = {
@@ -509,9 +515,16 @@ _COMPARE = {
 
 
 class _Evaluator:
+    """Python's float semantics, in Python's order: a division by zero stops evaluation
+    where Python would raise ZeroDivisionError; a non-finite intermediate (an overflow,
+    or inf - inf) is carried on as Python carries it and remembered (the first one), so
+    :func:`evaluate_claim` can call the claim undecidable once evaluation ends. So which
+    of the two a claim meets never depends on where the overflow sits."""
+
     def __init__(self, expr: str, resolved: Mapping[Ref, float]) -> None:
         self.expr = expr
         self.resolved = resolved
+        self.overflow: str | None = None
 
     def number(self, node: Node) -> float:
         if isinstance(node, Num):
@@ -531,8 +544,8 @@ class _Evaluator:
                 "*": lambda: left * right,
                 "/": lambda: left / right,
             }[node.op]()
-            if not math.isfinite(result):
-                raise _Undecidable(f"arithmetic overflow at column {node.op_start + 1}")
+            if not math.isfinite(result) and self.overflow is None:
+                self.overflow = f"arithmetic overflow at column {node.op_start + 1}"
             return result
         if isinstance(node, Call):
             args = [self.number(a) for a in node.args]
@@ -577,9 +590,11 @@ def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]
     """Evaluate ``expr`` on ``values[experiment][metric]`` (one value per counted run).
 
     ``holds`` is None, with the reason, when a referenced metric has no value (unknown
-    experiment or metric, no runs, or a non-finite value), or on a division by zero or
-    an overflow that Python would meet too. Raises :class:`ClaimError` for a claim that
-    does not parse.
+    experiment or metric, no runs, or a non-finite value); on a division by zero exactly
+    where Python would raise ZeroDivisionError; else when any evaluated intermediate was
+    not finite (an overflow). Finite run values are always aggregated (a mean whose sum
+    overflows is averaged scaled). Raises :class:`ClaimError` for a claim that does not
+    parse; never anything else.
     """
     ast = parse_claim(expr)
     refs = _walk_refs(ast.root)
@@ -603,10 +618,14 @@ def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]
     if missing:
         unique = list(dict.fromkeys(missing))
         return ClaimResult(None, "no value for " + ", ".join(unique), substituted)
+    evaluator = _Evaluator(expr, resolved)
     try:
-        holds = _Evaluator(expr, resolved).truth(ast.root)
+        holds = evaluator.truth(ast.root)
     except _Undecidable as exc:
         return ClaimResult(None, f"undecidable: {exc}", substituted)
+    if evaluator.overflow is not None:
+        # A truth value reached through inf or nan says nothing about the claim.
+        return ClaimResult(None, f"undecidable: {evaluator.overflow}", substituted)
     return ClaimResult(
         holds, ("holds: " if holds else "does not hold: ") + substituted, substituted
     )

@@ -296,3 +296,37 @@ def test_any_text_raises_only_claim_error(text: str) -> None:
 def test_token_soup_raises_only_claim_error(parts: list[str]) -> None:
     with contextlib.suppress(ClaimError):
         evaluate_claim(" ".join(parts), {"a": {"x": [1.0]}})
+
+
+# Found by test_evaluation_agrees_with_python with random examples: an overflow in an
+# operand was reported where Python goes on with inf and then raises ZeroDivisionError,
+# so the reason depended on where the overflow sat. Now: division by zero exactly where
+# Python raises it, else any non-finite intermediate is an overflow; both undecidable.
+@pytest.mark.parametrize(
+    ("expr", "reason"),
+    [
+        ("a.x / 1e-300 / 0 > 1", "division by zero at column 14"),
+        ("a.x / 1e-300 + 1 / 0 > 1", "division by zero at column 18"),
+        ("a.x / 1e-300 > 1 or 1 / 0 > 1", "arithmetic overflow at column 5"),
+        ("a.x / 1e-300 > 1 and 1 / 0 > 1", "division by zero at column 24"),
+        ("a.x * 1e300 * 1e300 > 1", "arithmetic overflow at column 5"),
+        ("1 * 1e300 * 1e300 - a.x * 1e300 * 1e300 < 1", "arithmetic overflow at column 11"),
+        ("min(a.x / 1e-300, 1) < 2", "arithmetic overflow at column 9"),
+    ],
+)
+def test_overflow_and_division_by_zero_are_well_defined(expr: str, reason: str) -> None:
+    values = {"a": {"x": [1e10]}}
+    result = evaluate_claim(expr, values)
+    assert result.holds is None and result.reason.endswith(reason), result
+    try:
+        python_value(expr.replace("a.x", "V['a.x']"), values)
+        python_raises = False
+    except ZeroDivisionError:
+        python_raises = True
+    assert python_raises == ("division by zero" in reason)
+
+
+def test_a_mean_whose_sum_overflows_is_a_value_not_a_crash() -> None:
+    """math.fsum raises OverflowError for finite values whose sum leaves the float range."""
+    result = evaluate_claim("a.x > 1e308 and a.x < 1.71e308", {"a": {"x": [1.7e308, 1.7e308]}})
+    assert result.holds is True, result
