@@ -235,6 +235,9 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     plan = plan_runs(manifest, opts.experiments, runs=opts.runs, tier=opts.tier)
     _check_claim_references(manifest)
     commit = head_commit(root)
+    # Before any bundle exists or any environment is set up: `--sandbox on` on a machine
+    # without a working bubblewrap fails here, leaving nothing to resume or clean up.
+    sandboxed = _sandbox_choice(opts)
     evidence_root = root / EVIDENCE_DIR
     if opts.resume:
         bundle_path = _resume_path(evidence_root, opts.resume)
@@ -289,7 +292,6 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root, nix=opts.nix_binary))
         started = _now()
         judgements: dict[str, list[Any]] = {}
-        sandboxed = _sandbox_choice(opts)
         if opts.resume:
             _remove_leftovers(bundle.path, opts.work_root)
         cache = Path(
