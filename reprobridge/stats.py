@@ -13,6 +13,7 @@ Contract:
   freedom (no normal approximation above 30): the CDF comes from the regularized
   incomplete beta function (Lentz's continued fraction), inverted by bisection to
   machine precision. No scipy: the auditor must not depend on a numerics stack.
+* :func:`wilson` is the Wilson score interval of a proportion (``rb bench``'s rates).
 * :meth:`Stats.from_json` reads the form :meth:`Stats.to_json` writes from untrusted
   evidence: anything malformed gives None, never an exception.
 """
@@ -108,6 +109,24 @@ def t_quantile(p: float, df: float) -> float:
         else:
             hi = mid
     return (lo + hi) / 2.0
+
+
+#: z for a two-sided 95% interval (the normal quantile at 0.975).
+Z95 = 1.959963984540054
+
+
+def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """The Wilson score interval of ``k`` successes in ``n`` trials ((0, 1) when n is 0)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    if not 0 <= k <= n:
+        raise ValueError(f"k={k} is not within 0..n={n}")
+    p = k / n
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    # Clamp the rounding noise of the end points (k = 0 or k = n).
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def t_975(df: int) -> float:

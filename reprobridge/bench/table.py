@@ -9,30 +9,13 @@ everything a repository could influence (causes, names, metric names) is escaped
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from reprobridge._fs import write_atomic
 from reprobridge.bench.records import LEVEL_TITLES, LEVELS, BenchReport, RepoRecord
-
-#: z for a two-sided 95% interval.
-Z95 = 1.959963984540054
-
-
-def wilson(k: int, n: int, z: float = Z95) -> tuple[float, float]:
-    """The Wilson score interval of ``k`` successes in ``n`` trials ((0, 1) when n is 0)."""
-    if n <= 0:
-        return (0.0, 1.0)
-    if not 0 <= k <= n:
-        raise ValueError(f"k={k} is not within 0..n={n}")
-    p = k / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    # Clamp the rounding noise of the end points (k = 0 or k = n).
-    return (max(0.0, centre - half), min(1.0, centre + half))
+from reprobridge.stats import wilson
 
 
 @dataclass(frozen=True)
