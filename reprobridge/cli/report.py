@@ -55,7 +55,17 @@ def report_command(
     if fmt is None:
         fmt = "md" if output and output.lower().endswith((".md", ".markdown")) else "html"
     pair = (compare[0], compare[1]) if compare else None
-    text = render_report(root, audit, compare=pair, fmt="md" if fmt == "md" else "html")
+    plan: list[str] = []
+    text = render_report(
+        root, audit, compare=pair, fmt="md" if fmt == "md" else "html", plan_differences=plan
+    )
+    if plan:
+        # Before the path: "No verdict changed" between different plans is not like for like.
+        click.echo(
+            click.style("warning: the audits ran different plans: ", fg="yellow", bold=True)
+            + "; ".join(plan),
+            err=True,
+        )
     if output == "-":
         click.echo(text, nl=False)
         return

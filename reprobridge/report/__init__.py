@@ -22,10 +22,13 @@ def render_report(
     *,
     compare: tuple[str | Path, str | Path] | None = None,
     fmt: Format = "html",
+    plan_differences: list[str] | None = None,
 ) -> str:
     """The report text of one audit (``audit``: an id, a bundle path, or None for the newest
     finished one under ``root``), or with ``compare=(A, B)`` of audit B compared with A.
-    Raises :class:`~reprobridge.errors.AuditError` when a bundle cannot be found or read."""
+    With a comparison, ``plan_differences`` (when given) receives how the two audits' plans
+    differ, for the caller to warn on the terminal too. Raises
+    :class:`~reprobridge.errors.AuditError` when a bundle cannot be found or read."""
     from reprobridge.report.compare import compare_audits
     from reprobridge.report.html import render_html
     from reprobridge.report.load import load_audit, resolve_bundle
@@ -36,6 +39,8 @@ def render_report(
         before = load_audit(resolve_bundle(compare[0], root))
         data = load_audit(resolve_bundle(compare[1], root))
         comparison = compare_audits(before, data)
+        if plan_differences is not None:
+            plan_differences.extend(comparison.plan)
     else:
         data = load_audit(resolve_bundle(audit, root))
     return render_html(data, comparison) if fmt == "html" else render_markdown(data, comparison)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -74,6 +75,23 @@ def test_rb_report_default_output_markdown_stdout_and_compare(audits: Audits) ->
     assert md.returncode == 0, md.stderr
     assert md.stdout.startswith("## ❌ FAIL")
     assert "Compared with audit" in md.stdout
+    assert "different plans" not in md.stderr + md.stdout  # same tier, backend and runs
+
+
+def test_rb_report_compare_warns_on_the_terminal_when_plans_differ(
+    audits: Audits, bundle_copy: Path
+) -> None:
+    summary = json.loads((bundle_copy / "audit.json").read_text())
+    summary["tier"] = "smoke"
+    (bundle_copy / "audit.json").write_text(json.dumps(summary))
+    got = _rb(
+        "report", "-o", "-", "--compare", str(audits.first), str(bundle_copy), cwd=audits.repo
+    )
+    assert got.returncode == 0, got.stderr
+    assert got.stderr.startswith(
+        "warning: the audits ran different plans: tier differs: full in A, smoke in B"
+    )
+    assert "The audits ran different plans" in got.stdout
 
 
 def test_rb_report_errors(audits: Audits) -> None:
