@@ -95,6 +95,8 @@ class Probes:
 
     run: Runner = _default_run
     which: Callable[[str], str | None] = _proc.which
+    #: The ``uv`` package's binary (``_proc.uv_package_binary``); None: not installed.
+    uv_package: Callable[[], str | None] = _proc.uv_package_binary
     is_executable: Callable[[str], bool] = lambda path: os.access(path, os.X_OK)
     nvml: Any = None
     disk_usage: Callable[[Path], Any] = shutil.disk_usage
@@ -416,22 +418,22 @@ def check_slurm(p: Probes) -> Check:
 
 
 def check_uv(p: Probes) -> Check:
-    """uv on PATH, else ``python -m uv`` (uv installed into rb's own environment)."""
-    path = p.which("uv")
-    argv = [path, "--version"] if path else [p.python_executable, "-m", "uv", "--version"]
-    got = _try(p, argv)
-    if isinstance(got, str) or got.returncode != 0:
+    """The uv rb runs (:func:`reprobridge._proc.uv_binary`'s rule): the ``uv`` package's
+    binary, else ``uv`` on PATH."""
+    path = p.uv_package() or p.which("uv")
+    got = _try(p, [path, "--version"]) if path else "not found"
+    if path is None or isinstance(got, str) or got.returncode != 0:
         return Check(
             "uv",
             "missing",
-            "uv not on PATH nor importable: the host backend cannot build Python environments",
-            "pip install uv (or `curl -LsSf https://astral.sh/uv/install.sh | sh`)",
+            "uv is neither rb's `uv` package nor on PATH: `rb init` cannot lock and the host "
+            "backend cannot build Python environments",
+            "reinstall rb (it depends on the `uv` package), or `pip install uv`",
         )
     line = _first_line(got)
     version = parse_version(line)
-    where = path or f"{p.python_executable} -m uv"
-    facts = {"path": where, "version": _dotted(version) if version else None}
-    return Check("uv", "ok", f"{facts['version'] or line} ({where})", None, facts)
+    facts = {"path": path, "version": _dotted(version) if version else None}
+    return Check("uv", "ok", f"{facts['version'] or line} ({path})", None, facts)
 
 
 def check_git(p: Probes) -> Check:

@@ -123,6 +123,7 @@ def probes(tmp_path: Path, answers=None, *, which=None, nvml=None, free=50 * 10*
         cwd=tmp_path,
         python_version=(3, 11, 7),
         python_executable="/usr/bin/python3",
+        uv_package=lambda: None,
     )
 
 
@@ -224,12 +225,14 @@ def test_python_below_the_minimum_is_missing_and_strict_fails(tmp_path):
     assert check in doctor.missing_required(checks)
 
 
-def test_uv_through_python_m_uv(tmp_path):
+def test_uv_of_the_uv_package_first(tmp_path):
+    """The uv rb runs: its `uv` package's binary over an older one on PATH."""
     answers = debian_machine()
-    answers[("/usr/bin/python3", "-m", "uv", "--version")] = (0, b"uv 0.13.9 (abc)\n", b"")
-    p = probes(tmp_path, answers, which={"nix": "/usr/bin/nix"})
+    answers[("/venv/bin/uv", "--version")] = (0, b"uv 0.13.9 (abc)\n", b"")
+    p = dataclasses.replace(probes(tmp_path, answers), uv_package=lambda: "/venv/bin/uv")
     check = by_name(doctor.run_checks(p))["uv"]
-    assert check.status == "ok" and "-m uv" in check.detail and check.facts["version"] == "0.13.9"
+    assert check.status == "ok" and "/venv/bin/uv" in check.detail
+    assert check.facts["version"] == "0.13.9"
 
 
 def test_low_disk_warns(tmp_path):
@@ -375,6 +378,7 @@ def _slurm_probes(
     return doctor.Probes(
         run=FakeRunner(answers),
         which=lambda name: f"/usr/bin/{name}" if on_path else None,
+        uv_package=lambda: None,
     )
 
 
