@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from reprobridge.artifacts.pyenv import torch_routing
 from reprobridge.constants import REGENERATE_COMMAND
 from reprobridge.manifest.schema import Experiment, Manifest, Metric
 
@@ -196,6 +197,24 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         f"| Python packages | {mode[env.python_env]} ({len(env.python_requirements)}) | "
         f"{src('environment.python_requirements')} |"
     )
+    routing = torch_routing(manifest)
+    if routing is not None:
+        out.append(f"| torch wheels | `{routing.url}` | {_esc(routing.why)} |")
+    if env.exclude_newer:
+        out.append(
+            f"| packages as of | {env.exclude_newer} (uv `exclude-newer`) | "
+            f"{src('environment.exclude_newer')} |"
+        )
+    if env.python_constraints:
+        out.append(
+            f"| constraints | {len(env.python_constraints)} locked package(s) | "
+            f"{src('environment.python_constraints')} |"
+        )
+    if env.pythonpath:
+        out.append(
+            f"| PYTHONPATH (own package) | {':'.join(env.pythonpath)} | "
+            f"{src('environment.pythonpath')} |"
+        )
     out.append("")
     if env.python_requirements:
         out += ["Python requirements:", "", "```", *env.python_requirements, "```", ""]

@@ -184,3 +184,26 @@ def test_rendered_index_config_is_accepted_by_uv(tmp_path: Path) -> None:
     )
     # offline, torch cannot be resolved; what matters is that uv understood the settings
     assert "Failed to parse" not in got.stderr and "unknown field" not in got.stderr, got.stderr
+
+
+def test_guide_says_which_wheels_as_of_when_and_the_import_roots() -> None:
+    from reprobridge.artifacts.guide import GuideNotes, render_guide
+
+    data = sample_manifest_data()
+    data["environment"].update(
+        python_requirements=["torch==2.2.2"],
+        python_indexes=[],
+        exclude_newer="2024-03-01T00:00:00Z",
+        pythonpath=["src"],
+        python_constraints=["typing-extensions==4.5.0"],
+    )
+    for exp in data["experiments"].values():
+        exp["hardware"] = {"gpus": 0}
+    guide = render_guide(Manifest.model_validate(data), GuideNotes(), version="0")
+    assert (
+        "| torch wheels | `https://download.pytorch.org/whl/cpu` | no experiment needs a GPU"
+        in guide
+    )
+    assert "| packages as of | 2024-03-01T00:00:00Z (uv `exclude-newer`) |" in guide
+    assert "| constraints | 1 locked package(s) |" in guide
+    assert "| PYTHONPATH (own package) | src |" in guide
