@@ -238,6 +238,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     # Before any bundle exists or any environment is set up: `--sandbox on` on a machine
     # without a working bubblewrap fails here, leaving nothing to resume or clean up.
     sandboxed = _sandbox_choice(opts)
+    _check_operator_inputs(opts)
     evidence_root = root / EVIDENCE_DIR
     if opts.resume:
         bundle_path = _resume_path(evidence_root, opts.resume)
@@ -381,6 +382,42 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
     if not unfinished:
         raise AuditError("no unfinished audit to resume", path=str(evidence_root))
     return unfinished[-1]
+
+
+def _check_operator_inputs(opts: AuditOptions) -> None:
+    """Refuse a bad ``--sign`` key or ``--ro-bind`` path before any bundle exists: found
+    after the runs, they left a sealed unsigned bundle (which ``--resume`` refuses) or an
+    unsealed one (which blocks ``rb archive``)."""
+    from reprobridge.audit.sandbox import check_bind
+
+    if opts.sign_key is not None:
+        from reprobridge.evidence.sign import load_private_key
+
+        load_private_key(opts.sign_key)
+    for path in opts.extra_ro_binds:
+        if not path.exists():
+            raise AuditError(f"--ro-bind {path} does not exist")
+        check_bind(path)
+
+
+def _timeout_label(completed: Any, timeout_s: float) -> Any:
+    """``completed`` with a SIGKILL at or after the experiment's timeout labelled as the
+    timeout it is: the launcher's ``timeout`` TERMs the run, and KILLs it when it ignores
+    TERM, which ends the launcher with 137, otherwise read as "killed-9 (possible OOM)"."""
+    from reprobridge._proc.monitored import Termination
+
+    term = completed.termination
+    if term.kind != "killed" or completed.wall_s < timeout_s:
+        return completed
+    return dataclasses.replace(
+        completed,
+        termination=Termination(
+            "timeout",
+            term.returncode,
+            term.signal,
+            f"timeout after {timeout_s:g}s (TERM ignored; KILL after the launcher's grace)",
+        ),
+    )
 
 
 def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[Path]:
@@ -544,14 +581,27 @@ def _one_run(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
             )
         env = backend.after_setup(setup, workspace, ctx)
-        completed, peaks, run_env, executor_name, placement = _execute(
-            workspace, run, exp, opts, env, setup.ro_binds, run_dir, executor, interrupt
-        )
+        try:
+            completed, peaks, run_env, executor_name, placement = _execute(
+                workspace, run, exp, opts, env, setup.ro_binds, run_dir, executor, interrupt
+            )
+        except OSError as exc:
+            # The run's logs stream into the bundle; a full disk there ends the audit the
+            # way a failed evidence write does (run_monitored has killed the run, which is
+            # left unsealed, so --resume runs it again).
+            from reprobridge.evidence.errors import EvidenceError
+
+            raise EvidenceError(
+                f"could not write the run's logs ({exc.strerror or exc}); the run is left unsealed",
+                path=rel(run_dir),
+                hint=f"free some disk space, then rb audit --resume {bundle.path.name}",
+            ) from exc
         record["executor"] = executor_name
         if placement is not None:
             record["placement"] = _jsonable(placement)
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
+        completed = _timeout_label(completed, run.timeout_s)
         from reprobridge.audit.executors import workload_cpu
 
         cpu = workload_cpu(completed, peaks)

@@ -473,9 +473,7 @@ def interpreter_problem(python: str) -> str | None:
         return f"it does not run ({exc.message})"
     if result.returncode != 0:
         tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        return f"`{python} -c pass` exited {result.returncode}" + (
-            f" ({tail[0]})" if tail else ""
-        )
+        return f"`{python} -c pass` exited {result.returncode}" + (f" ({tail[0]})" if tail else "")
     return None
 
 

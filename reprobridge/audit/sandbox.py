@@ -270,7 +270,7 @@ def _homes() -> set[Path]:
     return {h.resolve() for h in homes}
 
 
-def _check_bind(path: Path) -> Path:
+def check_bind(path: Path) -> Path:
     """``path`` resolved, after refusing the home directory, its ancestors and secrets."""
     resolved = path.resolve()
     for home in _homes():
@@ -326,7 +326,7 @@ def wrap(
         )
     if not argv:
         raise ValueError("argv is empty")
-    workdir = _check_bind(spec.workdir)
+    workdir = check_bind(spec.workdir)
     if not workdir.is_dir():
         raise AuditError(f"sandbox work directory {spec.workdir} does not exist")
     out = [bwrap, "--unshare-all"]
@@ -355,7 +355,7 @@ def wrap(
     bound = [workdir]
     for flag, paths in (("--ro-bind", spec.ro_binds), ("--bind", spec.rw_binds)):
         for p in paths:
-            resolved = _check_bind(p)
+            resolved = check_bind(p)
             if not resolved.exists():
                 raise AuditError(f"sandbox bind {p} does not exist")
             out += [flag, str(resolved), str(resolved)]
