@@ -123,6 +123,15 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
             b.put(
                 f"{mp}.higher_is_better", bool(f.value["higher_is_better"]), f.sources(), "medium"
             )
+        if note:
+            # A percentage read as a fraction cannot leave [0, 1]: the report clips its
+            # confidence interval there (a mean of 0.99 ± 0.02 is not "up to 1.008").
+            b.put(
+                f"{mp}.range",
+                [0, 1],
+                [*f.sources(), "the paper gives it in percent: a fraction"],
+                "medium",
+            )
         b.put(f"{mp}.provenance", f"{where}{note}", f.sources(), "medium")
     claims: list[dict[str, str]] = []
     sources: list[str] = []

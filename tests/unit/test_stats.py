@@ -162,3 +162,18 @@ def test_the_judge_clips_to_the_manifest_range(tmp_path) -> None:
     stats = Stats.from_json(verdict.per_metric["acc"]["stats"])
     assert stats is not None and stats.range == (0.0, 1.0) and stats.clipped
     assert stats.ci95_clipped is not None and stats.ci95_clipped[1] == 1.0
+
+
+def test_rb_init_declares_the_range_of_a_percentage_from_the_paper(tmp_path) -> None:
+    """The example paper gives test accuracy in percent: rb init reads it as a fraction and
+    declares range = [0, 1] (a loss gets none), so the demo's interval cannot run to 1.008."""
+    from reprobridge.examples import copy_example
+    from reprobridge.initializer import init_repository
+    from reprobridge.manifest.io import load_manifest
+
+    repo = copy_example(tmp_path / "mixup-paper")
+    init_repository(repo, paper=repo / "paper.md", lock="never")
+    manifest, _ = load_manifest(repo / "reprobridge.toml")
+    metrics = manifest.experiments["mixup"].metrics
+    assert metrics["test_accuracy"].range == [0.0, 1.0]
+    assert metrics["train_loss"].range is None
