@@ -48,8 +48,9 @@ Rules:
 - Tier ``full`` judges the experiment's ``metrics`` (or ``tiers.full.metrics``). Tier
   ``smoke`` judges ``tiers.smoke.metrics`` when present; otherwise the experiment's metrics
   only have to exist and be finite.
-- Declared ``outputs`` must exist (relative to the workdir); a declared ``sha256`` is
-  compared in tier ``full`` only.
+- Declared ``outputs`` must exist (relative to the workdir): a file, or a directory with at
+  least one file in it; a declared ``sha256`` (a directory's: the tree hash of
+  ``reprobridge.audit.datasets``) is compared in tier ``full`` only.
 
 Output: one line per metric and output, then ``verdict: PASS`` or ``verdict: FAIL``.
 Exit status 0 (pass), 1 (fail), 2 (usage error: bad arguments or an unreadable spec).
@@ -499,6 +500,21 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _tree_sha256(directory: Path) -> str:
+    """The tree hash of ``reprobridge.audit.datasets.tree_sha256`` (this file stays
+    standalone): SHA-256 of ``<sha256 of the file>  <relative path>\n`` per regular file,
+    sorted by the path's bytes."""
+    lines = sorted(
+        (p.relative_to(directory).as_posix().encode(), _sha256(p))
+        for p in directory.rglob("*")
+        if p.is_file()
+    )
+    digest = hashlib.sha256()
+    for rel, file_hex in lines:
+        digest.update(file_hex.encode() + b"  " + rel + b"\n")
+    return digest.hexdigest()
+
+
 def check_experiment(
     spec: Mapping[str, Any], tier: str, log_text: str, workdir: str
 ) -> list[CheckResult]:
@@ -522,12 +538,16 @@ def check_experiment(
     for output in spec.get("outputs") or []:
         rel = output.get("path", "")
         full = Path(workdir, rel)
-        if not full.is_file():
+        is_dir = full.is_dir()
+        if not (full.is_file() or is_dir):
             results.append(CheckResult(rel, False, f"FAIL output {rel}: missing"))
+            continue
+        if is_dir and not any(p.is_file() for p in full.rglob("*")):
+            results.append(CheckResult(rel, False, f"FAIL output {rel}: an empty directory"))
             continue
         want = output.get("sha256")
         if want and tier == "full":
-            got = _sha256(full)
+            got = _tree_sha256(full) if is_dir else _sha256(full)
             if got != want:
                 line = f"FAIL output {rel}: sha256 {got} (expected {want})"
                 results.append(CheckResult(rel, False, line))

@@ -71,7 +71,27 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
     ]
     if "smoke" in exp.tiers:
         out.append(f"nix run .#reproduce-{exp_id} -- --tier smoke   # minutes on a CPU")
-    out += [f"bash repro/launchers/{exp_id}.sh             # inside `nix develop`", "```", ""]
+    out += [
+        f"bash repro/launchers/{exp_id}.sh             # inside `nix develop`, or after `uv sync`",
+        "```",
+        "",
+    ]
+    smoke = exp.tiers.get("smoke")
+    if smoke is None:
+        out += [
+            "No smoke tier: rb found no parameter that bounds this run (epochs, steps,",
+            "iterations) and can be set from its command line, so `rb audit --tier smoke`",
+            f"skips it. Add `[experiments.{exp_id}.tiers.smoke]` with `params` or `args` that",
+            "shorten the run to a few CPU minutes.",
+            "",
+        ]
+    elif smoke.args:
+        out += [
+            "The smoke tier appends "
+            + " ".join(f"`{_esc(a)}`" for a in smoke.args)
+            + " to the command.",
+            "",
+        ]
     rows = [
         ("command", f"`{exp.command}`"),
         ("seeds", ", ".join(map(str, exp.seeds))),
@@ -150,8 +170,14 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         "rb audit --runs 3                    # independent audit: runs, evidence, verdicts",
         "```",
         "",
-        "Without Nix, the launchers run in any shell that has the Python packages of",
-        "`repro/python/` installed (`uv sync --project repro/python`), but that run is not hermetic.",
+        "Without Nix, create the Python environment from the lock, then run a launcher: it",
+        "uses `repro/python/.venv` (or the virtual environment you activated). Such a run is",
+        "not hermetic.",
+        "",
+        "```bash",
+        "uv sync --project repro/python       # creates repro/python/.venv",
+        f"bash repro/launchers/{next(iter(manifest.experiments), '<exp>')}.sh",
+        "```",
         "",
         "## Environment",
         "",

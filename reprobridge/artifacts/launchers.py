@@ -3,8 +3,11 @@
 A launcher changes to the repository root (found from its own location), then to the
 experiment's workdir, picks the tier's parameter values, seed, timeout and extra arguments
 (a tier's ``args``, appended to the command), and runs the manifest's command under
-coreutils ``timeout``. The flake's ``reproduce-<exp>`` app runs it
-inside the pinned environment; it also runs by hand (``bash repro/launchers/exp3.sh``).
+coreutils ``timeout`` with unbuffered Python output (``PYTHONUNBUFFERED=1``, so a run
+killed at its timeout still leaves its log). It uses ``repro/python/.venv`` when that
+exists and no virtual environment is active, and where the machine has ``python3`` but
+no ``python`` (stock Debian) it puts a ``python`` link to ``python3`` first on ``PATH``.
+The flake's ``reproduce-<exp>`` app runs it inside the pinned environment; it also runs by hand (``bash repro/launchers/exp3.sh``).
 
 The command is shell words with ``{seed}`` and ``{param}`` placeholders. Two renderings:
 
@@ -305,6 +308,7 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         "esac",
         "",
         'cd "$(dirname "${BASH_SOURCE[0]}")/../.."',
+        "rb_root=$PWD",
     ]
     if manifest.environment.pythonpath:
         # The repository's own package imports from any workdir (environment.pythonpath;
@@ -317,6 +321,22 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         lines.append(f"cd {shlex.quote(exp.workdir)}")
     lines += [
         "",
+        "# The pinned Python packages: use repro/python's venv when it exists and no",
+        "# environment is active (`nix develop` and `rb audit` activate one themselves).",
+        'if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$rb_root/repro/python/.venv/bin/python" ]; then',
+        '  export VIRTUAL_ENV="$rb_root/repro/python/.venv"',
+        '  PATH="$VIRTUAL_ENV/bin:$PATH"',
+        "fi",
+        "# Stock Debian has no `python`, only `python3`: give commands the name they use.",
+        "if ! command -v python >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then",
+        '  if rb_shim=$(mktemp -d "${TMPDIR:-/tmp}/rb-python.XXXXXX" 2>/dev/null) &&',
+        '    ln -s "$(command -v python3)" "$rb_shim/python"; then',
+        '    PATH="$rb_shim:$PATH"',
+        "  fi",
+        "fi",
+        "export PATH",
+        "# Unbuffered output: a run killed at its timeout still leaves its log.",
+        "export PYTHONUNBUFFERED=1",
         "export PYTHONHASHSEED=0",
         f"export RB_EXPERIMENT={shlex.quote(exp_id)}",
         'export RB_TIER="$tier"',

@@ -14,6 +14,9 @@ host. Contract of :func:`collect_files`:
   relative, normalised paths without ``..``; :func:`~reprobridge.manifest.schema.check_rel_path`
   is applied again here, so a caller cannot pass anything else), created inside the bundle
   directory ``dest`` that the auditor made;
+* a declared *directory* is copied file by file the same way (``scandir`` on its fd,
+  ``openat`` per entry): regular files only, links and special files skipped and reported,
+  at most :data:`MAX_TREE_FILES` files;
 * nothing raises for what the run left behind: every path that was not copied is returned
   with the reason, for the run's record.
 """
@@ -53,11 +56,12 @@ def _describe(dir_fd: int, name: str, shown: str) -> str:
     return f"refused: {shown} is not a regular file"
 
 
-def open_confined(root: Path, rel: str) -> int:
+def open_confined(root: Path, rel: str, *, directories: bool = False) -> int:
     """A read-only fd of the regular file ``root/rel``, reached without following links.
 
-    ``root`` itself must not be a symlink either. Raises :class:`Refused` with the reason
-    (``missing``, ``refused: a is a symlink (never followed)``, ...).
+    With ``directories``, a directory there is accepted too (the caller tells them apart
+    with ``fstat``). ``root`` itself must not be a symlink either. Raises :class:`Refused`
+    with the reason (``missing``, ``refused: a is a symlink (never followed)``, ...).
     """
     try:
         rel = check_rel_path(rel)
@@ -82,7 +86,8 @@ def open_confined(root: Path, rel: str) -> int:
                 raise Refused(f"{shown} cannot be read ({exc.strerror or exc})") from None
             os.close(fd)
             fd = nxt
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISREG(mode) or (directories and stat.S_ISDIR(mode))):
             raise Refused(f"refused: {rel} is not a regular file")
         os.set_blocking(fd, True)
         result, fd = fd, -1
@@ -90,6 +95,54 @@ def open_confined(root: Path, rel: str) -> int:
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+#: The reason's prefix for a directory copied without some of its entries.
+PARTLY_COPIED = "partly copied"
+#: Files copied at most from one declared output directory.
+MAX_TREE_FILES = 10_000
+
+
+def _copy_tree(dir_fd: int, target: Path, budget: list[int]) -> list[str]:
+    """Copy the regular files under the directory ``dir_fd`` to ``target``, never following
+    a link; returns what was skipped (links, special files, past :data:`MAX_TREE_FILES`)."""
+    skipped: list[str] = []
+    target.mkdir(exist_ok=True)
+    with os.scandir(dir_fd) as entries:
+        names = sorted(e.name for e in entries)
+    for name in names:
+        shown = f"{target.name}/{name}"
+        try:
+            st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+        except OSError:
+            skipped.append(f"{shown} vanished")
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+            try:
+                skipped += _copy_tree(sub, target / name, budget)
+            finally:
+                os.close(sub)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            skipped.append(f"{shown} is a link or not a regular file (never followed)")
+            continue
+        if budget[0] <= 0:
+            skipped.append(f"{shown}: more than {MAX_TREE_FILES} files")
+            continue
+        budget[0] -= 1
+        fd = os.open(name, _FILE_FLAGS, dir_fd=dir_fd)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped since the lstat
+                skipped.append(f"{shown} is not a regular file")
+                continue
+            os.set_blocking(fd, True)
+            with contextlib.suppress(FileNotFoundError):
+                (target / name).unlink()
+            _copy_fd(fd, target / name)
+        finally:
+            os.close(fd)
+    return skipped
 
 
 def _copy_fd(src_fd: int, target: Path) -> None:
@@ -122,13 +175,22 @@ def collect_files(workspace: Path, workdir: str, rels: Iterable[str], dest: Path
             refused[rel] = f"refused: {exc}"
             continue
         try:
-            src_fd = open_confined(workspace, rel if workdir == "." else f"{workdir}/{rel}")
+            src_fd = open_confined(
+                workspace, rel if workdir == "." else f"{workdir}/{rel}", directories=True
+            )
         except Refused as exc:
             refused[rel] = str(exc)
             continue
         target = dest / rel
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
+            if stat.S_ISDIR(os.fstat(src_fd).st_mode):
+                skipped = _copy_tree(src_fd, target, [MAX_TREE_FILES])
+                if skipped:
+                    refused[rel] = f"{PARTLY_COPIED}: {skipped[0]}" + (
+                        f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+                    )
+                continue
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()  # a re-run of a set-aside run; never write through it
             _copy_fd(src_fd, target)

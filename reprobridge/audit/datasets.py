@@ -134,15 +134,18 @@ def check_dataset(
     root: Path,
     *,
     hash_undeclared: bool = False,
+    obtainable: bool = False,
 ) -> DatasetCheck:
     """Check one dataset at ``root / path`` against ``expected`` (see the module docstring).
 
-    Without ``expected`` the dataset is ok and unverified; ``hash_undeclared`` still hashes
-    it (for the evidence; it may be slow on large datasets).
+    Without ``expected`` a present dataset is ok and unverified; ``hash_undeclared`` still
+    hashes it (for the evidence; it may be slow on large datasets). A declared ``path``
+    that is absent is missing — not ok — unless the run can obtain it (``obtainable``: the
+    dataset has a URL or a library name, or the code generates it).
     """
-    if expected is None and not (hash_undeclared and path):
-        return DatasetCheck(dataset_id, path, None, None, True, UNVERIFIED)
     if not path:
+        if expected is None:
+            return DatasetCheck(dataset_id, None, None, None, True, UNVERIFIED)
         return DatasetCheck(
             dataset_id, None, expected, None, False, "a sha256 is declared but no `path` to check"
         )
@@ -150,9 +153,15 @@ def check_dataset(
     # is_file/is_dir follow links and are false for FIFOs and devices, which are never opened.
     if not (full.is_file() or full.is_dir()):
         what = "does not exist" if not os.path.lexists(full) else "is not a file or directory"
-        ok = expected is None
-        reason = f"{path} {what}" + (f"; {UNVERIFIED}" if ok else "")
-        return DatasetCheck(dataset_id, path, expected, None, ok, reason)
+        if expected is None and obtainable:
+            reason = f"{path} {what} yet (the run downloads or generates it); {UNVERIFIED}"
+            return DatasetCheck(dataset_id, path, None, None, True, reason)
+        reason = f"{path} {what}"
+        if expected is None:
+            reason += ": missing (no URL, library name or generator to obtain it)"
+        return DatasetCheck(dataset_id, path, expected, None, False, reason)
+    if expected is None and not hash_undeclared:
+        return DatasetCheck(dataset_id, path, None, None, True, UNVERIFIED)
     try:
         kind, actual, files, size = _hash(full)
     except OSError as exc:
@@ -189,6 +198,7 @@ def check_datasets(
                 dataset.sha256,
                 root,
                 hash_undeclared=hash_undeclared,
+                obtainable=bool(dataset.url or dataset.name or dataset.generated),
             )
         )
     return checks

@@ -29,6 +29,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reprobridge.artifacts import check
+from reprobridge.audit.collect import PARTLY_COPIED
+from reprobridge.audit.datasets import tree_sha256
 from reprobridge.errors import AuditError
 from reprobridge.evidence.hashing import sha256_file
 from reprobridge.manifest.schema import Experiment
@@ -177,23 +179,37 @@ def _output_record(
         "ok": False,
         "reason": "missing",
     }
-    if refused:
+    if refused and not refused.startswith(PARTLY_COPIED):
         record["reason"] = refused  # the auditor would not copy it (a symlink, not a file)
         return record
     # The copies are the auditor's; a link among them was not made by it: never follow one.
     if full.is_symlink():
         record["reason"] = "refused: a symlink among the copies (never followed)"
         return record
+    if full.is_dir():
+        # A declared directory (plots/, checkpoints/): its files, by the datasets' tree hash.
+        try:
+            digest, files, size = tree_sha256(full)
+        except OSError as exc:
+            record.update(exists=True, reason=f"cannot be read ({exc.strerror or exc})")
+            return record
+        record.update(exists=True, kind="directory", files=files, sha256=digest, size=size)
+        if refused:
+            record["note"] = refused
+        if not files:
+            record["reason"] = "an empty directory"
+            return record
     # is_file is false for FIFOs and devices, which must never be opened.
-    if not full.is_file():
+    elif not full.is_file():
         return record
-    record["exists"] = True
-    try:
-        digest, size = sha256_file(full)
-    except OSError as exc:
-        record["reason"] = f"cannot be read ({exc.strerror or exc})"
-        return record
-    record.update(sha256=digest, size=size)
+    else:
+        record["exists"] = True
+        try:
+            digest, size = sha256_file(full)
+        except OSError as exc:
+            record["reason"] = f"cannot be read ({exc.strerror or exc})"
+            return record
+        record.update(sha256=digest, size=size)
     if expected and compare and digest != expected:
         record["reason"] = f"sha256 {digest} (expected {expected})"
         return record

@@ -135,10 +135,19 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             echo(f"               ... and {len(dropped) - 5} more")
     for claim in m.claims:
         echo(f"  claim        {claim.expr}")
+    unmatched = result.merge.unmatched_targets
+    if unmatched:
+        # Every one: a paper number left unattached is a target the audit will not judge.
+        echo(
+            style(
+                f"Paper numbers not matched to an experiment metric ({len(unmatched)})", bold=True
+            )
+        )
+        for u in unmatched:
+            echo(f"  - {u}")
     notes = [
         *(f"conflict: {c}" for c in result.merge.conflicts),
         *(f"undeclared import: {f}" for f in result.merge.flagged_imports),
-        *(f"not matched: {u}" for u in result.merge.unmatched_targets),
         *result.merge.warnings,
         *(f"kept your edit: {k}" for k in (result.refresh.kept_edits if result.refresh else [])),
     ]

@@ -157,9 +157,22 @@ NOT_METRIC_WORDS = re.compile(
 )
 
 
+#: Label words that make a name a setting even beside a metric word (``loss_weight``,
+#: ``score_threshold``, ``loss_fn``): hyperparameters, not results.
+SETTING_WORDS = re.compile(
+    r"(?:^|[^a-z])(?:weight|weights|coef|coeff|coefficient|scale|scaling|threshold|thresh|"
+    r"lambda|alpha|beta|gamma|temperature|temp|margin|clip|size|dim|window|eps|epsilon|"
+    r"factor|fn|func|function|type|name|mode|kind|config|cfg|path|dir|file|smoothing|"
+    r"patience|interval|freq|frequency|every|warmup|schedule|scheduler|decay|momentum|"
+    r"layers?|heads?|vocab|block|embd|embed|hidden)(?:$|[^a-z])"
+)
+
+
 def looks_like_metric(label: str) -> bool:
-    """True when ``label`` names a result (accuracy, loss, F1, BLEU...)."""
-    return bool(METRIC_WORDS.search(" " + label.lower().replace("_", " ") + " "))
+    """True when ``label`` names a result (accuracy, loss, F1, BLEU...) and not a setting
+    (``loss_weight``, ``block_size``: :data:`SETTING_WORDS`)."""
+    text = " " + label.lower().replace("_", " ") + " "
+    return bool(METRIC_WORDS.search(text)) and not SETTING_WORDS.search(text)
 
 
 def is_counter_label(label: str) -> bool:

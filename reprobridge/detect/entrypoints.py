@@ -32,7 +32,7 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
-from reprobridge.detect._pyast import import_map, main_guard
+from reprobridge.detect._pyast import call_name, import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.index import RepoIndex
@@ -249,7 +249,7 @@ class EntryPointsDetector(Detector):
         if base is None or base in taken or stem in _GENERIC_STEMS:
             base = slugify(f"{parent}-{stem}" if parent else stem) or base or "entrypoint"
         exp_id = unique_id(base, taken)
-        docstring = ast.get_docstring(tree) or ""
+        docstring = ast.get_docstring(tree) or _parser_description(tree, imports)
         line = guard.lineno if guard is not None else 1
         return Finding(
             kind="experiment",
@@ -315,3 +315,15 @@ def _import_time_work(tree: ast.Module) -> tuple[int, str] | None:
 def _top_call(stmt: ast.stmt) -> ast.Call | None:
     value = stmt.value if isinstance(stmt, ast.Expr | ast.Assign | ast.AnnAssign) else None
     return value if isinstance(value, ast.Call) else None
+
+
+def _parser_description(tree: ast.Module, imports: dict[str, str]) -> str:
+    """The ``description=`` of the file's ``argparse.ArgumentParser``, or ""."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and (call_name(node, imports) or "").endswith(
+            "ArgumentParser"
+        ):
+            for kw in node.keywords:
+                if kw.arg == "description" and isinstance(kw.value, ast.Constant):
+                    return str(kw.value.value) if isinstance(kw.value.value, str) else ""
+    return ""

@@ -13,9 +13,10 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
   ``print("acc=%.3f" % a)``, ``"acc={}".format(a)``, ``logger.info("loss=%f", l)``,
   ``tqdm.write``/``click.echo``/``accelerator.print`` — become ``{"regex": ...}`` sources
   matching the printed label and separator and capturing the number (negatives and
-  exponents included, see :data:`~reprobridge.detect._text.NUMBER`). A label with ``:`` or
-  ``=`` counts unless it is a progress counter (epoch, step, lr, time...); a label without
-  one only when it names a result (acc, loss, F1...).
+  exponents included, see :data:`~reprobridge.detect._text.NUMBER`). A label counts only
+  when it names a result (acc, loss, F1, BLEU, perplexity...) and not a setting
+  (``block_size``, ``vocab_size``, ``loss_weight``); progress counters (epoch, step, lr,
+  time...) never do.
 * keys of a dict dumped with ``json.dump`` to a literal file — a dict literal, or a name
   built in the same function from a literal, ``d["k"] = ...`` or ``d.update(...)`` —
   become ``{"file": path, "key": dotted key}`` sources; within one file such a source is
@@ -184,8 +185,8 @@ def printed_metrics(tokens: list[Token]) -> list[tuple[str, str, bool]]:
             continue
         sep = match.group("sep")
         result = looks_like_metric(label)
-        if not sep and not result:
-            continue
+        if not result:
+            continue  # block_size: 8, vocab_size: 65 are settings, not results
         found.append((label, label_regex(label, sep), result))
     return found
 
@@ -349,8 +350,8 @@ class OutputsMetricsDetector(Detector):
             for key in keys:
                 leaf = key.rsplit(".", 1)[-1]
                 result = looks_like_metric(leaf)
-                if is_counter_label(leaf.replace("_", " ")) and not result:
-                    continue
+                if not result:
+                    continue  # a setting dumped beside the results (lr, batch_size)
                 name = metric_name(key)
                 if name is None:
                     continue

@@ -19,7 +19,9 @@ appears in several files (translated READMEs) is reported once, with every place
 evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
 
 The top-level README's mentions of scripts and notebooks (in prose, links or code) become
-``mention`` findings (key: the file), which the merge uses to rank experiment candidates.
+``mention`` findings (key: the file), which the merge uses to rank experiment candidates;
+its sentences about results ("This reproduces the ... row of Table 2") become
+``reproduces`` findings, whose words help match paper table rows to experiments.
 """
 
 from __future__ import annotations
@@ -335,6 +337,44 @@ def _mentions(index: RepoIndex) -> list[Finding]:
     ]
 
 
+_SENTENCE_RE = re.compile(r"[^.!?\n]*(?:\.(?=\d)[^.!?\n]*)*(?:[.!?](?!\d)|$)")
+_RESULT_REF_RE = re.compile(
+    r"\b(?:tables?|tab\.|figures?|fig\.|rows?|reproduc\w*|results?)\b", re.I
+)
+
+
+def _reproduces(index: RepoIndex) -> list[Finding]:
+    """``reproduces`` findings: sentences of the top-level README that say which paper
+    result the code gives ("This reproduces the logistic-regression row of Table 2"), whose
+    words the merge uses to match paper table rows to experiments."""
+    readme = next((p for p in _doc_files(index) if "/" not in p), None)
+    text = index.try_read_text(readme) if readme else None
+    if readme is None or text is None:
+        return []
+    found: list[Finding] = []
+    in_fence = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if _FENCE_RE.match(line):
+            in_fence = not in_fence
+            continue
+        if in_fence or line.startswith(("    ", "\t", "#", "|")):
+            continue
+        for sentence in _SENTENCE_RE.findall(line):
+            sentence = _clean_heading(sentence).strip()
+            if len(sentence) > 12 and _RESULT_REF_RE.search(sentence):
+                found.append(
+                    Finding(
+                        kind="reproduces",
+                        key=f"{readme}:{number}",
+                        value={"text": sentence[:300]},
+                        evidence=(Evidence(readme, number),),
+                        detector=ReadmeCommandsDetector.name,
+                        confidence="medium",
+                    )
+                )
+    return found
+
+
 def _doc_files(index: RepoIndex) -> list[str]:
     readmes = [
         p
@@ -384,7 +424,7 @@ class ReadmeCommandsDetector(Detector):
                         continue
                     seen[key] = cmd
                     commands.append(cmd)
-        return self._findings(index, commands) + _mentions(index)
+        return self._findings(index, commands) + _mentions(index) + _reproduces(index)
 
     def _findings(self, index: RepoIndex, commands: list[_Command]) -> list[Finding]:
         per_heading: dict[tuple[str, str], int] = {}

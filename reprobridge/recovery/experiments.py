@@ -246,6 +246,21 @@ def _reduced_variant(
     return None
 
 
+def _entry_description(by_kind: dict[str, list[Finding]], entry: str) -> Finding | None:
+    """The entry point's own finding when it has a description (its docstring or its
+    argparse ``description``): a README command often has no heading of its own."""
+    return next(
+        (
+            x
+            for x in by_kind["experiment"]
+            if x.detector == "entrypoints"
+            and x.value.get("entry") == entry
+            and x.value.get("description")
+        ),
+        None,
+    )
+
+
 def _for_entry(findings: list[Finding], entry: str) -> list[Finding]:
     return [f for f in findings if f.value.get("entry") == entry]
 
@@ -318,8 +333,14 @@ def _one_experiment(
                     f"experiments.{exp_id}.params.{name}"
                 )
     b.put(f"{p}.command", command, src, f.confidence)
-    if f.value.get("description"):
-        b.put(f"{p}.description", str(f.value["description"]), src, f.confidence)
+    described = f if f.value.get("description") else _entry_description(by_kind, entry)
+    if described is not None:
+        b.put(
+            f"{p}.description",
+            str(described.value["description"]),
+            described.sources(),
+            described.confidence,
+        )
     if kind in {"script", "module", "notebook", "make", "shell"}:
         b.put(f"{p}.kind", kind, src, f.confidence)
     workdir = clean_rel_path(str(f.value.get("workdir") or "."))

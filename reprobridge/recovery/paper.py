@@ -46,6 +46,74 @@ def _match(label: str, options: dict[str, set[str]]) -> str | None:
     return scored[0][1]
 
 
+_ROW_PARAM_RE = re.compile(
+    r"\b([A-Za-z_][\w.-]*)\s*[=:]\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?|[A-Za-z][\w.-]*)"
+)
+
+
+def _same(a: object, b: str) -> bool:
+    try:
+        return abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(b)))  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(a).lower() == b.lower()
+
+
+def _match_row(label: str, exp_tokens: dict[str, set[str]], exps: dict[str, Any]) -> str | None:
+    """The experiment a table row names, by shared words and by parameter values.
+
+    ``name=value`` pairs in the label ("Logistic regression (C=0.5)") count as the
+    parameter's name when the experiment's ``params`` hold that value, and rule the
+    experiment out when they hold another one.
+    """
+    pairs = _ROW_PARAM_RE.findall(label)
+    if not pairs:
+        return _match(label, exp_tokens)
+    rest = _ROW_PARAM_RE.sub(" ", label)
+    options: dict[str, set[str]] = {}
+    for exp, tokens in exp_tokens.items():
+        params = {str(k).lower(): v for k, v in exps[exp].get("params", {}).items()}
+        extra: set[str] = set()
+        conflict = False
+        for name, value in pairs:
+            key = name.lower().replace("-", "_").replace(".", "_")
+            if key in params:
+                if not _same(params[key], value):
+                    conflict = True
+                    break
+                extra.add(f"param:{key}")
+        if not conflict:
+            options[exp] = tokens | extra
+    want = _tokens(rest) | {
+        f"param:{n.lower().replace('-', '_').replace('.', '_')}" for n, _ in pairs
+    }
+    scored = sorted(((len(want & t) / len(want), k) for k, t in options.items()), reverse=True)
+    if not scored or scored[0][0] < 0.5 or (len(scored) > 1 and scored[1][0] == scored[0][0]):
+        return None
+    return scored[0][1]
+
+
+def _readme_sentences(exps: dict[str, Any], sentences: list[Finding]) -> dict[str, set[str]]:
+    """Words of the README's sentences about results, per experiment they belong to: one
+    that names the experiment (its id or script), else the only experiment there is."""
+    out: dict[str, set[str]] = {}
+    for f in sentences:
+        text = str(f.value.get("text", ""))
+        words = _tokens(text)
+        named = [
+            e
+            for e, d in exps.items()
+            if e in text
+            or any(
+                w.endswith(".py") and w.rsplit("/", 1)[-1] in text
+                for w in str(d.get("command", "")).split()
+            )
+        ]
+        owners = named if named else (list(exps) if len(exps) == 1 else [])
+        for e in owners:
+            out.setdefault(e, set()).update(words)
+    return out
+
+
 def _seeds_in(caption: str) -> list[int] | None:
     """Seeds a table caption names: "seeds 0-2", "seeds 0, 1 and 2", "over 3 seeds" (0..2)."""
     m = re.search(r"seeds?\s+(\d+)\s*(?:-|–|to|\.\.)\s*(\d+)", caption, re.I)
@@ -69,11 +137,13 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         | {t for v in d.get("params", {}).values() if isinstance(v, str) for t in _tokens(v)}
         for e, d in exps.items()
     }
+    for e, words in _readme_sentences(exps, by_kind["reproduces"]).items():
+        exp_tokens[e] |= words
     row_to_exp: dict[str, str | None] = {}
     seeded: set[str] = set()
     for f in sorted(by_kind["target"], key=lambda f: f.sources()):
         row, col = str(f.value["row"]), str(f.value["column"])
-        exp = row_to_exp.setdefault(row, _match(row, exp_tokens))
+        exp = row_to_exp.setdefault(row, _match_row(row, exp_tokens, exps))
         metrics = exps.get(exp, {}).get("metrics", {}) if exp else {}
         metric = _match(col, {m: _tokens(m) for m in metrics}) if metrics else None
         where = f"{', '.join(f.sources())} ({f.value.get('table', 'table')}, row {row!r}, column {col!r})"

@@ -255,3 +255,47 @@ def test_pythonpath_entries_are_plain_relative_paths() -> None:
         data["environment"]["pythonpath"] = [bad]
         with pytest.raises(ValueError, match="pythonpath"):
             Manifest.model_validate(data)
+
+
+def _run_with_path(tmp_path: Path, manifest: Manifest, bin_dir: Path) -> str:
+    launcher = tmp_path / "repo/repro/launchers/e.sh"
+    launcher.parent.mkdir(parents=True, exist_ok=True)
+    launcher.write_text(render_launcher(manifest, "e", version=VERSION))
+    (tmp_path / "repo/argv.py").write_text(
+        "import os, sys; print('RB', os.environ.get('PYTHONUNBUFFERED'), "
+        "os.environ.get('VIRTUAL_ENV', '-'), sys.argv[1:])"
+    )
+    out = subprocess.run(
+        ["bash", str(launcher)],
+        cwd=tmp_path,
+        env={"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": str(tmp_path), "TMPDIR": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+@pytest.mark.skipif(
+    Path("/usr/bin/python").exists() or Path("/bin/python").exists(),
+    reason="needs a machine without `python` on the system PATH (stock Debian)",
+)
+def test_python_means_python3_where_only_python3_exists(tmp_path: Path) -> None:
+    """Issue 9: commands that say `python` exited 127 on stock Debian."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "python3").symlink_to(sys.executable)
+    out = _run_with_path(tmp_path, manifest_with("python argv.py --x 1"), bin_dir)
+    assert "RB 1 - ['--x', '1']" in out  # PYTHONUNBUFFERED=1, no venv
+
+
+def test_the_repro_venv_is_used_when_no_environment_is_active(tmp_path: Path) -> None:
+    venv_bin = tmp_path / "repo/repro/python/.venv/bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "python").symlink_to(sys.executable)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = _run_with_path(tmp_path, manifest_with("python argv.py"), empty)
+    assert f"RB 1 {tmp_path / 'repo/repro/python/.venv'} []" in out

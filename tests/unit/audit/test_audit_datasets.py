@@ -119,13 +119,34 @@ def test_mismatch_and_missing_are_not_ok(tmp_path: Path) -> None:
 
 def test_no_checksum_is_ok_but_unverified(tmp_path: Path) -> None:
     (tmp_path / "d.bin").write_bytes(b"x")
-    m = manifest({"a": {"path": "d.bin"}, "b": {"name": "CIFAR10"}, "c": {"path": "gone"}})
+    m = manifest(
+        {
+            "a": {"path": "d.bin"},
+            "b": {"name": "CIFAR10"},
+            "c": {"path": "data/cifar", "url": "https://example.org/cifar.tgz"},
+        }
+    )
     checks = check_datasets(m, "exp", tmp_path)
-    assert [(c.ok, c.reason, c.actual_sha256) for c in checks] == [(True, UNVERIFIED, None)] * 3
+    assert [(c.ok, c.actual_sha256) for c in checks] == [(True, None)] * 3
+    assert [c.reason for c in checks[:2]] == [UNVERIFIED] * 2
+    # absent but obtainable by the run (a URL, a library name, generated): not missing
+    assert (
+        checks[2].reason
+        == f"data/cifar does not exist yet (the run downloads or generates it); {UNVERIFIED}"
+    )
     a, b, c = check_datasets(m, "exp", tmp_path, hash_undeclared=True)
     assert a.ok and a.actual_sha256 == hashlib.sha256(b"x").hexdigest() and a.reason == UNVERIFIED
     assert b.ok and b.actual_sha256 is None
-    assert c.ok and c.reason == f"gone does not exist; {UNVERIFIED}"
+    assert c.ok
+
+
+def test_a_missing_dataset_folder_is_missing_not_unverified(tmp_path: Path) -> None:
+    """Issue 9: a dataset folder that is not there was reported "ok (unverified)"."""
+    [c] = check_datasets(manifest({"a": {"path": "data/shakespeare"}}), "exp", tmp_path)
+    assert not c.ok
+    assert c.reason == (
+        "data/shakespeare does not exist: missing (no URL, library name or generator to obtain it)"
+    )
 
 
 def test_unknown_experiment(tmp_path: Path) -> None:

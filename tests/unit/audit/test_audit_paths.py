@@ -252,3 +252,19 @@ def test_json_schema_pattern_agrees_with_the_validator(text: str) -> None:
     except ValueError:
         accepted = False
     assert bool(re.fullmatch(REL_PATH_PATTERN, text)) == accepted
+
+
+def test_collect_files_copies_a_directory_without_following_links(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    (ws / "plots" / "sub").mkdir(parents=True)
+    (ws / "plots" / "a.png").write_text("a")
+    (ws / "plots" / "sub" / "b.png").write_text("b")
+    (tmp_path / "secret").write_text("secret")
+    (ws / "plots" / "leak").symlink_to(tmp_path / "secret")
+    dest = tmp_path / "dest"
+    dest.mkdir()
+    refused = collect_files(ws, ".", ["plots"], dest)
+    assert (dest / "plots" / "a.png").read_text() == "a"
+    assert (dest / "plots" / "sub" / "b.png").read_text() == "b"
+    assert not (dest / "plots" / "leak").exists()
+    assert refused["plots"].startswith("partly copied: plots/leak is a link")

@@ -103,3 +103,26 @@ def test_main_maps_errors_in_process(tmp_path: Path, capsys: pytest.CaptureFixtu
         main(["init", str(tmp_path)])
     assert exc.value.code == 4
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_init_summary_warns_without_experiment_and_lists_unmatched_paper_numbers(
+    make_repo,
+) -> None:
+    """Issue 9: zero experiments passed without a word; unmatched paper numbers were cut."""
+    root = make_repo(
+        {
+            "lib/__init__.py": "",
+            "lib/ops.py": "def f():\n    return 1\n\nif __name__ == '__main__':\n    f()\n",
+            "paper.md": "| Model | Acc |\n|---|---|\n"
+            + "".join(f"| m{i} | 0.{i}1 |\n" for i in range(25)),
+        }
+    )
+    out = rb("init", str(root), "--no-lock", "--paper", str(root / "paper.md"))
+    assert out.returncode == 0, out.stderr
+    assert "experiment   none found" in out.stdout
+    assert "lib/ops.py: has a __main__ block but neither" in out.stdout
+    assert "no experiment found" in out.stdout
+    assert "Paper numbers not matched to an experiment metric (25)" in out.stdout
+    assert "0.241 at paper.md" in out.stdout  # the 25th: every one is listed
+    guide = (root / "REPRODUCE.md").read_text()
+    assert "## Other candidates" in guide and "lib/ops.py" in guide

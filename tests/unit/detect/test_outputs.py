@@ -29,7 +29,7 @@ def test_printed_regexes_match_what_the_program_prints() -> None:
         'print(f"[eval] Top-1 Acc: {a:.2f}%")': "[eval] Top-1 Acc: -12.50%",
         'print("mIoU", miou, sep="=")': "mIoU=3e-2",
         'logging.getLogger().info("step %d: val loss %.4f", s, l)': "step 3: val loss 0.1234",
-        'print(f"Épreuve précision={p}")': "Épreuve précision=0.5",
+        'print(f"Épreuve top1={p}")': "Épreuve top1=0.5",
     }
     for src, printed in cases.items():
         found = metrics_of(src)
@@ -38,6 +38,13 @@ def test_printed_regexes_match_what_the_program_prints() -> None:
         match = re.search(regex, printed)
         assert match is not None, (src, regex)
         float(match.group(1))
+
+
+def test_settings_printed_with_a_separator_are_not_metrics() -> None:
+    """Issue 9: block_size and vocab_size were taken as metrics."""
+    assert metrics_of('print(f"block_size: {b} vocab_size: {v} n_embd={n}")') == []
+    assert metrics_of('print(f"loss_weight={w} score_threshold: {t}")') == []
+    assert [m[0] for m in metrics_of('print(f"vocab size {v} val loss: {l:.4f}")')] == ["val loss"]
 
 
 def test_counters_and_unlabelled_values_are_not_metrics() -> None:

@@ -37,8 +37,25 @@ case "$seed" in
 esac
 
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+rb_root=$PWD
 cd baselines/v1
 
+# The pinned Python packages: use repro/python's venv when it exists and no
+# environment is active (`nix develop` and `rb audit` activate one themselves).
+if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$rb_root/repro/python/.venv/bin/python" ]; then
+  export VIRTUAL_ENV="$rb_root/repro/python/.venv"
+  PATH="$VIRTUAL_ENV/bin:$PATH"
+fi
+# Stock Debian has no `python`, only `python3`: give commands the name they use.
+if ! command -v python >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
+  if rb_shim=$(mktemp -d "${TMPDIR:-/tmp}/rb-python.XXXXXX" 2>/dev/null) &&
+    ln -s "$(command -v python3)" "$rb_shim/python"; then
+    PATH="$rb_shim:$PATH"
+  fi
+fi
+export PATH
+# Unbuffered output: a run killed at its timeout still leaves its log.
+export PYTHONUNBUFFERED=1
 export PYTHONHASHSEED=0
 export RB_EXPERIMENT=baseline
 export RB_TIER="$tier"
