@@ -116,15 +116,21 @@ settings.register_profile("ci", derandomize=True, database=None, deadline=None)
 settings.register_profile("explore", derandomize=False, database=None, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-_SECRET_VARS = re.compile(r"^(ANTHROPIC_|NIX_|CUDA_VISIBLE_DEVICES$|GIT_|UV_|VIRTUAL_ENV$)")
+_SECRET_VARS = re.compile(
+    r"^(ANTHROPIC_|NIX_|CUDA_VISIBLE_DEVICES$|GIT_|UV_|VIRTUAL_ENV$|RB_(BACKEND|SIGN_KEY|AGENT_))"
+)
 
 
 @pytest.fixture(autouse=True)
 def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
-    """No test sees the developer's API keys, nix settings or git identity."""
+    """No test sees the developer's API keys, nix settings, git identity or rb settings."""
     for name in list(os.environ):
         if _SECRET_VARS.match(name):
             monkeypatch.delenv(name, raising=False)
+    # rb's user config ($XDG_CONFIG_HOME/rb/config.toml) is the operator's: not the tests'.
+    xdg = tmp_path_factory.getbasetemp() / "xdg-config"
+    xdg.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.org")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")
