@@ -155,17 +155,13 @@ def pinning_problems(root: Path) -> list[str]:
     """Why the flake at ``root`` is not pinned (empty when it is).
 
     Gates: flake.lock exists and parses; every input is locked with a narHash (and a rev
-    for git/github); no indirect (registry) inputs; no path inputs outside the repository;
-    no ``nixConfig`` in flake.nix (it can add substituters and trusted keys).
+    for git/github); no indirect (registry) inputs; no path inputs outside the repository.
+    (``nixConfig`` needs Nix to evaluate flake.nix: :meth:`NixBackend.nix_config_problem`.)
     """
     problems: list[str] = []
     flake = root / FLAKE_FILE
     if not flake.is_file():
         return [f"environment not pinned: no {FLAKE_FILE}"]
-    if "nixConfig" in flake.read_text(encoding="utf-8", errors="replace"):
-        problems.append(
-            f"{FLAKE_FILE} sets nixConfig: refused (it can change substituters and trusted keys)"
-        )
     lock = root / FLAKE_LOCK_FILE
     if not lock.is_file():
         return [*problems, f"environment not pinned: no {FLAKE_LOCK_FILE}"]
@@ -341,7 +337,8 @@ class NixBackend:
                 "inputs overridden by the auditor: "
                 + ", ".join(f"{k}={v}" for k, v in sorted(self.overrides.items()))
             )
-        problems = pinning_problems(root)
+        config = self.nix_config_problem(root) if (root / FLAKE_FILE).is_file() else None
+        problems = [*([config] if config else []), *pinning_problems(root)]
         if problems:
             state.reason = "; ".join(problems)
             return state
@@ -388,6 +385,43 @@ class NixBackend:
         }
         state.ok, state.reason = True, "devShell materialized from the pinned flake"
         return state
+
+    def nix_config_problem(self, root: Path) -> str | None:
+        """Why flake.nix is refused for its ``nixConfig`` (None when it has none).
+
+        Nix itself decides by evaluating the file, so rb does too: the attribute names of
+        the evaluated top level (``"nix\\Config"`` or ``${"nix" + "Config"}`` are
+        ``nixConfig`` as well). Evaluation builds nothing (import-from-derivation off); a
+        flake.nix that does not evaluate is refused too.
+        """
+        path = str((root / FLAKE_FILE).absolute())
+        if any(ord(c) < 32 for c in path):
+            return f"{FLAKE_FILE}: its path has control characters"
+        literal = json.dumps(path, ensure_ascii=False).replace("${", "\\${")
+        argv = [
+            self.nix,
+            *NIX_BASE_ARGS,
+            "eval",
+            "--json",
+            "--impure",
+            "--option",
+            "allow-import-from-derivation",
+            "false",
+            "--expr",
+            f"builtins.attrNames (import (/. + {literal}))",
+        ]
+        try:
+            names = json.loads(_proc.run(argv, cwd=root, timeout=SETUP_TIMEOUT).stdout)
+        except CommandFailed as exc:
+            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {exc.message}"
+        except ValueError as exc:
+            return f"unexpected `nix eval` output for {FLAKE_FILE} ({exc})"
+        if not isinstance(names, list) or "nixConfig" in names:
+            return (
+                f"{FLAKE_FILE} sets nixConfig: refused "
+                "(it can change substituters and trusted keys)"
+            )
+        return None
 
     def _stale_lock(self, root: Path, lock_bytes: bytes) -> str | None:
         """Why flake.lock does not lock what flake.nix declares (None when it does).

@@ -119,6 +119,16 @@ def _nix_config(root: Path) -> None:
     flake.write_text(text.replace("{\n", hostile, 1))
 
 
+def _nix_config_escaped(root: Path) -> None:
+    """The same, spelled so that no text search finds it: Nix reads ``"nix\\Config"`` as
+    ``nixConfig`` (an unknown escape is the character itself)."""
+    flake = root / "flake.nix"
+    hostile = (
+        '{\n  "nix\\Config" = { extra-substituters = [ "https://cache.example.invalid" ]; };\n'
+    )
+    flake.write_text(flake.read_text().replace("{\n", hostile, 1))
+
+
 GATES: dict[str, tuple[Callable[[Path], None], str]] = {
     "no-lock": (_no_lock, "environment not pinned: no flake.lock"),
     "no-narhash": (_no_narhash, "environment not pinned: input 'nixpkgs' has no narHash"),
@@ -127,6 +137,7 @@ GATES: dict[str, tuple[Callable[[Path], None], str]] = {
         "environment not pinned: input 'nixpkgs' is an indirect (registry) reference",
     ),
     "nixconfig": (_nix_config, "flake.nix sets nixConfig: refused"),
+    "nixconfig-escaped": (_nix_config_escaped, "flake.nix sets nixConfig: refused"),
 }
 
 
