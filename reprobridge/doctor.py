@@ -111,17 +111,30 @@ class Probes:
     timeout: float = 20.0
 
 
-def next_step_after_init(experiment: str, nix: tuple[int, ...] | None) -> str:
+def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
     """The command to suggest after `rb init`, one that works on this machine.
 
-    ``nix`` is this machine's Nix version (None: none). ``nix run .#reproduce-<exp>`` only
-    when that Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX_FOR_CURRENT_NIXPKGS`);
-    otherwise the host audit, which works everywhere, and how to get a Nix that does.
+    ``nix_checks`` are :func:`check_nix`'s rows. ``nix run .#reproduce-<exp>`` only when this
+    Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX_FOR_CURRENT_NIXPKGS`), with
+    the experimental-features flag spelled out when nix.conf does not enable flakes;
+    otherwise the host run, which works everywhere, and how to get a Nix that does.
     """
-    if nix is not None and tuple(nix[:2]) >= MIN_NIX_FOR_CURRENT_NIXPKGS:
-        return f"nix run .#reproduce-{experiment}   (or: less REPRODUCE.md)"
+    rows = {c.name: c for c in nix_checks}
+    nix = rows.get("nix")
+    version = parse_version(str(nix.facts.get("version") or "")) if nix and nix.facts else None
+    if version is not None and version[:2] >= MIN_NIX_FOR_CURRENT_NIXPKGS:
+        flakes = rows.get("flakes")
+        if flakes is not None and flakes.facts.get("enabled"):
+            return f"nix run .#reproduce-{experiment}   (or: less REPRODUCE.md)"
+        if flakes is not None and flakes.facts.get("supported"):
+            return (
+                f"nix --extra-experimental-features 'nix-command flakes' run "
+                f".#reproduce-{experiment}   (flakes are not enabled in nix.conf)"
+            )
     have = (
-        "no nix here" if nix is None else f"nix {_dotted(tuple(nix))} here cannot evaluate the pin"
+        "no nix here"
+        if version is None and (nix is None or nix.status == "missing")
+        else f"nix {nix.facts.get('version') if nix else '?'} here cannot evaluate the pin"
     )
     return (
         f"rb run {experiment} --backend host   ({have}; for `nix run .#reproduce-{experiment}` "

@@ -162,7 +162,6 @@ def _next_step(result: InitResult) -> str | None:
     """What to run next, checked against this machine's Nix (never a command that fails)."""
     if not result.manifest.experiments or result.dry_run:
         return None
-    from reprobridge.audit.backends import nix_version
-    from reprobridge.doctor import next_step_after_init
+    from reprobridge.doctor import Probes, check_nix, next_step_after_init
 
-    return next_step_after_init(next(iter(result.manifest.experiments)), nix_version())
+    return next_step_after_init(next(iter(result.manifest.experiments)), check_nix(Probes()))

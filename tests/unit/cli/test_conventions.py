@@ -221,10 +221,24 @@ def test_run_streams_output_live_from_a_subdirectory(tiny_repo) -> None:
 
 
 def test_next_step_is_one_that_works_here() -> None:
-    assert next_step_after_init("base", (2, 26)).startswith("nix run .#reproduce-base")
-    old = next_step_after_init("base", (2, 8, 0))
+    from reprobridge.doctor import Check
+
+    def rows(version: str | None, flakes: dict[str, bool]) -> list[Check]:
+        if version is None:
+            return [Check("nix", "missing", "nix is not on PATH", "install")]
+        return [
+            Check("nix", "ok", version, None, {"version": version}),
+            Check("flakes", "ok" if flakes.get("enabled") else "warn", "", None, flakes),
+        ]
+
+    good = rows("2.26.3", {"enabled": True})
+    assert next_step_after_init("base", good).startswith("nix run .#reproduce-base")
+    no_flakes = next_step_after_init("base", rows("2.26.3", {"enabled": False, "supported": True}))
+    assert no_flakes.startswith("nix --extra-experimental-features 'nix-command flakes' run")
+    old = next_step_after_init("base", rows("2.8.0", {"enabled": True}))
     assert old.startswith("rb run base --backend host") and "Nix >= 2.18" in old
-    assert "no nix here" in next_step_after_init("base", None)
+    assert "nix 2.8.0 here cannot evaluate the pin" in old
+    assert "no nix here" in next_step_after_init("base", rows(None, {}))
 
 
 def test_init_does_not_suggest_nix_run_with_an_old_nix(make_repo, tmp_path: Path) -> None:
