@@ -3,6 +3,7 @@ fails instead (tests/conftest.py)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -97,6 +98,9 @@ def test_an_unknown_tool_name_is_a_usage_error(tmp_path: Path) -> None:
     ],
 )
 def test_skip_reasons_map_to_tools(reason: str, tool: str | None) -> None:
-    from conftest import TOOL_SKIP_REASONS, required_tool_skipped
-
-    assert required_tool_skipped(reason, TOOL_SKIP_REASONS) == tool
+    # By path: under a whole-suite run, ``import conftest`` may give another directory's.
+    spec = importlib.util.spec_from_file_location("rb_tests_root_conftest", TESTS / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    root_conftest = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(root_conftest)
+    assert root_conftest.required_tool_skipped(reason, root_conftest.TOOL_SKIP_REASONS) == tool

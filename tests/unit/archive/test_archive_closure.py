@@ -17,7 +17,7 @@ from reprobridge.archive.verify import verify_archive
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
 
-pytestmark = pytest.mark.nix
+pytestmark = [pytest.mark.nix, pytest.mark.slow]  # real Nix builds of a closure
 
 
 @pytest.fixture

@@ -16,6 +16,9 @@ from reprobridge.audit.verify import verify_audit
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
 
+#: Real Nix evaluations and builds of the example's flake: minutes, not seconds.
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture
 def example(tmp_path: Path) -> Path:

@@ -79,6 +79,7 @@ CRASHES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fault", sorted(CRASHES))
 def test_auditor_killed_at_a_fault_point_resumes(fault: str, tiny: Path) -> None:
     sealed_before, partial_before = CRASHES[fault]

@@ -47,6 +47,7 @@ def _rb(
     )
 
 
+@pytest.mark.slow
 def test_example_audit_passes_and_verifies(example: Path) -> None:
     result = run_audit(example, AuditOptions(runs=2, backend="host"))
     assert result.passed, json.dumps(result.summary, indent=1)
@@ -164,6 +165,7 @@ def test_second_audit_on_the_same_bundle_fails_fast(example: Path) -> None:
     assert "lock" in holder.stderr.lower()
 
 
+@pytest.mark.slow
 def test_interrupted_audit_resumes(example: Path) -> None:
     proc = subprocess.Popen(
         [sys.executable, "-m", "reprobridge", "audit", "--runs", "3", "--backend", "host", "-q"],
@@ -214,6 +216,7 @@ def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(tiny_repo) -> None:
     assert "hw-unavailable: needs 1 GPU(s), this machine has 0" in v["procedure"]["reason"]
 
 
+@pytest.mark.slow
 def test_signed_audit_verifies_only_with_the_right_key(example: Path, tmp_path: Path) -> None:
     keys = tmp_path / "keys"
     out = _rb("keygen", str(keys / "rb.pem"), cwd=tmp_path)

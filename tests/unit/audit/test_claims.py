@@ -254,6 +254,7 @@ def python_value(py: str, values: Mapping[str, Mapping[str, Sequence[float]]]) -
     return bool(eval(py, {"__builtins__": {}}, names))  # the test's oracle, on our own text
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(bool_expr(), values_for())
 def test_evaluation_agrees_with_python(expr: tuple[str, str], values: Any) -> None:
@@ -271,6 +272,7 @@ def test_evaluation_agrees_with_python(expr: tuple[str, str], values: Any) -> No
     assert result.holds is expected, (ours, result)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(bool_expr(), values_for())
 def test_references_match_the_text(expr: tuple[str, str], values: Any) -> None:

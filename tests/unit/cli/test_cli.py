@@ -86,6 +86,7 @@ def test_schema_is_json() -> None:
     assert "experiments" in schema["properties"]
 
 
+@pytest.mark.slow
 def test_demo_runs_the_example_on_the_host(tmp_path: Path) -> None:
     out = rb("demo", "--dir", str(tmp_path / "demo"), "--backend", "host", "--runs", "2")
     assert out.returncode == 0, out.stderr + out.stdout

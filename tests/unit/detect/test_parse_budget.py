@@ -75,6 +75,7 @@ def test_the_cap_bounds_parsing_and_says_so(generated: Path) -> None:
     assert any("analysed only the 7 most relevant" in w.message for w in ctx.warnings)
 
 
+@pytest.mark.slow
 def test_the_ast_cache_is_bounded_by_source_bytes(tmp_path: Path) -> None:
     body = "x = [" + ", ".join(str(i) for i in range(40_000)) + "]\n"  # ~270 KB each
     for i in range(40):

@@ -23,9 +23,13 @@ from reprobridge.report.html import render_html
 from reprobridge.report.load import load_audit
 
 CHROMIUM = shutil.which("chromium")
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="chromium is not installed (apt-get install chromium; .ci/run does)"
-)
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="chromium is not installed (apt-get install chromium; .ci/run does)",
+    ),
+]
 #: What a console error, a refused load or a failed request looks like in the log.
 PROBLEMS = re.compile(r":CONSOLE|Uncaught|Refused to|violates the following|net::ERR_")
 
