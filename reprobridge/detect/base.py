@@ -41,6 +41,7 @@ claim [better>worse]   ``{"better": row label, "worse": row label, "metric": col
 hardware [entry]       ``{"gpus": int}``
 rejected [path]        ``{"entry": path, "reason": str}`` — looked at as an experiment, not one
 mention [path]         ``{"entry": path}`` — the top-level README names this script/notebook
+logged_metric [name]   ``{"entry": path, "name": str, "sink": "wandb" | "tensorboard"}``
 reproduces [file:line] ``{"text": str}`` — a README sentence about which paper result the code gives
 project [field]        ``{"value": str}`` — name, title, url, doi, license; authors also
                         carry ``"values": [str, ...]``

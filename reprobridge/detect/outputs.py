@@ -22,6 +22,10 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
   become ``{"file": path, "key": dotted key}`` sources; within one file such a source is
   preferred to a printed regex of the same name.
 
+``logged_metric`` findings (key: the metric name): results logged only to an experiment
+tracker — ``wandb.log({...})`` keys, TensorBoard ``add_scalar`` tags — which the auditor
+cannot read from the run's log; the merge says so in the guide.
+
 Confidence: medium when the label names a result, low otherwise.
 """
 
@@ -56,7 +60,7 @@ from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 _CANDIDATE_RE = re.compile(
     rb"\.dump\(|\.save\(|\.savez|savetxt|savefig|\.to_(?:csv|json|parquet|pickle)\(|"
     rb"save_pretrained|write_(?:text|bytes)\(|open\([^)\n]*[\"'][rwabt+]*[wax]|"
-    rb"\w[ \t]*[:=][ \t]*(?:\{|%)|\w[\"'][ \t]*,"
+    rb"\w[ \t]*[:=][ \t]*(?:\{|%)|\w[\"'][ \t]*,|wandb|add_scalars?\("
 )
 _WRITE_FIRST = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
 _WRITE_METHODS = frozenset(
@@ -234,6 +238,34 @@ def _scope_dict_keys(nodes: list[ast.AST]) -> dict[str, list[str]]:
     return keys
 
 
+def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str]]:
+    """(metric name, sink) of result-like values a call logs to an experiment tracker:
+    ``wandb.log({"val_acc": a})`` (``run.log`` of a ``wandb`` run too) and TensorBoard's
+    ``writer.add_scalar("test/acc", a)`` / ``add_scalars``."""
+    name = call_name(node, imports) or ""
+    func = node.func
+    attr = func.attr if isinstance(func, ast.Attribute) else ""
+    keys: list[str] = []
+    sink = ""
+    if name == "wandb.log" or (name.startswith("wandb.") and attr == "log"):
+        sink = "wandb"
+        arg = node.args[0] if node.args else None
+        if isinstance(arg, ast.Dict):
+            keys = [str(k.value) for k in arg.keys if isinstance(k, ast.Constant)]
+    elif attr in {"add_scalar", "add_scalars"} and node.args:
+        sink = "tensorboard"
+        tag = literal(node.args[0])
+        if isinstance(tag, str):
+            keys = [tag]
+    out: list[tuple[str, str]] = []
+    for key in keys:
+        leaf = key.replace("/", " ").replace("-", " ")
+        metric = metric_name(key.replace("/", "_"))
+        if metric and looks_like_metric(leaf):
+            out.append((metric, sink))
+    return out
+
+
 class OutputsMetricsDetector(Detector):
     """Output files and metric candidates of Python sources (see module docstring)."""
 
@@ -258,6 +290,7 @@ class OutputsMetricsDetector(Detector):
         metrics: dict[str, _Metric] = {}
         calls: list[ast.Call] = nodes_of(tree, ast.Call)
         dumps: list[ast.Call] = []
+        logged: dict[str, tuple[int, str]] = {}
         for node in calls:
             self._output(node, imports, outputs)
             tokens = _print_tokens(node, imports)
@@ -274,6 +307,8 @@ class OutputsMetricsDetector(Detector):
                         )
             if call_name(node, imports) == "json.dump" and len(node.args) >= 2:
                 dumps.append(node)
+            for name, sink in _logged(node, imports):
+                logged.setdefault(name, (node.lineno, sink))
         # Only the scopes that dump JSON are walked again, for their file handles and dicts.
         functions = nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)
         scopes: dict[int, tuple[list[ast.stmt], list[ast.Call]]] = {}
@@ -294,6 +329,17 @@ class OutputsMetricsDetector(Detector):
                     detector=self.name,
                     confidence="low" if partial else "medium",
                     note="directory: the file name is computed at run time" if partial else "",
+                )
+            )
+        for name, (line, sink) in sorted(logged.items()):
+            findings.append(
+                Finding(
+                    kind="logged_metric",
+                    key=name,
+                    value={"entry": path, "name": name, "sink": sink},
+                    evidence=(Evidence(path, line),),
+                    detector=self.name,
+                    confidence="medium",
                 )
             )
         for metric in sorted(metrics.values(), key=lambda m: (m.line, m.name)):

@@ -443,6 +443,14 @@ def _one_experiment(
                 continue  # a file outside the workdir is not evidence the auditor may read
             source["file"] = clean
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+    tracked = [x for x in _for_entry(by_kind["logged_metric"], entry) if x.key not in metrics]
+    if tracked and not metrics:
+        names = ", ".join(f"{x.key} ({x.value['sink']}, {x.sources()[0]})" for x in tracked[:5])
+        res.warnings.append(
+            f"{exp_id}: no metric could be read: the results are logged only to an experiment "
+            f"tracker ({names}), which the auditor does not read; print them, or add a "
+            f"[experiments.{exp_id}.metrics.<name>] source pointing at a file"
+        )
 
 
 def _bound_flag(
