@@ -400,6 +400,18 @@ def _check_operator_inputs(opts: AuditOptions) -> None:
         check_bind(path)
 
 
+def _process_limit_by(limit: int | None, sandbox_off: str | None) -> list[str]:
+    """What enforces the run's process limit here (recorded with the run)."""
+    from reprobridge.audit import limits
+
+    if limit is None:
+        return []
+    return [
+        *(["RLIMIT_NPROC (prlimit in the sandbox)"] if sandbox_off is None else []),
+        *(["pids cgroup (pids.max)"] if limits.available() else []),
+    ]
+
+
 def _timeout_label(completed: Any, timeout_s: float) -> Any:
     """``completed`` with a SIGKILL at or after the experiment's timeout labelled as the
     timeout it is: the launcher's ``timeout`` TERMs the run, and KILLs it when it ignores
@@ -571,6 +583,7 @@ def _one_run(
         ctx.home.mkdir()
         ctx.scratch.mkdir()
         record["max_processes"] = opts.max_processes
+        record["process_limit_by"] = _process_limit_by(opts.max_processes, sandbox_off)
         try:
             setup = backend.setup_run(state, workspace, ctx)
             _run_setup_steps(

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol
 
 from reprobridge._proc.monitored import Completed, run_monitored
+from reprobridge.audit.limits import pids_cgroup
 from reprobridge.audit.monitor import Peaks, Sampler
 from reprobridge.audit.sandbox import SandboxSpec, wrap
 from reprobridge.evidence.redact import Redactor
@@ -217,19 +218,20 @@ class LocalExecutor:
             rw_binds=request.rw_binds,
             max_processes=request.max_processes,
         )
-        return run_monitored(
-            argv,
-            cwd=request.workspace,
-            env=request.env,
-            stdout_path=request.stdout_path,
-            stderr_path=request.stderr_path,
-            timeout=request.timeout_s,
-            grace=5.0,
-            cap_bytes=request.cap_bytes,
-            redactor_factory=request.redactor.stream,
-            marker=request.marker,
-            term_group=self.unsandboxed is not None,
-        )
+        with pids_cgroup(request.max_processes) as join:
+            return run_monitored(
+                [*join, *argv],
+                cwd=request.workspace,
+                env=request.env,
+                stdout_path=request.stdout_path,
+                stderr_path=request.stderr_path,
+                timeout=request.timeout_s,
+                grace=5.0,
+                cap_bytes=request.cap_bytes,
+                redactor_factory=request.redactor.stream,
+                marker=request.marker,
+                term_group=self.unsandboxed is not None,
+            )
 
     def execute(self, request: RunRequest) -> RunOutput:
         sandboxed = self.unsandboxed is None
@@ -261,23 +263,24 @@ class LocalExecutor:
         def echo(stream: str, chunk: bytes) -> None:
             live[stream].feed(chunk)
 
-        completed = run_monitored(
-            argv,
-            cwd=request.workspace,
-            env=request.env,
-            stdout_path=request.run_dir / "stdout.log",
-            stderr_path=request.run_dir / "stderr.log",
-            timeout=request.timeout_s,
-            grace=request.grace,
-            redactor_factory=request.redactor.stream,
-            marker=request.marker,
-            on_start=on_start,
-            echo=echo if request.echo else None,
-            stop_event=request.stop_event,
-            stop_reason=request.stop_reason,
-            # Inside bubblewrap TERM must reach the experiment, not bwrap (which would
-            # SIGKILL everything at once and take the grace period away).
-            term_group=not sandboxed,
-        )
+        with pids_cgroup(request.max_processes) as join:
+            completed = run_monitored(
+                [*join, *argv],
+                cwd=request.workspace,
+                env=request.env,
+                stdout_path=request.run_dir / "stdout.log",
+                stderr_path=request.run_dir / "stderr.log",
+                timeout=request.timeout_s,
+                grace=request.grace,
+                redactor_factory=request.redactor.stream,
+                marker=request.marker,
+                on_start=on_start,
+                echo=echo if request.echo else None,
+                stop_event=request.stop_event,
+                stop_reason=request.stop_reason,
+                # Inside bubblewrap TERM must reach the experiment, not bwrap (which would
+                # SIGKILL everything at once and take the grace period away).
+                term_group=not sandboxed,
+            )
         peaks = sampler.stop() if sampler is not None else None
         return RunOutput(completed, peaks, "bubblewrap" if sandboxed else str(self.unsandboxed))

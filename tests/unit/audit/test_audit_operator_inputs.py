@@ -110,3 +110,32 @@ def test_resume_removes_the_workspaces_a_killed_auditor_left(tiny_repo) -> None:
     assert workspace.is_dir()
     run_audit(root, AuditOptions(runs=1, backend="host", resume="latest"))
     assert not workspace.exists()
+
+
+FORK_BOMB = """python3 - <<'PY'
+import os, time
+n = 0
+for i in range(300):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        time.sleep(30)
+        os._exit(0)
+    n += 1
+print("forked=%d" % n)
+print("acc=0.9")
+PY
+"""
+
+
+def test_a_run_cannot_start_more_processes_than_the_limit(tiny_repo) -> None:
+    """The sandbox had no process-count limit: a fork bomb could exhaust the machine."""
+    root = tiny_repo(FORK_BOMB)
+    result = run_audit(root, AuditOptions(runs=1, backend="host", max_processes=40))
+    run = result.path / "runs/main/0"
+    forked = int((run / "stdout.log").read_text().split("forked=")[1].split()[0])
+    assert forked < 40
+    record = json.loads((run / "status.json").read_text())["record"]
+    assert record["max_processes"] == 40 and record["process_limit_by"]
