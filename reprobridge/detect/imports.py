@@ -238,7 +238,6 @@ class ImportsDetector(Detector):
                     or own.provides(name, path)
                 ):
                     importers.setdefault(name, []).append(path)
-        support_only: list[str] = []
         for name, all_paths in sorted(importers.items()):
             simple = canonicalize_name(IMPORT_TO_DIST.get(name, name))
             if name != "google" and _declared(name, simple, declared):
@@ -247,11 +246,11 @@ class ImportsDetector(Detector):
                 continue  # an unknown name that is some module of the repo: sys.path tricks
             # Tests, docs and benchmarks are not what the experiments run: an import seen only
             # there (a test importing torch) would pull a framework the experiments never use.
+            # It is still reported, marked support_only: the merge keeps it only when an
+            # experiment runs from that folder (a benchmarks/ folder of experiments).
             paths = [p for p in all_paths if not is_support_path(p)]
-            if not paths:
-                if self._confirm(code, all_paths, name) is not None:
-                    support_only.append(f"{name} ({all_paths[0]})")
-                continue
+            support_only = not paths
+            paths = paths or all_paths
             hit = self._confirm(code, paths, name)
             if hit is None:
                 continue  # only in docstrings or strings: the scan's regex over-matched
@@ -280,19 +279,15 @@ class ImportsDetector(Detector):
                 found[key] = Finding(
                     kind="python_requirement",
                     key=canonicalize_name(requirement.split(" @ ")[0]),
-                    value={"requirement": requirement, "declared": False, "importers": paths},
+                    value={"requirement": requirement, "declared": False, "importers": paths}
+                    | ({"support_only": True} if support_only else {}),
                     evidence=(evidence,),
                     detector=self.name,
-                    confidence=confidence,
-                    note=note,
+                    confidence="low" if support_only else confidence,
+                    note="imported only by tests, docs or benchmarks" if support_only else note,
                 )
         for finding in self._submodules(code, importers, declared | set(found)):
             found.setdefault(finding.key, finding)
-        if support_only:
-            ctx.warn(
-                "imported only by tests, docs or benchmarks, so not a run requirement: "
-                + ", ".join(support_only)
-            )
         return [found[k] for k in sorted(found)]
 
     def _submodules(

@@ -58,6 +58,7 @@ from reprobridge.recovery.experiments import merge_datasets, merge_experiments
 from reprobridge.recovery.paper import merge_paper
 from reprobridge.recovery.scope import (
     declaring_folders,
+    drop_support_only,
     experiment_folder,
     scope_findings,
     subproject,
@@ -109,10 +110,26 @@ def _scope_environment(
     choose, found on a scratch builder."""
     config_dir = env_scope(ctx.index).config_dir
     declaring = declaring_folders(by_kind, config_dir)
-    if not declaring:
+    support = any(f.value.get("support_only") for f in by_kind["python_requirement"])
+    if not declaring and not support:
         return
     scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
     merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
+    chosen = [
+        f
+        for exp_id in scratch.data.get("experiments", {})
+        for f in by_kind["experiment"]
+        if sorted(set(f.sources()))
+        == scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
+    ]
+    left_out = drop_support_only(by_kind, [experiment_folder(f) for f in chosen])
+    if left_out:
+        res.decisions.append(
+            "imported only by tests, docs or benchmarks, so not run requirements: "
+            + ", ".join(left_out)
+        )
+    if not declaring:
+        return
     first = next(iter(scratch.data.get("experiments", {})), None)
     # The chosen experiment's command carries its finding's evidence as provenance.
     sources = scratch.prov.get(f"experiments.{first}.command", ([], ""))[0]

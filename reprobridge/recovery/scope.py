@@ -70,6 +70,25 @@ def subproject(folder: str, declaring: set[str]) -> str | None:
     return max(above, key=len) if above else None
 
 
+def drop_support_only(by_kind: dict[str, list[Finding]], folders: list[str]) -> list[str]:
+    """Drop, in place, imports seen only in tests, docs or benchmarks (``support_only``)
+    unless an experiment runs from their folder; return one line per dropped import."""
+    inside = [f for f in folders if f]
+    dropped: list[str] = []
+    kept: list[Finding] = []
+    for f in by_kind.get("python_requirement", []):
+        importers = [str(p) for p in f.value.get("importers", [])]
+        if f.value.get("support_only") and not any(
+            _inside(p.rpartition("/")[0], d) for p in importers for d in inside
+        ):
+            dropped.append(f"{f.key} ({importers[0] if importers else f.sources()[0]})")
+            continue
+        kept.append(f)
+    if "python_requirement" in by_kind:
+        by_kind["python_requirement"] = kept
+    return dropped
+
+
 def scope_findings(
     by_kind: dict[str, list[Finding]], primary: str, declaring: set[str], config_dir: str
 ) -> list[str]:

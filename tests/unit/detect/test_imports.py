@@ -144,5 +144,8 @@ def test_imports_only_in_tests_docs_and_benchmarks_are_not_run_requirements(make
             "benchmarks/bench_io.py": "import asv\n",
         },
     )
-    assert flagged(ctx) == {"numpy": "train.py:1"}
-    assert any("torch (tests/test_train.py)" in w.message for w in ctx.warnings)
+    run_deps = {f.key for f in ctx.of_kind("python_requirement") if not f.value.get("support_only")}
+    assert run_deps == {"numpy"}
+    support = {f.key: f.sources() for f in ctx.of_kind("python_requirement")}
+    assert support["torch"] == ["tests/test_train.py:1"]
+    assert set(support) == {"numpy", "torch", "pytest-benchmark", "sphinx-rtd-theme", "asv"}

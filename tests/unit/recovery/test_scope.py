@@ -44,3 +44,25 @@ def test_no_scoping_when_the_main_experiment_is_at_the_root(make_repo) -> None:
         },
     )
     assert merged.manifest.environment.python_requirements == ["numpy==1.26.4", "pandas==2.0.3"]
+
+
+def test_support_only_imports_are_left_out_unless_an_experiment_runs_there(make_repo) -> None:
+    merged = _merge(
+        make_repo,
+        {
+            "README.md": "```bash\npython train.py\n```\n",
+            "train.py": MAIN.format(mod="numpy"),
+            "tests/test_train.py": "import torch\n",
+        },
+    )
+    assert merged.manifest.environment.python_requirements == ["numpy"]
+    assert any("torch (tests/test_train.py)" in d for d in merged.decisions)
+    # an experiment that lives in benchmarks/ needs what benchmarks/ imports
+    merged = _merge(
+        make_repo,
+        {
+            "README.md": "```bash\npython benchmarks/run.py\n```\n",
+            "benchmarks/run.py": MAIN.format(mod="scipy"),
+        },
+    )
+    assert merged.manifest.environment.python_requirements == ["scipy"]
