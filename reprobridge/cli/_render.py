@@ -122,8 +122,12 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
                 )
                 band = f" target {metric.target:g} ± {tol}"
             echo(f"               metric {name}{band}")
-        if "smoke" in exp.tiers:
-            echo(f"               smoke tier: {dict(exp.tiers['smoke'].params)}")
+        smoke = exp.tiers.get("smoke")
+        if smoke is not None:
+            shown = [f"{k}={v}" for k, v in smoke.params.items()] + list(smoke.args)
+            echo(f"               smoke tier: {' '.join(shown) or '(same settings)'}")
+        else:
+            echo("               smoke tier: none (no parameter bounds the run)")
     if not m.experiments:
         echo(style("  experiment   none found", fg="yellow"))
     dropped = result.merge.dropped_experiments

@@ -61,6 +61,7 @@ def _coerce(value: str) -> Any:
 
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _HYDRA_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=(.+)$")
 
 
@@ -123,7 +124,13 @@ def _parameterize(
                 out.append(prefix + "{" + name + "}")
                 i += 1
                 continue
-        if is_flag and (eq or (i + 1 < len(words) and not words[i + 1].startswith("-"))):
+        if is_flag and (
+            eq
+            or (
+                i + 1 < len(words)
+                and (not words[i + 1].startswith("-") or _NEGATIVE.fullmatch(words[i + 1]))
+            )
+        ):
             value = inline if eq else words[i + 1]
             name = flag[2:].replace("-", "_").replace(".", "_")
             if (flag in seed_flags or name in _SEED_NAMES) and re.fullmatch(r"-?\d+", value):
@@ -365,7 +372,8 @@ def _one_experiment(
     elif bound is not None and bound in params:
         small = smoke_value(bound)
         value = params[bound]
-        if small is not None and isinstance(value, int) and value > small:
+        # -1 / 0 mean "no limit" to most trainers: the smoke tier sets one.
+        if small is not None and isinstance(value, int) and (value > small or value <= 0):
             b.put(
                 f"{p}.tiers.smoke.params.{bound}",
                 small,
