@@ -118,6 +118,23 @@ def _resolve_paper(root: Path, paper: str | Path | None) -> str | None:
         return str(p)
 
 
+def _recorded_paper(root: Path, rel: str | None) -> str | None:
+    """``project.paper.path`` when it names a regular file inside ``root`` (relative, no
+    ``..``, no symlink on the way); else None. The manifest is repository text: it never
+    makes rb read a file outside the repository."""
+    if not rel:
+        return None
+    parts = Path(rel).parts
+    if Path(rel).is_absolute() or not parts or ".." in parts or "\\" in rel:
+        return None
+    here = root
+    for part in parts:
+        here = here / part
+        if here.is_symlink():
+            return None
+    return Path(rel).as_posix() if here.is_file() else None
+
+
 def _build_manifest(
     root: Path, merged: MergeResult, existing: Path
 ) -> tuple[str, Manifest, RefreshReport | None]:
@@ -238,9 +255,15 @@ def init_repository(
     root = index.root
     emit("index", root=str(root), files=len(index))
     existing = root / MANIFEST_FILE
+    recorded: str | None = None
     if existing.exists():
-        load_manifest(existing)  # a broken manifest stops us before any work
-    paper_rel = _resolve_paper(root, paper)
+        current, _ = load_manifest(existing)  # a broken manifest stops us before any work
+        recorded = current.project.paper.path if current.project.paper else None
+    # Without --paper, the paper the manifest records: a re-run (and `rb check`, which is a
+    # dry run) must not drop the targets and claims that came from it.
+    paper_rel = (
+        _resolve_paper(root, paper) if paper is not None else _recorded_paper(root, recorded)
+    )
     ctx = detect_repo(index, paper_path=paper_rel)
     emit("merge", findings=len(ctx.findings))
     merged = merge_findings(ctx, repo_name=root.name, paper_path=paper_rel)

@@ -264,3 +264,44 @@ def test_init_locks_without_building_and_says_so(
     guide = (root / "REPRODUCE.md").read_text()
     assert "`evilpkg` point(s) at source code, not a wheel" in guide
     assert not (root / "repro/python/uv.lock").exists()
+
+
+def test_rerun_and_check_use_the_recorded_paper(make_repo) -> None:
+    """`rb init --paper p.md`, then `rb init` / `rb check` without --paper: the paper's
+    targets stay (they used to vanish, and rb check reported the manifest stale)."""
+    from reprobridge.artifacts.sync import check_artifacts
+
+    root = make_repo({"train.py": TRAIN, "README.md": README, "paper.md": PAPER})
+    first = init_repository(root, paper=root / "paper.md", lock="never")
+    targets = {
+        (e, n): m.target
+        for e, x in first.manifest.experiments.items()
+        for n, m in x.metrics.items()
+        if m.target is not None
+    }
+    assert targets
+    assert check_artifacts(root).stale == []
+    again = init_repository(root, lock="never")
+    assert again.changes.changed == []
+
+
+def test_recorded_paper_never_leaves_the_repository(tmp_path: Path) -> None:
+    from reprobridge.initializer import _recorded_paper
+
+    root = tmp_path / "repo"
+    (root / "docs").mkdir(parents=True)
+    (root / "docs" / "paper.md").write_text("# p\n")
+    (tmp_path / "secret.md").write_text("secret\n")
+    (root / "link.md").symlink_to(tmp_path / "secret.md")
+    (root / "linkdir").symlink_to(tmp_path)
+    assert _recorded_paper(root, "docs/paper.md") == "docs/paper.md"
+    for hostile in (
+        "../secret.md",
+        str(tmp_path / "secret.md"),
+        "link.md",
+        "linkdir/secret.md",
+        "docs/../../secret.md",
+        "missing.md",
+        None,
+    ):
+        assert _recorded_paper(root, hostile) is None, hostile
