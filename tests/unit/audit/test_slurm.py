@@ -118,9 +118,29 @@ def _records(root: Path) -> list[dict[str, object]]:
     return out
 
 
-def _squeue_names() -> list[str]:
-    proc = subprocess.run(["squeue", "-h", "-o", "%j"], capture_output=True, text=True, check=True)
-    return proc.stdout.split()
+def _job_state(job_id: str) -> str:
+    """The job's state while the controller lists it in the queue, else ""."""
+    proc = subprocess.run(
+        ["squeue", "-h", "-j", job_id, "-o", "%T"], capture_output=True, text=True, check=False
+    )
+    return proc.stdout.strip()
+
+
+def _wait_for_job_id(root: Path) -> str:
+    """The id of the job this repository's audit submitted (from its job.json): other
+    audits may share the cluster, so names in the queue prove nothing."""
+    found: list[str] = []
+
+    def submitted() -> bool:
+        for path in (root / "repro/evidence/.slurm").rglob("job.json"):
+            job_id = json.loads(path.read_text()).get("job_id")
+            if job_id:
+                found.append(job_id)
+                return True
+        return False
+
+    _wait_for(submitted, 120)
+    return found[0]
 
 
 @needs_slurm
@@ -220,7 +240,7 @@ def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
         check=True,
     ).stdout.strip()
     try:
-        _wait_for(lambda: "rbtest-blocker" in _squeue_names())
+        _wait_for(lambda: _job_state(blocker) == "RUNNING")
         proc = subprocess.Popen(
             [
                 sys.executable,
@@ -241,14 +261,15 @@ def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
             text=True,
             env=_env(),
         )
-        _wait_for(lambda: any(n.startswith("rb-") for n in _squeue_names()))
+        job_id = _wait_for_job_id(root)
+        _wait_for(lambda: _job_state(job_id) == "PENDING")
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=90)
+        _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err
-        _wait_for(lambda: not any(n.startswith("rb-") for n in _squeue_names()), 30)
+        _wait_for(lambda: _job_state(job_id) in {"", "CANCELLED"}, 30)
     finally:
         subprocess.run(["scancel", blocker], check=False)
-    _wait_for(lambda: "rbtest-blocker" not in _squeue_names(), 30)
+    _wait_for(lambda: _job_state(blocker) in {"", "CANCELLED"}, 30)
     resumed = _audit(root, "--resume")
     assert resumed.returncode == 0, resumed.stderr
     (record,) = _records(root)
@@ -277,12 +298,7 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
         stderr=subprocess.DEVNULL,
         env=_env(),
     )
-    job_files = root / "repro/evidence/.slurm"
-    _wait_for(
-        lambda: any(json.loads(p.read_text()).get("job_id") for p in job_files.rglob("job.json"))
-    )
-    (job_json,) = job_files.rglob("job.json")
-    job_id = json.loads(job_json.read_text())["job_id"]
+    job_id = _wait_for_job_id(root)
     proc.kill()
     proc.wait()
     resumed = _audit(root, "--resume")
