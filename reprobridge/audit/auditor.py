@@ -802,24 +802,27 @@ def _step_runner(
 
     def run(argv: Any, *, timeout: float, cwd: Path | None = None, env: Any = None) -> _proc.Result:
         marker = f"{scratch.parent.name}:{key}:probe"
-        out, err = scratch / "probe.stdout", scratch / "probe.stderr"
-        done = executor.run_step(
-            StepRequest(
-                argv=tuple(argv),
-                workspace=workspace,
-                env={**(env or {}), "RB_RUN_MARKER": marker},
-                stdout_path=out,
-                stderr_path=err,
-                timeout_s=timeout,
-                marker=marker,
-                redactor=Redactor({}),
-                ro_binds=ro_binds,
+        # The output goes to a directory of the auditor's own, outside everything the run
+        # could write: a link the run planted there would have the auditor write through it.
+        with tempfile.TemporaryDirectory(prefix="rb-probe-") as private:
+            out, err = Path(private) / "stdout", Path(private) / "stderr"
+            done = executor.run_step(
+                StepRequest(
+                    argv=tuple(argv),
+                    workspace=workspace,
+                    env={**(env or {}), "RB_RUN_MARKER": marker},
+                    stdout_path=out,
+                    stderr_path=err,
+                    timeout_s=timeout,
+                    marker=marker,
+                    redactor=Redactor({}),
+                    ro_binds=ro_binds,
+                )
             )
-        )
-        code = done.termination.returncode
-        return _proc.Result(
-            tuple(argv), -1 if code is None else code, out.read_bytes(), err.read_bytes()
-        )
+            code = done.termination.returncode
+            return _proc.Result(
+                tuple(argv), -1 if code is None else code, out.read_bytes(), err.read_bytes()
+            )
 
     return run
 

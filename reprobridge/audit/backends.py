@@ -26,6 +26,7 @@ import json
 import os
 import re
 import shutil
+import stat
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -267,9 +268,20 @@ def _home_env(home: Path, uv_cache: Path) -> dict[str, str]:
 
 def read_env_dump(path: Path) -> dict[str, str]:
     """The variables of an ``env -0`` dump a setup step wrote (at most 1 MiB read; entries
-    without ``=`` or that are not UTF-8 skipped; missing file: empty)."""
+    without ``=`` or that are not UTF-8 skipped; a missing file, a link or anything but a
+    regular file: empty)."""
+    # The file and its directory lie where the step (repository code) could write: never
+    # follow a link it planted to a host file.
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
-        with path.open("rb") as f:
+        dir_fd = os.open(path.parent, flags | os.O_DIRECTORY)
+        try:
+            fd = os.open(path.name, flags | os.O_NONBLOCK, dir_fd=dir_fd)
+        finally:
+            os.close(dir_fd)
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                return {}
             raw = f.read(_HOOK_ENV_MAX)
     except OSError:
         return {}

@@ -178,3 +178,34 @@ def test_package_listing_runs_the_runs_python_in_its_sandbox(make_repo, tmp_path
     result = run_audit(root, AuditOptions(runs=1, backend="host"))
     assert not escape.exists(), "the run's python3 ran on the host"
     assert result.passed, json.dumps(result.summary, indent=1)
+
+
+@needs_sandbox
+def test_a_link_the_run_plants_for_the_package_listing_is_not_followed(
+    tiny_repo, tmp_path: Path
+) -> None:
+    """The run can write next to its workspace (rb's scratch directory is there): a link
+    it plants where the auditor would write the listing's output must not be followed."""
+    victim = tmp_path / "victim"
+    victim.write_text("original\n")
+    root = tiny_repo(
+        f"mkdir -p ../rb\nln -sf {victim} ../rb/probe.stdout\n"
+        f"ln -sf {victim} ../rb/probe.stderr\necho acc=0.9\n"
+    )
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    assert victim.read_text() == "original\n"
+
+
+def test_the_shellhook_env_dump_is_never_read_through_a_link(tmp_path: Path) -> None:
+    from reprobridge.audit.backends import read_env_dump
+
+    secret = tmp_path / "host-file"
+    secret.write_bytes(b"AWS_SECRET_ACCESS_KEY=abc\0")
+    scratch = tmp_path / "rb"
+    scratch.mkdir()
+    (scratch / "shellHook.env").symlink_to(secret)
+    assert read_env_dump(scratch / "shellHook.env") == {}
+    (scratch / "shellHook.env").unlink()
+    (scratch / "shellHook.env").write_bytes(b"A=1\0B=x=y\0junk\0")
+    assert read_env_dump(scratch / "shellHook.env") == {"A": "1", "B": "x=y"}
