@@ -13,6 +13,8 @@ PATCHES_DIR = "repro/patches"
 CHECK_SCRIPT = "repro/check.py"
 EVIDENCE_DIR = "repro/evidence"
 LOGS_DIR = "repro/logs"
+#: A run's stdout and stderr as one stream in arrival order (what regex metrics search).
+COMBINED_LOG = "output.log"
 
 #: The command that regenerates every derived artifact; generated files name it in their header.
 REGENERATE_COMMAND = "rb init"

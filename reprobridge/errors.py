@@ -27,14 +27,24 @@ and the exit code of the class::
     ├── MachineError                    11  this machine lacks something (nix, uv, disk)
     └── WriteError                      12  an artifact could not be written; nothing was changed
 
-Exit codes 0 (success), 1 (an audit verdict failed) and 2 (command-line usage, click's own)
-are not errors of this tree. Every error carries the ``path`` and ``field`` it is about
+Exit codes 0 (success, an audit verdict PASS), 1 (an audit verdict FAIL), 2 (command-line
+usage, click's own) and 20 (an audit verdict INCOMPLETE: nothing failed, but something was
+not judged) are not errors of this tree (``EXIT_*`` below). Every error carries the ``path`` and ``field`` it is about
 when there is one, so messages name the file and the key a person has to fix.
 """
 
 from __future__ import annotations
 
 from typing import ClassVar
+
+#: Exit statuses of an audit's overall verdict (``rb audit``, ``rb run``, ``rb demo``).
+EXIT_PASS = 0
+EXIT_FAIL = 1
+EXIT_USAGE = 2
+#: Nothing failed, but not everything was judged (no metric, a metric without a threshold,
+#: a smoke tier without thresholds, an undecided claim). Outside the error band 3-13.
+EXIT_INCOMPLETE = 20
+VERDICT_EXIT = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "INCOMPLETE": EXIT_INCOMPLETE}
 
 
 class ReproBridgeError(Exception):

@@ -153,6 +153,8 @@ class Completed:
     finished_at: str
     pid: int
     survivors_killed: int
+    #: stdout and stderr as one stream, in the order the chunks arrived (``combined_path``).
+    combined: StreamCapture | None = None
 
 
 # -- capped stream --------------------------------------------------------------------------
@@ -380,6 +382,7 @@ def run_monitored(
     stdout_path: Path,
     stderr_path: Path,
     timeout: float | None,
+    combined_path: Path | None = None,
     grace: float = 30.0,
     cap_bytes: int = 8 * 1024 * 1024,
     redactor_factory: Callable[[], StreamRedactor] | None = None,
@@ -400,6 +403,9 @@ def run_monitored(
     back up to 64 KiB, which would make a terminal wait): the echo must redact them itself
     (``reprobridge.audit.executors`` does, line by line).
     ``stop_reason()`` names the interruption in the description (default "stop requested").
+    ``combined_path`` also stores both streams as one, chunk by chunk in arrival order
+    (capped and redacted the same way): "the last value printed" is only defined there, a
+    value printed on stdout after one on stderr is later.
 
     ``term_group=False`` is for a wrapper that does not forward signals (bubblewrap: SIGTERM
     kills it, and ``--die-with-parent`` then SIGKILLs everything inside without a chance to
@@ -422,6 +428,13 @@ def run_monitored(
         out.abandon()
         raise
     streams = {"stdout": out, "stderr": err}
+    if combined_path is not None:
+        try:
+            streams["combined"] = _CappedStream(combined_path, cap_bytes, redactor())
+        except BaseException:
+            out.abandon()
+            err.abandon()
+            raise
     started_at = _utc_now()
     t0 = time.monotonic()
     try:
@@ -506,6 +519,7 @@ def run_monitored(
         termination=termination,
         stdout=captures["stdout"],
         stderr=captures["stderr"],
+        combined=captures.get("combined"),
         wall_s=t_end - t0,
         cpu_user_s=rusage.ru_utime,
         cpu_sys_s=rusage.ru_stime,
@@ -532,6 +546,7 @@ class _Supervisor:
     ) -> None:
         self._proc = proc
         self._echo = echo
+        self._tee = streams.get("combined")
         self._sel = selectors.DefaultSelector()
         self._open = 0
         for name, pipe in (("stdout", proc.stdout), ("stderr", proc.stderr)):
@@ -560,6 +575,8 @@ class _Supervisor:
                 self._echo(name, b"")  # end of stream: the echo shows what it still holds
             return
         stream.feed(chunk)
+        if self._tee is not None:
+            self._tee.feed(chunk)
         if self._echo is not None:
             self._echo(name, chunk)
 

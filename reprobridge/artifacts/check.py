@@ -47,13 +47,18 @@ Rules:
   true, at most it when false, and equal to it otherwise.
 - Tier ``full`` judges the experiment's ``metrics`` (or ``tiers.full.metrics``). Tier
   ``smoke`` judges ``tiers.smoke.metrics`` when present; otherwise the experiment's metrics
-  only have to exist and be finite.
+  (whose targets describe full runs) only have to exist and be finite, and are reported
+  ``UNJUDGED``. A metric without any threshold (no ``target``, ``min`` or ``max``) is
+  ``UNJUDGED`` in every tier: a value that was not compared with anything passes nothing.
 - Declared ``outputs`` must exist (relative to the workdir): a file, or a directory with at
   least one file in it; a declared ``sha256`` (a directory's: the tree hash of
   ``reprobridge.audit.datasets``) is compared in tier ``full`` only.
 
-Output: one line per metric and output, then ``verdict: PASS`` or ``verdict: FAIL``.
-Exit status 0 (pass), 1 (fail), 2 (usage error: bad arguments or an unreadable spec).
+Output: one line per metric and output, then the verdict: ``PASS`` (at least one metric
+was compared with a threshold, and every check held), ``FAIL`` (a check failed) or
+``INCOMPLETE`` (nothing failed, but no metric or some metric was not judged: the line says
+which). Exit status 0 (pass), 1 (fail), 2 (usage error: bad arguments or an unreadable
+spec), 20 (incomplete; the same code as ``rb audit``'s INCOMPLETE).
 """
 
 from __future__ import annotations
@@ -78,6 +83,7 @@ __all__ = [
     "check_experiment",
     "describe_thresholds",
     "extract_metric",
+    "has_thresholds",
     "judge_metric",
     "main",
     "tier_metrics",
@@ -86,6 +92,11 @@ __all__ = [
 TIERS = ("full", "smoke")
 #: How a regex source picks its value among several matches (``select``; default ``last``).
 SELECT = ("last", "only")
+#: Exit status of an INCOMPLETE verdict (rb's own ``EXIT_INCOMPLETE``; kept equal by a test).
+EXIT_INCOMPLETE = 20
+#: Why an extracted value was not judged, as check lines and the auditor report it.
+NO_THRESHOLD = "no threshold declared (not judged): add `target`, `min` or `max`"
+SMOKE_UNJUDGED = "smoke: exists and is finite; the tier declares no thresholds (not judged)"
 #: Slack for float round-off when comparing against a threshold (values pass through
 #: decimal text in logs and JSON, and Nix's JSON printer keeps 6 significant digits).
 _EPS = 1e-9
@@ -124,13 +135,20 @@ class MetricAmbiguous(MetricError):
 
 
 class CheckResult:
-    """The outcome of one check line (a metric or an output)."""
+    """The outcome of one check line (a metric or an output).
 
-    def __init__(self, name: str, ok: bool, line: str, value: float | None = None) -> None:
+    ``judged`` is false for a metric whose value was extracted but compared with no
+    threshold (``UNJUDGED``): it fails nothing and passes nothing.
+    """
+
+    def __init__(
+        self, name: str, ok: bool, line: str, value: float | None = None, judged: bool = True
+    ) -> None:
         self.name = name
         self.ok = ok
         self.line = line
         self.value = value
+        self.judged = judged
 
     def __repr__(self) -> str:
         return f"CheckResult({self.name!r}, ok={self.ok!r}, line={self.line!r})"
@@ -452,6 +470,11 @@ def _rules(metric_spec: Mapping[str, Any]) -> list[tuple[str, Callable[[float], 
     return rules
 
 
+def has_thresholds(metric_spec: Mapping[str, Any]) -> bool:
+    """Whether ``metric_spec`` declares a threshold (``target``, ``min`` or ``max``)."""
+    return bool(_rules(metric_spec))
+
+
 def describe_thresholds(metric_spec: Mapping[str, Any]) -> str:
     """The thresholds of ``metric_spec`` as :func:`judge_metric` states them.
 
@@ -529,10 +552,12 @@ def check_experiment(
         except MetricError as exc:
             results.append(CheckResult(name, False, f"FAIL {name}: {exc}"))
             continue
-        if judged:
-            ok, reason = judge_metric(mspec, value)
-        else:
-            ok, reason = True, "smoke: exists and is finite; thresholds not applied"
+        if not judged or not has_thresholds(mspec):
+            reason = SMOKE_UNJUDGED if not judged else NO_THRESHOLD
+            line = f"UNJUDGED {name} = {_fmt(value)} ({reason})"
+            results.append(CheckResult(name, True, line, value, judged=False))
+            continue
+        ok, reason = judge_metric(mspec, value)
         line = "{} {} = {} ({})".format("PASS" if ok else "FAIL", name, _fmt(value), reason)
         results.append(CheckResult(name, ok, line, value))
     for output in spec.get("outputs") or []:
@@ -571,8 +596,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def overall(results: Sequence[CheckResult], metric_names: Sequence[str]) -> str:
+    """``PASS``, ``FAIL`` or ``INCOMPLETE`` for one run's check lines (see the docstring)."""
+    if not all(r.ok for r in results):
+        return "FAIL"
+    metrics = [r for r in results if r.name in set(metric_names)]
+    if not metrics or not all(r.judged for r in metrics):
+        return "INCOMPLETE"
+    return "PASS"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the check; returns the exit status (0 pass, 1 fail, 2 usage error)."""
+    """Run the check; returns the exit status (0 pass, 1 fail, 2 usage error, 20 incomplete)."""
     parser = _parser()
     try:
         args = parser.parse_args(argv)
@@ -606,12 +641,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"check {args.experiment} (tier {args.tier}):")
     for result in results:
         print(result.line)
-    if not results:
-        print("(no metrics or outputs declared)")
-    ok = all(r.ok for r in results)
-    print("verdict: {}".format("PASS" if ok else "FAIL"))
+    names = sorted(tier_metrics(spec, args.tier)[0])
+    if not names:
+        print(
+            f"INCOMPLETE: no metrics for tier {args.tier}: declare [experiments.{args.experiment}.metrics.<name>] "
+            "with a source and a threshold"
+        )
+    verdict = overall(results, names)
+    print(f"verdict: {verdict}")
     sys.stdout.flush()
-    return 0 if ok else 1
+    return {"PASS": 0, "FAIL": 1}.get(verdict, EXIT_INCOMPLETE)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,13 @@ from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
-from reprobridge.constants import EVIDENCE_DIR, FLAKE_LOCK_FILE, LAUNCHERS_DIR, MANIFEST_FILE
+from reprobridge.constants import (
+    COMBINED_LOG,
+    EVIDENCE_DIR,
+    FLAKE_LOCK_FILE,
+    LAUNCHERS_DIR,
+    MANIFEST_FILE,
+)
 from reprobridge.errors import AuditError, MachineError
 from reprobridge.manifest.io import load_manifest
 from reprobridge.manifest.schema import Experiment, Manifest
@@ -125,12 +131,17 @@ class AuditOptions:
 
 @dataclass
 class AuditResult:
-    """Where the bundle is and what it concluded."""
+    """Where the bundle is and what it concluded (``verdict``: PASS, FAIL or INCOMPLETE;
+    ``passed`` only for PASS)."""
 
     audit_id: str
     path: Path
     passed: bool
     summary: dict[str, Any]
+
+    @property
+    def verdict(self) -> str:
+        return str(self.summary.get("verdict") or ("PASS" if self.passed else "FAIL"))
 
 
 def _now() -> str:
@@ -263,7 +274,8 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             bundle.journal_append({"event": "resumed", "at": _now()})
         else:
             bundle.write_bytes("inputs/reprobridge.toml", manifest_bytes)
-            if (root / FLAKE_LOCK_FILE).is_file():
+            lock_file = root / FLAKE_LOCK_FILE
+            if lock_file.is_file() and not lock_file.is_symlink():  # never a host file
                 bundle.write_bytes("inputs/flake.lock", (root / FLAKE_LOCK_FILE).read_bytes())
             bundle.write_json(
                 "plan.json",
@@ -340,13 +352,20 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             warnings=state.warnings,
         )
         bundle.write_json("audit.json", summary)
-        bundle.journal_append({"event": "finished", "at": _now(), "passed": summary["passed"]})
+        bundle.journal_append(
+            {
+                "event": "finished",
+                "at": _now(),
+                "passed": summary["passed"],
+                "verdict": summary["verdict"],
+            }
+        )
         bundle.write_sha256sums()
         if opts.sign_key:
             from reprobridge.evidence.sign import sign_bundle
 
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
-        emit("audit-done", audit_id=audit_id, passed=summary["passed"])
+        emit("audit-done", audit_id=audit_id, passed=summary["passed"], verdict=summary["verdict"])
         return AuditResult(audit_id, bundle.path, bool(summary["passed"]), summary)
 
 
@@ -658,6 +677,17 @@ def _one_run(
             "sha256": completed.stderr.sha256,
             "truncated": completed.stderr.truncated,
         },
+        **(
+            {
+                "output": {
+                    "total_bytes": completed.combined.total_bytes,
+                    "sha256": completed.combined.sha256,
+                    "truncated": completed.combined.truncated,
+                }
+            }
+            if completed.combined is not None
+            else {}
+        ),
         peaks=_jsonable(peaks),
     )
     judgement = rejudge_run(exp, opts.tier, run_dir, record)
@@ -881,8 +911,13 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any
             workdir=run_dir / "files",
         )
     term = record.get("termination", {})
+    # Regex metrics take the last value printed: that is defined only on both streams in
+    # the order they were written (output.log). A bundle from before it existed has the
+    # two streams alone; they are read one after the other, as then.
+    combined = run_dir / COMBINED_LOG
+    names = (COMBINED_LOG,) if combined.is_file() else ("stdout.log", "stderr.log")
     log = b""
-    for name in ("stdout.log", "stderr.log"):
+    for name in names:
         p = run_dir / name
         if p.is_file():
             log += p.read_bytes()
@@ -900,13 +935,15 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any
 def summarize(
     manifest: Manifest, tier: str, judgements: dict[str, list[Any]], state: EnvironmentState
 ) -> dict[str, Any]:
-    """Per-experiment verdicts at each level, claims, and the overall outcome."""
+    """Per-experiment verdicts at each level, claims, and the overall verdict
+    (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
+    ``incomplete`` lines, and ``passed``, true for PASS only)."""
     from reprobridge.audit.claims import evaluate_claim, references
     from reprobridge.audit.judge import claim_values, judge_experiment
+    from reprobridge.audit.verdict import overall_verdict
 
     experiments: dict[str, Any] = {}
     values: dict[str, dict[str, list[float]]] = {}
-    passed = True
     for exp_id, runs in judgements.items():
         runs = [r for r in runs if r is not None]
         verdict = judge_experiment(
@@ -918,16 +955,22 @@ def summarize(
             experiment_id=exp_id,
         )
         experiments[exp_id] = _jsonable(verdict)
-        for level in (verdict.environment, verdict.procedure, verdict.metric):
-            if level.status == "fail":
-                passed = False
         # Claims use values of runs whose procedure passed only.
         values[exp_id] = claim_values(runs)
     claims = []
-    for claim in manifest.claims:
+    for i, claim in enumerate(manifest.claims):
         absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
-        if absent:
+        reason = ""
+        if tier not in claim.tiers:
+            # A claim compares results of full runs; reduced settings say nothing about it.
+            reason = (
+                f"not applicable in tier {tier}: the claim describes tier(s) "
+                f"{', '.join(claim.tiers)} (add {tier!r} to claims[{i}].tiers to judge it here)"
+            )
+        elif absent:
             # A partial audit cannot decide a comparison with experiments it did not run.
+            reason = f"not evaluated: {', '.join(absent)} not in this audit"
+        if reason:
             claims.append(
                 {
                     "expr": claim.expr,
@@ -935,15 +978,21 @@ def summarize(
                     "holds": None,
                     "skipped": True,
                     "substituted": "",
-                    "reason": f"not evaluated: {', '.join(absent)} not in this audit",
+                    "reason": reason,
                 }
             )
             continue
         result = evaluate_claim(claim.expr, values)
         claims.append({"expr": claim.expr, "provenance": claim.provenance, **_jsonable(result)})
-        if result.holds is not True:
-            passed = False
-    return {"tier": tier, "experiments": experiments, "claims": claims, "passed": passed}
+    outcome = overall_verdict(experiments, claims)
+    return {
+        "tier": tier,
+        "experiments": experiments,
+        "claims": claims,
+        "verdict": outcome.verdict,
+        "incomplete": outcome.incomplete,
+        "passed": outcome.passed,
+    }
 
 
 def _predicate(
@@ -954,6 +1003,7 @@ def _predicate(
         "audit_id": summary["audit_id"],
         "rb_version": __version__,
         "passed": summary["passed"],
+        "verdict": summary["verdict"],
         "startedOn": summary["started"],
         "finishedOn": summary["finished"],
         "materials": {

@@ -21,6 +21,7 @@ from reprobridge._proc.monitored import Completed, run_monitored
 from reprobridge.audit.limits import pids_cgroup
 from reprobridge.audit.monitor import Peaks, Sampler
 from reprobridge.audit.sandbox import SandboxSpec, wrap
+from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.redact import Redactor
 
 
@@ -131,7 +132,8 @@ def workload_cpu(completed: Completed, peaks: Peaks | None) -> CpuTime:
 class Executor(Protocol):
     """Runs one request to its end.
 
-    Contract: writes ``stdout.log``, ``stderr.log`` and ``timeline.jsonl`` into
+    Contract: writes ``stdout.log``, ``stderr.log``, ``output.log`` (both streams in
+    arrival order; :data:`~reprobridge.constants.COMBINED_LOG`) and ``timeline.jsonl`` into
     ``request.run_dir`` (logs redacted with ``request.redactor`` and capped), enforces
     ``timeout_s`` (TERM, ``grace``, KILL of everything the run started) and
     ``stop_event``, and never raises for a failing or killed run.
@@ -270,6 +272,7 @@ class LocalExecutor:
                 env=request.env,
                 stdout_path=request.run_dir / "stdout.log",
                 stderr_path=request.run_dir / "stderr.log",
+                combined_path=request.run_dir / COMBINED_LOG,
                 timeout=request.timeout_s,
                 grace=request.grace,
                 redactor_factory=request.redactor.stream,

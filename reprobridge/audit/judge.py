@@ -37,7 +37,7 @@ from reprobridge.manifest.schema import Experiment
 from reprobridge.stats import summarize
 
 MetricStatus = Literal["ok", "missing", "invalid", "ambiguous", "out-of-band"]
-VerdictStatus = Literal["pass", "fail", "skipped", "not-applicable"]
+VerdictStatus = Literal["pass", "fail", "incomplete", "skipped", "not-applicable"]
 
 #: How statuses read in reasons (reliability.md's vocabulary: ``metric-missing`` ...).
 STATUS_LABEL: dict[str, str] = {
@@ -136,11 +136,8 @@ def extract_run_metrics(
         mspec: Mapping[str, Any] = metrics[name] or {}
         source = mspec.get("source") or {}
         claimed = _declared_claim(exp, tier, name)
-        threshold = (
-            check.describe_thresholds(mspec)
-            if judged
-            else "none (smoke: exists and is finite; thresholds not applied)"
-        )
+        applied = _thresholds_apply(mspec, judged)
+        threshold = check.describe_thresholds(mspec) if applied else f"none ({_unjudged(judged)})"
         common = {"name": name, "threshold": threshold, "source": _describe_source(source)}
         try:
             value = check.extract_metric(source, log_text, str(workdir))
@@ -153,10 +150,10 @@ def extract_run_metrics(
                 **common,
             )
             continue
-        if judged:
+        if applied:
             ok, reason = check.judge_metric(mspec, value)
         else:
-            ok, reason = True, "smoke: exists and is finite; thresholds not applied"
+            ok, reason = True, _unjudged(judged)
         results[name] = MetricResult(
             value=value,
             status="ok" if ok else "out-of-band",
@@ -165,6 +162,16 @@ def extract_run_metrics(
             **common,
         )
     return results
+
+
+def _thresholds_apply(mspec: Mapping[str, Any], judged: bool) -> bool:
+    """Whether a metric's value is compared with thresholds: the tier judges (not smoke
+    without its own metrics) and the metric declares one (``target``, ``min`` or ``max``)."""
+    return judged and check.has_thresholds(mspec)
+
+
+def _unjudged(judged: bool) -> str:
+    return check.NO_THRESHOLD if judged else check.SMOKE_UNJUDGED
 
 
 def _output_record(
@@ -262,8 +269,9 @@ def judge_run(
 
 @dataclass(frozen=True)
 class Verdict:
-    """One level's verdict: ``pass``, ``fail``, ``skipped`` (not reached: nothing ran) or
-    ``not-applicable`` (nothing to judge, e.g. no metrics declared: never a pass)."""
+    """One level's verdict: ``pass``, ``fail``, ``incomplete`` (nothing failed, but some
+    values were compared with no threshold: never a pass), ``skipped`` (not reached: nothing
+    ran) or ``not-applicable`` (nothing to judge, e.g. no metrics declared: never a pass)."""
 
     status: VerdictStatus
     reason: str
@@ -361,6 +369,11 @@ def judge_experiment(
         with check.py's :func:`~reprobridge.artifacts.check.judge_metric`. A single run
         outside the band is allowed when the mean is inside.
 
+    - ``incomplete`` instead of ``pass`` when some metric was compared with no threshold:
+      it declares none (no ``target``, ``min`` or ``max``), or the tier is ``smoke``
+      without metrics of its own (the experiment's targets describe full runs). Such a
+      metric's ``outcome`` is ``unjudged``; a missing or invalid value still fails.
+
     ``per_metric`` keeps every value, status and reason per run, the statistics over counted
     runs and ``claimed_vs_measured``. ``experiment_id`` names the experiment in the verdict
     (the manifest model does not know its own id).
@@ -389,7 +402,9 @@ def judge_experiment(
             "stats": st.to_json() if st is not None else None,
             "threshold": next(
                 (res.threshold for res in results if res is not None),
-                check.describe_thresholds(metric_specs[name] or {}) if judged else "none",
+                check.describe_thresholds(metric_specs[name] or {})
+                if _thresholds_apply(metric_specs[name] or {}, judged)
+                else "none",
             ),
             "source": _describe_source((metric_specs[name] or {}).get("source") or {}),
             "claimed": claimed,
@@ -416,6 +431,14 @@ def judge_experiment(
         metric = _mean_within(runs, names, metric_specs, judged, per_metric)
     else:
         metric = _all_or_k(exp, runs, names, per_metric)
+    unjudged = [n for n in names if not _thresholds_apply(metric_specs[n] or {}, judged)]
+    if unjudged and metric.status == "pass":
+        # Extracted and finite is not a result: nothing failed, but not everything was judged.
+        for name in unjudged:
+            if per_metric[name]["outcome"] == "pass":
+                per_metric[name]["outcome"] = "unjudged"
+                per_metric[name]["reason"] = _unjudged(judged)
+        metric = _incomplete(experiment_id, tier, judged, unjudged, len(names))
     return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, n)
 
 
@@ -435,6 +458,28 @@ def _not_applicable(exp: Experiment, tier: str) -> Verdict:
         f"no metrics declared for tier {tier}: declare [experiments.<id>.metrics.<name>] "
         "with a `source` and a threshold (target/tolerance, min, max) in reprobridge.toml so "
         "the auditor can judge results",
+    )
+
+
+def _incomplete(
+    experiment_id: str, tier: str, judged: bool, unjudged: Sequence[str], total: int
+) -> Verdict:
+    """The metric level when every value was extracted and finite but some (or all) had no
+    threshold to meet: never a pass; the reason names the manifest key that would judge it."""
+    exp = experiment_id or "<id>"
+    shown = ", ".join(unjudged)
+    if not judged:
+        return Verdict(
+            "incomplete",
+            f"tier {tier} declares no thresholds: {shown} extracted and finite, not judged "
+            f"(the experiment's targets describe full runs); to judge this tier declare "
+            f"[experiments.{exp}.tiers.{tier}.metrics.<name>] with a source and a threshold",
+        )
+    return Verdict(
+        "incomplete",
+        f"{len(unjudged)} of {total} metric(s) have no threshold ({shown}): extracted and "
+        f"finite, not judged; add `target` (with a tolerance), `min` or `max` under "
+        f"[experiments.{exp}.metrics.{unjudged[0]}]",
     )
 
 
@@ -543,10 +588,10 @@ def _mean_within(
             parts += [f"{name}: {w}" for w in why if not w.startswith("procedure")]
             continue
         mean = entry["stats"]["mean"]
-        if judged:
+        if _thresholds_apply(metric_specs[name] or {}, judged):
             ok, reason = check.judge_metric(metric_specs[name] or {}, mean)
         else:
-            ok, reason = True, "smoke: exists and is finite; thresholds not applied"
+            ok, reason = True, _unjudged(judged)
         entry["outcome"] = "pass" if ok else "fail"
         entry["reason"] = f"mean {mean:g} over {len(runs)} run(s): {reason}"
         if not ok:

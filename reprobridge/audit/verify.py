@@ -33,6 +33,9 @@ class VerifyOutcome:
     signature: str = "absent"
     runs: dict[str, str] = field(default_factory=dict)
     passed: bool | None = None
+    #: The re-derived overall verdict (PASS, FAIL, INCOMPLETE) and its gaps; None unknown.
+    verdict: str | None = None
+    incomplete: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -40,6 +43,8 @@ class VerifyOutcome:
 
 
 _MAX_DIFFERENCES = 8
+#: audit.json keys added with the INCOMPLETE verdict (absent from older bundles).
+_SINCE_INCOMPLETE = ("verdict", "incomplete")
 
 
 def differences(recorded: Any, derived: Any, where: str) -> list[str]:
@@ -214,9 +219,15 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     )
     found: list[str] = []
     for key in sorted(derived):
+        if key in _SINCE_INCOMPLETE and key not in records.recorded:
+            # A bundle from before the INCOMPLETE verdict: these are derived from
+            # `experiments` and `claims`, which are compared.
+            continue
         found += differences(records.recorded.get(key), derived[key], f"audit.json: {key}")
     out.problems += found[:_MAX_DIFFERENCES]
     if len(found) > _MAX_DIFFERENCES:
         out.problems.append(f"audit.json: and {len(found) - _MAX_DIFFERENCES} more differences")
     out.passed = bool(derived["passed"])
+    out.verdict = str(derived["verdict"])
+    out.incomplete = list(derived["incomplete"])
     return out

@@ -142,7 +142,7 @@ def _print_summary(result: Any) -> None:
         }
         click.echo(f"  {exp_id}: " + "  ".join(f"{lvl} {_state(st)}" for lvl, st in states.items()))
         for lvl in ("environment", "procedure", "metric"):
-            if v[lvl]["status"] == "fail":
+            if v[lvl]["status"] in {"fail", "incomplete", "not-applicable"}:
                 click.echo(f"      {lvl}: {v[lvl]['reason']}")
         for run in runs.get(exp_id, []):
             excerpt = failure_excerpt(run)
@@ -173,6 +173,8 @@ def _print_summary(result: Any) -> None:
         click.echo(f"  claim {c['expr']}: {mark} ({shown})")
     for w in s.get("warnings", []):
         click.echo(f"  warning: {w}")
+    for line in s.get("incomplete", []):
+        click.echo(f"  not judged: {line}")
     verdict = _state(overall_state(bool(result.passed), hermetic, s.get("verdict")))
     click.echo(f"verdict: {verdict}   evidence: {result.path}")
 
@@ -186,8 +188,10 @@ def run_and_render(
     root: Path, opts: Any, *, as_json: bool, quiet: bool, extra: dict[str, Any] | None = None
 ) -> None:
     """Run the audit with progress on stderr, print the verdicts (``extra`` keys join the
-    JSON document), exit 1 when one fails."""
+    JSON document); exit with the overall verdict's status (0 PASS, 1 FAIL, 20 INCOMPLETE:
+    reprobridge.errors.VERDICT_EXIT)."""
     from reprobridge.audit.auditor import run_audit
+    from reprobridge.errors import VERDICT_EXIT
 
     with sink(_Progress(quiet=quiet or as_json)):
         result = run_audit(root, opts)
@@ -195,8 +199,9 @@ def run_and_render(
         print_json({**(extra or {}), **audit_doc(result)})
     else:
         _print_summary(result)
-    if not result.passed:
-        raise click.exceptions.Exit(1)
+    code = VERDICT_EXIT.get(result.verdict, VERDICT_EXIT["FAIL"])
+    if code:
+        raise click.exceptions.Exit(code)
 
 
 _common = [
@@ -313,7 +318,9 @@ def audit_command(
     """Run EXPERIMENTS (default: all) RUNS times each in isolation, record evidence under
     repro/evidence/<audit-id>/ and judge it against reprobridge.toml.
 
-    Exit 0 when every verdict passes, 1 when one fails, 130/143 when interrupted (resumable).
+    Exit 0 (PASS) only when every experiment had metrics with thresholds and all held; 1
+    (FAIL) when a verdict fails; 20 (INCOMPLETE) when nothing failed but something was not
+    judged (each gap is listed with the manifest key to add); 130/143 when interrupted.
     """
     from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
 

@@ -152,8 +152,7 @@ def init_command(
 
         audit = run_audit(result.root, AuditOptions(tier="smoke", runs=1, backend="host"))
         click.echo(
-            f"verify (smoke audit, 1 run, host): {'PASS' if audit.passed else 'FAIL'} "
-            f"— {audit.path}",
+            f"verify (smoke audit, 1 run, host): {audit.verdict} — {audit.path}",
             err=as_json,
         )
 

@@ -34,6 +34,8 @@ def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None
                 "signature": out.signature,
                 "runs": out.runs,
                 "passed": out.passed,
+                "verdict": out.verdict,
+                "incomplete": out.incomplete,
             }
         )
     else:
@@ -41,8 +43,9 @@ def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None
             click.echo(f"problem: {p}")
         click.echo(f"signature: {out.signature}")
         click.echo(f"runs: {len(out.runs)} ({', '.join(sorted(set(out.runs.values()))) or 'none'})")
-        verdict = "PASS" if out.passed else "FAIL" if out.passed is not None else "unknown"
-        click.echo(f"re-derived verdict: {verdict}")
+        click.echo(f"re-derived verdict: {out.verdict or 'unknown'}")
+        for line in out.incomplete:
+            click.echo(f"  not judged: {line}")
         click.echo("bundle: OK" if out.ok else f"bundle: {len(out.problems)} problem(s)")
     if not out.ok:
         raise click.exceptions.Exit(1)

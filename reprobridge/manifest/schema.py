@@ -357,7 +357,9 @@ class Tier(StrictModel):
     )
     metrics: dict[MetricName, Metric] | None = Field(
         None,
-        description="Thresholds for this tier; absent: smoke checks values exist and are finite.",
+        description="Metrics with thresholds for this tier (they replace the experiment's); "
+        "absent in smoke: values must exist and be finite, nothing is judged (verdict "
+        "INCOMPLETE).",
     )
     description: str | None = None
 
@@ -430,11 +432,24 @@ class Experiment(StrictModel):
         return self.tiers[name]
 
 
+TierName = Literal["full", "smoke"]
+
+
+def _full_only() -> list[TierName]:
+    return ["full"]
+
+
 class Claim(StrictModel):
     """A comparison the paper makes between experiments (conclusion level)."""
 
     expr: str = Field(description="e.g. `method.accuracy > baseline.accuracy`.")
     provenance: str | None = None
+    tiers: list[TierName] = Field(
+        default_factory=_full_only,
+        min_length=1,
+        description="Tiers whose runs the claim is about (default: full only; in any other "
+        "tier it is not applicable, never a pass).",
+    )
 
 
 class Derivation(StrictModel):

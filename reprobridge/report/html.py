@@ -142,7 +142,7 @@ def page(title: str, parts: Sequence[str]) -> str:
 
 
 def _overall(audit: AuditData) -> tuple[str, str]:
-    state = overall_state(audit.passed, audit.hermetic)
+    state = overall_state(audit.passed, audit.hermetic, audit.verdict_word or None)
     return state, label(state).upper()
 
 
@@ -166,6 +166,8 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
             )
         if audit.claims and held < len(audit.claims):
             bits.append(f"{len(audit.claims) - held} of {len(audit.claims)} claim(s) do not hold")
+        if audit.verdict == "INCOMPLETE":
+            bits += [f"not judged: {gap}" for gap in audit.incomplete]
         line = "; ".join(bits) + "." if bits else "The audit did not pass."
     facts = [
         ("audit", audit.audit_id),
@@ -703,6 +705,7 @@ background:var(--skip-bg);color:var(--skip);min-width:124px;text-align:center}
 .banner.pass-not-hermetic{border-top-color:var(--warn-line)}
 .banner.pass-not-hermetic .verdict{background:var(--warn-bg);color:var(--warn);font-size:20px}
 .banner.fail .verdict{background:var(--fail-bg);color:var(--fail)}
+.banner.incomplete{border-top-color:var(--na)}.banner.incomplete .verdict{background:var(--na-bg);color:var(--na)}
 .headline{flex:1;min-width:0}.kicker{margin:0;color:var(--muted);font-size:12px;text-transform:uppercase;
 letter-spacing:.08em}h1{margin:2px 0 2px;font-size:24px}.paper{margin:0;color:var(--muted)}
 .line{margin:8px 0 10px;font-weight:600}
@@ -723,7 +726,7 @@ table.kv td,table.kv th{padding:4px 8px;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:12px;font-weight:700;
 background:var(--skip-bg);color:var(--skip);white-space:nowrap;vertical-align:middle}
 .badge.pass{background:var(--pass-bg);color:var(--pass)}.badge.fail{background:var(--fail-bg);color:var(--fail)}
-.badge.not-applicable{background:var(--na-bg);color:var(--na)}
+.badge.not-applicable,.badge.incomplete{background:var(--na-bg);color:var(--na)}
 .badge.pass-not-hermetic{background:var(--warn-bg);color:var(--warn)}
 .plan-warning{background:var(--warn-bg);color:var(--warn);border:1px solid var(--warn-line);
 border-radius:8px;padding:8px 12px;margin:8px 0;font-weight:600}

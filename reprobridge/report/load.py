@@ -239,6 +239,16 @@ class AuditData:
     git: dict[str, Any]
     nix: dict[str, Any]
     flake_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: What was not judged (INCOMPLETE), one line each, as `rb audit` prints them.
+    incomplete: list[str] = field(default_factory=list)
+    verdict_word: str = ""
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL, INCOMPLETE or UNKNOWN (a bundle from before INCOMPLETE: from ``passed``)."""
+        if self.verdict_word in {"PASS", "FAIL", "INCOMPLETE"}:
+            return self.verdict_word
+        return {True: "PASS", False: "FAIL"}.get(self.passed, "UNKNOWN")  # type: ignore[arg-type]
 
     @property
     def run_count(self) -> int:
@@ -329,6 +339,8 @@ def load_audit(path: Path) -> AuditData:
         project=_str(project.get("name")),
         paper_title=_str(_dict(project.get("paper")).get("title")),
         warnings=[_str(w) for w in _list(summary.get("warnings"))],
+        incomplete=[_str(w) for w in _list(summary.get("incomplete"))],
+        verdict_word=_str(summary.get("verdict"), ""),
         experiments=experiments,
         claims=[_claim(_dict(c)) for c in _list(summary.get("claims"))],
         environment=_dict(_json(path / "environment.json")),

@@ -112,7 +112,9 @@ def _opt(value: float | None) -> str:
 
 def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> str:
     """The Markdown report of ``audit`` (optionally with a comparison section)."""
-    word = _OVERALL.get(overall_state(audit.passed, audit.hermetic), "❔ UNKNOWN")
+    word = _OVERALL.get(
+        overall_state(audit.passed, audit.hermetic, audit.verdict_word or None), "❔ UNKNOWN"
+    )
     held = sum(1 for c in audit.claims if c.holds is True)
     title = md_escape(audit.project or "Reproduction report")
     lines = [

@@ -16,6 +16,7 @@ from artifacts_helpers import sample_manifest_data
 
 from reprobridge.artifacts import check
 from reprobridge.artifacts.check import MetricError, extract_metric, judge_metric
+from reprobridge.errors import EXIT_INCOMPLETE
 from reprobridge.manifest.schema import Manifest
 
 CHECK_PY = Path(check.__file__)
@@ -272,16 +273,35 @@ def test_cli_two_values_on_the_result_line_fails(tmp_path: Path) -> None:
     assert "line 2: 'best top1_acc=0.93 last top1_acc=0.912'" in out.stdout
 
 
-def test_cli_smoke_only_needs_finite_values(tmp_path: Path) -> None:
+def test_cli_smoke_without_thresholds_is_incomplete(tmp_path: Path) -> None:
+    """Smoke without its own thresholds judges nothing: never PASS (issue 8, item 8)."""
     (tmp_path / "outputs/exp3").mkdir(parents=True)
     (tmp_path / "outputs/exp3/model.pt").write_bytes(b"")
     out = run_check(tmp_path, spec_of("exp3"), "top1_acc=0.1\n", "--tier", "smoke")
-    assert out.returncode == 0, out.stdout
-    assert "PASS top1_acc = 0.1000 (smoke: exists and is finite" in out.stdout
+    assert out.returncode == 20 == EXIT_INCOMPLETE, out.stdout
+    assert "UNJUDGED top1_acc = 0.1000 (smoke: exists and is finite" in out.stdout
+    assert out.stdout.rstrip().endswith("verdict: INCOMPLETE")
     spec = spec_of("exp3")
     spec["metrics"]["top1_acc"]["source"]["regex"] = r"top1_acc=(\S+)"
     out = run_check(tmp_path, spec, "top1_acc=nan\n", "--tier", "smoke")
     assert out.returncode == 1 and "not finite" in out.stdout
+
+
+def test_cli_metric_without_threshold_or_no_metrics_is_incomplete(tmp_path: Path) -> None:
+    """Issue 8, item 7: a value compared with nothing, or no metric at all, passes nothing."""
+    spec = spec_of("exp3")
+    spec["outputs"] = []
+    spec["metrics"]["top1_acc"] = {"source": {"regex": r"top1_acc=(\S+)"}}
+    out = run_check(tmp_path, spec, "top1_acc=0.5\n")
+    assert out.returncode == 20, out.stdout
+    assert "UNJUDGED top1_acc = 0.5000 (no threshold declared" in out.stdout
+    spec["metrics"] = {}
+    out = run_check(tmp_path, spec, "nothing\n")
+    assert out.returncode == 20, out.stdout
+    assert "INCOMPLETE: no metrics for tier full" in out.stdout
+    # A failure still wins over a gap.
+    spec["outputs"] = [{"path": "absent.txt"}]
+    assert run_check(tmp_path, spec, "x\n").returncode == 1
 
 
 def test_cli_smoke_with_own_metrics_and_sha256(tmp_path: Path) -> None:
@@ -365,3 +385,8 @@ def test_check_runs_on_python38(tmp_path: Path) -> None:
         out.returncode == 1
         and "results/metrics.json:eval.acc: the file does not exist" in out.stdout
     )
+
+
+def test_check_py_incomplete_code_is_rbs() -> None:
+    # check.py is standalone (no reprobridge import); its constant must follow rb's.
+    assert check.EXIT_INCOMPLETE == EXIT_INCOMPLETE

@@ -10,14 +10,12 @@ run, the second sealed ``/etc/passwd`` into the evidence.
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from rbcli import rb
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.collect import collect_files
@@ -142,24 +140,7 @@ def test_workdir_traversal_cli_is_one_line_exit_3(tiny_repo: Callable[..., Path]
     root = _tiny_with_manifest(
         tiny_repo, "echo acc=0.9\n", 'outputs = [{path = "etc/passwd"}]\n', workdir="../../.."
     )
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])}
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reprobridge",
-            "audit",
-            "--runs",
-            "1",
-            "--backend",
-            "host",
-            "-C",
-            str(root),
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-    )
+    out = rb("audit", "--runs", "1", "--backend", "host", "-C", str(root))
     assert out.returncode == 3, out.stderr
     first = out.stderr.splitlines()[0]
     assert first.startswith("error: reprobridge.toml: experiments.main.workdir: "), out.stderr
