@@ -15,6 +15,7 @@ Contract of :func:`init_repository`:
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
@@ -38,7 +39,7 @@ from reprobridge.constants import (
 )
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
-from reprobridge.errors import CommandFailed, MachineError
+from reprobridge.errors import CommandFailed, MachineError, UnsafePathError
 from reprobridge.manifest.io import (
     RefreshReport,
     load_manifest,
@@ -100,10 +101,24 @@ class AgentOptions:
     sandbox_unusable: Any = None
 
 
-def _resolve_paper(root: Path, paper: str | Path | None) -> str | None:
+def _resolve_paper(root: Path, paper: str | Path | None, given_root: Path) -> str | None:
+    """The paper as a repository-relative path, or the operator's own file outside it.
+
+    A path inside the repository (lexically: under the root as resolved or as given) must
+    stay inside after symlinks are resolved: the repository is untrusted, and a committed
+    ``paper.pdf -> ~/.ssh/id_ed25519`` must not make rb read (and quote) a host file.
+    """
     if paper is None:
         return None
     p = Path(paper).expanduser().absolute()
+    lexical = Path(os.path.normpath(p))
+    bases = {root, Path(os.path.normpath(given_root.expanduser().absolute()))}
+    if any(lexical.is_relative_to(b) for b in bases) and not p.resolve().is_relative_to(root):
+        raise UnsafePathError(
+            "the paper is a symlink (or under one) that leads out of the repository; refused",
+            path=str(paper),
+            hint="pass the real file's path with --paper if you trust it",
+        )
     if not p.is_file():
         from reprobridge.errors import DetectionError
 
@@ -251,6 +266,15 @@ def init_repository(
     from reprobridge.artifacts.launchers import render_launcher
     from reprobridge.artifacts.pyenv import render_python_project
 
+    foreign = _proc.foreign_git_dir(path)
+    if foreign:
+        # Refused before anything is read or written: the index, the files git lists and
+        # `git add -N` would all be another repository's.
+        raise UnsafePathError(
+            f"{foreign}; rb never reads or writes another repository through it",
+            path=str(Path(path) / ".git"),
+            hint="run rb init in a clone whose .git is its own directory",
+        )
     index = RepoIndex.from_git(Path(path))
     root = index.root
     emit("index", root=str(root), files=len(index))
@@ -262,7 +286,9 @@ def init_repository(
     # Without --paper, the paper the manifest records: a re-run (and `rb check`, which is a
     # dry run) must not drop the targets and claims that came from it.
     paper_rel = (
-        _resolve_paper(root, paper) if paper is not None else _recorded_paper(root, recorded)
+        _resolve_paper(root, paper, Path(path))
+        if paper is not None
+        else _recorded_paper(root, recorded)
     )
     ctx = detect_repo(index, paper_path=paper_rel)
     emit("merge", findings=len(ctx.findings))

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from reprobridge.errors import CommandFailed, MachineError
+from reprobridge.errors import CommandFailed, MachineError, UnsafePathError
 
 
 @dataclass(frozen=True)
@@ -182,8 +182,73 @@ def git_env() -> dict[str, str]:
     return env
 
 
+#: git subcommands rb runs that write to a repository's metadata (index, refs, objects).
+_GIT_WRITES = frozenset({"add", "commit", "update-index", "reset", "checkout", "stash", "tag"})
+
+
+def foreign_git_dir(repo: str | Path) -> str | None:
+    """Why git in ``repo`` would act on *another* repository's metadata, or None.
+
+    ``repo/.git`` as a file (``gitdir: /elsewhere``) or a symlink redirects every git
+    command. That is legitimate for a linked worktree (``git worktree add``: the git dir
+    names this checkout back in its ``gitdir`` file) and a submodule (its git dir's
+    ``core.worktree`` names this checkout); anything else is a redirection the repository
+    (untrusted) chose, and rb must not write there.
+    """
+    root = Path(repo).resolve()
+    dotgit = Path(repo) / ".git"
+    if dotgit.is_symlink():
+        target = dotgit.resolve()
+    elif dotgit.is_file():
+        try:
+            first = dotgit.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        except OSError as exc:
+            return f".git cannot be read ({exc.strerror or exc})"
+        if not first or not first[0].startswith("gitdir:"):
+            return ".git is a file without a `gitdir:` line"
+        target = (root / first[0][len("gitdir:") :].strip()).resolve()
+    else:
+        return None
+    if target.is_relative_to(root):
+        return None
+    try:
+        back = (target / "gitdir").read_text(encoding="utf-8").strip()
+        if back and (target / back).resolve() == (root / ".git").resolve():
+            return None  # a linked worktree of that repository
+    except OSError:
+        pass
+    got = run(
+        ["git", "config", "--file", str(target / "config"), "--get", "core.worktree"],
+        env=git_env(),
+        check=False,
+    )
+    if got.returncode == 0 and (target / got.text.strip()).resolve() == root:
+        return None  # a submodule checkout
+    return f".git redirects to {target}, another repository's metadata"
+
+
 def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) -> Result:
-    """Run ``git -C repo ARGS`` hardened against repository-controlled configuration."""
+    """Run ``git -C repo ARGS`` hardened against repository-controlled configuration.
+
+    A subcommand that writes (``_GIT_WRITES``) is refused with UnsafePathError when
+    ``repo/.git`` redirects to another repository (:func:`foreign_git_dir`).
+    """
+    words = iter(args)
+    sub = ""
+    for word in words:
+        if word in {"-c", "-C"}:
+            next(words, None)  # the option's value
+        elif not word.startswith("-"):
+            sub = word
+            break
+    if sub in _GIT_WRITES:
+        why = foreign_git_dir(repo)
+        if why:
+            raise UnsafePathError(
+                f"{why}; rb never writes to another repository",
+                path=str(Path(repo) / ".git"),
+                hint="run rb in a clone whose .git is its own directory",
+            )
     argv = ["git"]
     for item in _GIT_SAFE_CONFIG:
         argv += ["-c", item]

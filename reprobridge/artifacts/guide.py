@@ -6,6 +6,7 @@ guide makes about a value names where the value came from.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -31,8 +32,33 @@ class GuideNotes:
     agent_summary: str = ""
 
 
+#: Prose from the repository or the paper (descriptions, titles, provenance, notes) is text,
+#: never markup: HTML (`<img onerror=...>`, `<!-- -->`, `&...;`) is escaped, `|` cannot end a
+#: table cell and a newline cannot start a new block.
+_PROSE = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", "|": "\\|", "\r": " ", "\n": " "})
+
+
 def _esc(text: object) -> str:
-    return str(text).replace("|", "\\|").replace("\n", " ")
+    """``text`` as one line of inline Markdown that renders as the text itself (no HTML)."""
+    return str(text).translate(_PROSE)
+
+
+def _code(text: object) -> str:
+    """``text`` as an inline code span: nothing inside is markup (HTML included), a fence
+    longer than any backtick run inside cannot be closed early, and ``|`` stays in its cell."""
+    body = str(text).replace("\r", " ").replace("\n", " ").replace("|", "\\|")
+    longest = max((len(r) for r in re.findall(r"`+", body)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if body.startswith("`") or body.endswith("`") or longest else ""
+    return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def _fenced(lines: Iterable[str]) -> list[str]:
+    """A fenced code block that no line inside can close."""
+    lines = [line.replace("\r", " ") for line in lines]
+    longest = max((len(r) for line in lines for r in re.findall(r"`{3,}", line)), default=2)
+    fence = "`" * (longest + 1)
+    return [fence, *lines, fence]
 
 
 def _bullets(items: Iterable[str]) -> list[str]:
@@ -52,13 +78,13 @@ def _band(m: Metric) -> str:
         parts.append(f">= {m.min:g}")
     if m.max is not None:
         parts.append(f"<= {m.max:g}")
-    return ", ".join(parts) or "extracted and finite (no threshold yet)"
+    return ", ".join(parts) or "no threshold: not judged (add `target`, `min` or `max`)"
 
 
 def _source(m: Metric) -> str:
     if m.source.regex is not None:
-        return f"regex `{m.source.regex}` over the log"
-    return f"`{m.source.key}` in `{m.source.file}`"
+        return f"regex {_code(m.source.regex)} over the log"
+    return f"{_code(m.source.key)} in {_code(m.source.file)}"
 
 
 def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
@@ -93,21 +119,22 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             "",
         ]
     rows = [
-        ("command", f"`{exp.command}`"),
+        ("command", _code(exp.command)),
         ("seeds", ", ".join(map(str, exp.seeds))),
         ("timeout", exp.timeout),
-        ("working directory", f"`{exp.workdir}`"),
+        ("working directory", _code(exp.workdir)),
         ("network", "allowed" if exp.network else "none (offline switches set)"),
     ]
     if exp.hardware.gpus:
         rows.append(("hardware", f"{exp.hardware.gpus} GPU(s)"))
     if exp.datasets:
-        rows.append(("datasets", ", ".join(f"`{d}`" for d in exp.datasets)))
+        rows.append(("datasets", ", ".join(_code(d) for d in exp.datasets)))
     if exp.outputs:
-        rows.append(("outputs", ", ".join(f"`{o.path}`" for o in exp.outputs)))
+        rows.append(("outputs", ", ".join(_code(o.path) for o in exp.outputs)))
     if exp.unbounded:
         rows.append(("termination", _esc(exp.unbounded)))
-    out += ["| | |", "|---|---|", *[f"| {k} | {_esc(v)} |" for k, v in rows], ""]
+    # Cells are rendered already (_code, _esc or rb's own words).
+    out += ["| | |", "|---|---|", *[f"| {k} | {v} |" for k, v in rows], ""]
     if exp.params:
         out += ["| parameter | full | smoke | from |", "|---|---|---|---|"]
         smoke = exp.tiers.get("smoke")
@@ -115,14 +142,14 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             sv = smoke.params.get(name, value) if smoke else "—"
             where = manifest.derived.get(f"experiments.{exp_id}.params.{name}")
             out.append(
-                f"| `{name}` | `{value}` | `{sv}` | {_esc(', '.join(where.sources)) if where else 'edited by hand'} |"
+                f"| `{name}` | {_code(value)} | {_code(sv)} | {_esc(', '.join(where.sources)) if where else 'edited by hand'} |"
             )
         out.append("")
     if exp.metrics:
         out += ["| metric | expected | read from | provenance |", "|---|---|---|---|"]
         for name, m in exp.metrics.items():
             out.append(
-                f"| `{name}` | {_esc(_band(m))} | {_esc(_source(m))} | {_esc(m.provenance or '—')} |"
+                f"| `{name}` | {_esc(_band(m))} | {_source(m)} | {_esc(m.provenance or '—')} |"
             )
         out.append("")
     else:
@@ -154,8 +181,8 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         paper = manifest.project.paper
         bits = [
             f"*{_esc(paper.title)}*" if paper.title else "",
-            paper.url or "",
-            f"doi:{paper.doi}" if paper.doi else "",
+            _esc(paper.url) if paper.url else "",
+            f"doi:{_esc(paper.doi)}" if paper.doi else "",
         ]
         out += ["Paper: " + " · ".join(b for b in bits if b), ""]
     out += [
@@ -243,7 +270,7 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         )
     out.append("")
     if env.python_requirements:
-        out += ["Python requirements:", "", "```", *env.python_requirements, "```", ""]
+        out += ["Python requirements:", "", *_fenced(env.python_requirements), ""]
     if notes.lock_note:
         out += [_esc(notes.lock_note), ""]
     if notes.decisions:
@@ -286,8 +313,7 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
             "",
         ]
         out += [
-            f"- `{_esc(c.expr)}` ({_esc(c.provenance or 'edited by hand')})"
-            for c in manifest.claims
+            f"- {_code(c.expr)} ({_esc(c.provenance or 'edited by hand')})" for c in manifest.claims
         ]
         out.append("")
     if notes.dropped_experiments:
@@ -313,13 +339,13 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         out += ["## Known gaps and exceptions", ""]
         out += _bullets(leftovers)
         if notes.kept_edits:
-            out += _bullets(f"kept your edit of `{p}`" for p in notes.kept_edits)
+            out += [f"- kept your edit of {_code(p)}" for p in notes.kept_edits]
         if review:
             out += [
                 "",
                 "Values rb guessed (low confidence) — review them in reprobridge.toml:",
                 "",
-                *(f"- `{p}`" for p in review),
+                *(f"- {_code(p)}" for p in review),
             ]
         out.append("")
     out += [
@@ -333,6 +359,11 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         "",
         "The auditor extracts every metric itself from the stored logs and output files and",
         "judges it against the thresholds above; claimed values never decide a verdict.",
+        "The verdict is PASS (exit 0) only when every experiment had metrics with thresholds",
+        "and all held; INCOMPLETE (exit 20) when nothing failed but something was not judged.",
+        "The paper's targets and claims describe full runs: a smoke audit shows that every",
+        "experiment runs and its metrics can be read, and stays INCOMPLETE unless",
+        "`[experiments.<id>.tiers.smoke.metrics.<name>]` declares thresholds for it.",
         "",
     ]
     return "\n".join(out)

@@ -31,7 +31,12 @@ from pydantic import BaseModel, ValidationError
 from tomlkit.items import InlineTable, Table
 from tomlkit.toml_document import TOMLDocument
 
-from reprobridge.errors import ManifestError, ManifestNotFoundError, SchemaVersionError
+from reprobridge.errors import (
+    ManifestError,
+    ManifestNotFoundError,
+    SchemaVersionError,
+    UnsafePathError,
+)
 from reprobridge.manifest.schema import SCHEMA_VERSION, Derivation, Manifest
 
 _MISSING = object()
@@ -61,8 +66,17 @@ def parse_document(text: str, *, path: str) -> TOMLDocument:
 
 
 def load_manifest(path: Path) -> tuple[Manifest, TOMLDocument]:
-    """Read and validate ``path``. Raises ManifestNotFoundError / ManifestError / SchemaVersionError."""
+    """Read and validate ``path``. Raises ManifestNotFoundError / ManifestError /
+    SchemaVersionError, and UnsafePathError when ``path`` is a symlink."""
     shown = path.name
+    if path.is_symlink():
+        # The repository is untrusted: `reprobridge.toml -> /elsewhere` would make rb read,
+        # audit and record a manifest (and its paths) that is not the repository's own.
+        raise UnsafePathError(
+            "is a symlink; rb reads the manifest only from a regular file in the repository",
+            path=shown,
+            hint="replace the link with the file itself",
+        )
     try:
         raw = path.read_bytes()
     except FileNotFoundError:

@@ -124,12 +124,17 @@ def check_rel(rel: object, *, write: bool) -> str:
     if any(p == ".." for p in parts):
         raise ToolError(f"{rel}: `..` is refused; paths stay inside the repository")
     clean = "/".join(p for p in parts if p != ".")
-    if parts[0] == ".git" or clean == ".git":
-        raise ToolError(f"{rel}: .git/ is off limits")
+    # Compared folded: on a case-insensitive file system (macOS, Windows) `.GIT/config` is
+    # `.git/config`, and Windows drops trailing dots and spaces (`.git.`). Any component
+    # named .git is a repository's metadata (a submodule's `sub/.git/hooks/x` too).
+    folded = [p.casefold().rstrip(". ") for p in clean.split("/")]
+    if ".git" in folded:
+        raise ToolError(f"{rel}: .git/ is off limits (in any directory, in any letter case)")
+    key = "/".join(folded)
     if write and (
-        clean in _DENY_EXACT
-        or parts[-1] == ".envrc"
-        or any((clean + "/").startswith(p) for p in _DENY_PREFIX)
+        key in _DENY_EXACT
+        or folded[-1] == ".envrc"
+        or any((key + "/").startswith(p) for p in _DENY_PREFIX)
     ):
         raise ToolError(
             f"{rel}: writing here is refused (repository metadata, CI configuration, "
