@@ -230,10 +230,27 @@ def summarize(values: Sequence[float], *, value_range: Sequence[float] | None = 
         raise AuditError("statistics of a non-finite value")
     bounds = _pair(list(value_range)) if value_range is not None else None
     n = len(data)
-    # fsum-based mean: exact rounding, so the mean of equal values is that value.
-    mean = math.fsum(data) / n
+    mean = _mean(data)
     if n == 1:
         return Stats(1, mean, 0.0, data[0], data[0], None, bounds)
-    std = statistics.stdev(data)
+    try:
+        std = statistics.stdev(data)
+    except OverflowError:
+        # Values a run printed near the float limit: the spread of the scaled values.
+        scale = max(abs(v) for v in data)
+        std = statistics.stdev([v / scale for v in data]) * scale
     half = t_975(n - 1) * std / math.sqrt(n)
-    return Stats(n, mean, std, min(data), max(data), (mean - half, mean + half), bounds)
+    interval: tuple[float, float] | None = (mean - half, mean + half)
+    if not all(math.isfinite(x) for x in interval):  # type: ignore[union-attr]
+        interval = None  # past the float range: no interval to state (evidence JSON is finite)
+    return Stats(n, mean, std, min(data), max(data), interval, bounds)
+
+
+def _mean(data: Sequence[float]) -> float:
+    """fsum-based: exact rounding, so the mean of equal values is that value. Finite values
+    whose sum leaves the float range (fsum raises) are averaged scaled: the mean is finite,
+    and a run's printed numbers must never crash the auditor."""
+    try:
+        return math.fsum(data) / len(data)
+    except OverflowError:
+        return math.fsum(v / len(data) for v in data)

@@ -177,3 +177,21 @@ def test_rb_init_declares_the_range_of_a_percentage_from_the_paper(tmp_path) -> 
     metrics = manifest.experiments["mixup"].metrics
     assert metrics["test_accuracy"].range == [0.0, 1.0]
     assert metrics["train_loss"].range is None
+
+
+
+def test_values_near_the_float_limit_do_not_crash_the_summary() -> None:
+    """A run controls the numbers it prints: finite values whose sum or spread leaves the
+    float range (fsum and stdev raise OverflowError) still get finite statistics, and an
+    interval past the float range is not stated (evidence JSON allows no infinity)."""
+    import dataclasses
+    import json
+
+    from reprobridge.stats import summarize
+
+    big = 1.7e308
+    s = summarize([big, big, big / 2])
+    assert s.mean == pytest.approx(big / 6 * 5)
+    assert s.std == pytest.approx(statistics.stdev([1.0, 1.0, 0.5]) * big)
+    assert s.ci95 is None
+    json.dumps(dataclasses.asdict(s), allow_nan=False)
