@@ -105,10 +105,18 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
     smoke = exp.tiers.get("smoke")
     if smoke is None:
         out += [
-            "No smoke tier: rb found no parameter that bounds this run (epochs, steps,",
-            "iterations) and can be set from its command line, so `rb audit --tier smoke`",
-            f"skips it. Add `[experiments.{exp_id}.tiers.smoke]` with `params` or `args` that",
-            "shorten the run to a few CPU minutes.",
+            "No smoke tier: `rb audit --tier smoke` skips this experiment. Add",
+            f"`[experiments.{exp_id}.tiers.smoke]` with `params` or `args` that shorten the run",
+            "to a few CPU minutes.",
+            "",
+        ]
+    elif not smoke.params and not smoke.args:
+        out += [
+            "The smoke tier is the full command, stopped after "
+            f"{smoke.timeout or exp.timeout}: rb found no parameter that bounds this run",
+            "(epochs, steps, iterations) and can be set from its command line. A smoke run",
+            "that does not finish in time ends as a timeout; then add `params` or `args` to",
+            f"`[experiments.{exp_id}.tiers.smoke]` that shorten it.",
             "",
         ]
     elif smoke.args:

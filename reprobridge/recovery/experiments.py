@@ -12,7 +12,7 @@ from reprobridge.detect.base import Finding
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import rank
-from reprobridge.recovery.smoke import smoke_value
+from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, smoke_value
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
 _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
@@ -365,10 +365,10 @@ def _one_experiment(
     if smoke is not None and smoke[0] in params:
         name, value, sources = smoke
         b.put(f"{p}.tiers.smoke.params.{name}", value, sources)
-        b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+        b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
     elif tier_args:
         b.put(f"{p}.tiers.smoke.args", tier_args, [f"rb rule: smoke tier sets {bound}"], "medium")
-        b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+        b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
     elif bound is not None and bound in params:
         small = smoke_value(bound)
         value = params[bound]
@@ -380,13 +380,26 @@ def _one_experiment(
                 [f"rb rule: smoke tier lowers {bound}"],
                 "medium",
             )
-            b.put(f"{p}.tiers.smoke.timeout", "10m", ["rb default for smoke tiers"], "medium")
+            b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
     if not b.has(f"{p}.tiers.smoke"):
-        res.decisions.append(
-            f"{exp_id}: no smoke tier: no parameter that bounds the run (epochs, steps, "
-            "iterations) could be set from the command line"
+        # Nothing to shorten: the smoke tier is the run itself, stopped at the smoke limit.
+        # Many such runs (notebooks, small scripts) finish in minutes; one that does not
+        # ends as a timeout, which says what it is, instead of a smoke audit that refuses
+        # to run anything.
+        why = (
+            "no parameter that bounds the run (epochs, steps, iterations) could be set from "
+            "the command line"
             + ("" if kind in {"script", "module"} else f" of a {kind} experiment")
-            + "; `rb audit --tier smoke` skips it"
+        )
+        b.put(
+            f"{p}.tiers.smoke.timeout",
+            SMOKE_TIME_LIMIT,
+            [f"rb rule: {why}; the smoke tier is the full command, stopped after "
+             f"{SMOKE_TIME_LIMIT}"],
+            "low",
+        )
+        res.decisions.append(
+            f"{exp_id}: smoke tier = the full command, time-limited to {SMOKE_TIME_LIMIT}: {why}"
         )
     if unb:
         u = unb[0]

@@ -11,6 +11,9 @@ from __future__ import annotations
 
 import re
 
+#: The wall-clock limit of every smoke tier rb derives: "minutes on a CPU".
+SMOKE_TIME_LIMIT = "10m"
+
 _EPOCHS = 1  # one pass over the data
 _STEPS = 20  # a few optimizer steps: enough to see the loss move and the code paths run
 _EPISODES = 2

@@ -13,14 +13,14 @@ from reprobridge.artifacts.guide import GuideNotes, _code, render_guide
 from reprobridge.manifest.schema import Manifest
 
 
-def _guide(notes: GuideNotes | None = None) -> str:
+def _guide(notes: GuideNotes | None = None, *, bigram_tiers: dict[str, Any] | None = None) -> str:
     data = sample_manifest_data()
     data["experiments"] = {
         "adder": {
             "command": "python adder.py",
             "tiers": {"smoke": {"args": ["--trainer.max_iters=20"]}},
         },
-        "bigram": {"command": "python bigram.py"},
+        "bigram": {"command": "python bigram.py", "tiers": bigram_tiers or {}},
     }
     data["claims"] = []
     return render_guide(Manifest.model_validate(data), notes or GuideNotes(), version=VERSION)
@@ -31,7 +31,13 @@ def test_smoke_tier_args_and_the_lack_of_a_smoke_tier_are_said() -> None:
     adder, bigram = text.split("### `adder`")[1].split("### `bigram`")
     assert "The smoke tier appends `--trainer.max_iters=20` to the command." in adder
     assert "No smoke tier" not in adder
-    assert "No smoke tier: rb found no parameter that bounds this run" in bigram
+    assert "No smoke tier: `rb audit --tier smoke` skips this experiment" in bigram
+
+
+def test_a_time_limited_smoke_tier_is_said_for_what_it_is() -> None:
+    bigram = _guide(bigram_tiers={"smoke": {"timeout": "10m"}}).split("### `bigram`")[1]
+    assert "The smoke tier is the full command, stopped after 10m" in bigram
+    assert "No smoke tier" not in bigram
 
 
 def test_without_nix_the_guide_says_how_to_make_the_venv_the_launcher_uses() -> None:
