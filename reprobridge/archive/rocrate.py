@@ -160,13 +160,23 @@ def build_crate(
     for a in audits:
         aid = f"#audit-{a.audit_id}"
         passed = a.audit.get("passed")
+        verdict = a.audit.get("verdict")
+        outcome = (
+            "incomplete (nothing failed, but not everything was judged)."
+            if verdict == "INCOMPLETE"
+            else "passed."
+            if passed is True
+            else "failed."
+            if passed is False
+            else "unknown."
+        )
         action: dict[str, Any] = {
             "@id": aid,
             "@type": "CreateAction",
             "name": f"rb audit {a.audit_id}",
             "description": (
                 "Audit: every experiment rerun in isolation and judged against the manifest; "
-                + ("passed." if passed is True else "failed." if passed is False else "unknown.")
+                + outcome
             ),
             "instrument": _ref(RB_ID),
             "object": [_ref(MANIFEST_FILE), _ref("#repository")],

@@ -185,3 +185,23 @@ def test_overall_verdict_rules() -> None:
     assert overall_verdict({"e": na}, []).verdict == "INCOMPLETE"
     skipped_run = {**exp, "procedure": {"status": "skipped", "reason": "not run"}}
     assert overall_verdict({"e": skipped_run}, []).verdict == "INCOMPLETE"
+
+
+def test_archive_metadata_says_incomplete_not_failed(tmp_path: Path) -> None:
+    from reprobridge.archive.members import Audit
+    from reprobridge.archive.rocrate import build_crate
+    from reprobridge.manifest.schema import Manifest
+
+    manifest = Manifest.model_validate({"schema": 1, "project": {"name": "p"}})
+
+    def described(summary: dict[str, Any]) -> str:
+        audit = Audit("a1", tmp_path, summary, {})
+        crate = build_crate(manifest, [], audits=[audit], commit="c" * 40, epoch=0)
+        [action] = [e for e in crate["@graph"] if e.get("@type") == "CreateAction"]
+        return str(action["description"])
+
+    assert described({"passed": False, "verdict": "INCOMPLETE"}).endswith(
+        "incomplete (nothing failed, but not everything was judged)."
+    )
+    assert described({"passed": False, "verdict": "FAIL"}).endswith("failed.")
+    assert described({"passed": True, "verdict": "PASS"}).endswith("passed.")
