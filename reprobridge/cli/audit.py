@@ -142,7 +142,7 @@ def _print_summary(result: Any) -> None:
         }
         click.echo(f"  {exp_id}: " + "  ".join(f"{lvl} {_state(st)}" for lvl, st in states.items()))
         for lvl in ("environment", "procedure", "metric"):
-            if v[lvl]["status"] in {"fail", "incomplete", "not-applicable"}:
+            if v[lvl]["status"] == "fail":  # gaps are listed once, as "not judged"
                 click.echo(f"      {lvl}: {v[lvl]['reason']}")
         for run in runs.get(exp_id, []):
             excerpt = failure_excerpt(run)
