@@ -461,7 +461,7 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
     base = work_root or Path(tempfile.gettempdir())
     tag = _tmp_tag(bundle_path)
     keep: set[Path] = set()
-    for job in (bundle_path.parent / ".slurm" / bundle_path.name).glob("*/job.json"):
+    for job in (bundle_path.parent / ".slurm" / bundle_path.name).rglob("job.json"):
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             keep.add(Path(json.loads(job.read_text()).get("workspace", "")).parent)
     for pattern in (f"rb-run-{tag}-*", f"rb-cache-{tag}-*"):

@@ -453,44 +453,25 @@ class SlurmExecutor:
     ) -> RunOutput:
         run_out = job_dir / "run"
         data = json.loads((run_out / "result.json").read_text())
-        for name in ("stdout.log", "stderr.log", "timeline.jsonl", "node.json"):
-            if (run_out / name).is_file():
-                shutil.copyfile(run_out / name, request.run_dir / name)
+        # Every file the node side wrote is the run's evidence (logs, the combined stream,
+        # timeline, node.json); result.json is this round trip's own.
+        for src in sorted(run_out.iterdir()):
+            if src.name != "result.json" and src.is_file() and not src.is_symlink():
+                shutil.copyfile(src, request.run_dir / src.name)
         self._copy_scheduler_log(job_dir, job_id, request.run_dir)
-        c = data["completed"]
-
-        def capture(stream: str) -> StreamCapture:
-            s = c[stream]
-            return StreamCapture(
-                request.run_dir / f"{stream}.log",
-                s["total_bytes"],
-                s["stored_bytes"],
-                s["sha256"],
-                s["truncated"],
-            )
-
-        termination = Termination(**c["termination"])
+        completed = completed_from_json(data["completed"], request.run_dir)
+        termination = completed.termination
         if termination.kind == "interrupted" and not request.stop_event.is_set():
             # Not our cancel: Slurm signalled the job ahead of its time limit.
-            termination = Termination(
-                "timeout",
-                termination.returncode,
-                termination.signal,
-                f"slurm time limit: stopped before the job's limit ({final.state})",
+            completed = dataclasses.replace(
+                completed,
+                termination=Termination(
+                    "timeout",
+                    termination.returncode,
+                    termination.signal,
+                    f"slurm time limit: stopped before the job's limit ({final.state})",
+                ),
             )
-        completed = Completed(
-            argv=tuple(c["argv"]),
-            termination=termination,
-            stdout=capture("stdout"),
-            stderr=capture("stderr"),
-            wall_s=c["wall_s"],
-            cpu_user_s=c["cpu_user_s"],
-            cpu_sys_s=c["cpu_sys_s"],
-            started_at=c["started_at"],
-            finished_at=c["finished_at"],
-            pid=c["pid"],
-            survivors_killed=c["survivors_killed"],
-        )
         peaks = Peaks(**data["peaks"]) if data.get("peaks") else None
         return RunOutput(
             completed,
@@ -587,12 +568,38 @@ class SlurmExecutor:
 
 
 def completed_to_json(completed: Completed) -> dict[str, Any]:
-    """The node side's half of the round trip :meth:`SlurmExecutor._collect` reads."""
-    out = dataclasses.asdict(completed)
-    for stream in ("stdout", "stderr"):
-        out[stream]["path"] = str(out[stream]["path"])
-    out["argv"] = list(completed.argv)
+    """The node side's half of the round trip: every field, each stream capture's path as
+    its file name (the auditor's copy lives in another directory)."""
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(completed):
+        value = getattr(completed, f.name)
+        if isinstance(value, StreamCapture):
+            out[f.name] = {**dataclasses.asdict(value), "path": value.path.name}
+        elif isinstance(value, Termination):
+            out[f.name] = dataclasses.asdict(value)
+        elif isinstance(value, tuple):
+            out[f.name] = list(value)
+        else:
+            out[f.name] = value
     return out
+
+
+def completed_from_json(data: dict[str, Any], run_dir: Path) -> Completed:
+    """:func:`completed_to_json` read back, with each capture's path in ``run_dir``."""
+    values: dict[str, Any] = {}
+    for f in dataclasses.fields(Completed):
+        if f.name not in data:
+            continue  # a field the node's rb did not have keeps its default
+        value = data[f.name]
+        if isinstance(value, dict) and "sha256" in value and "path" in value:
+            values[f.name] = StreamCapture(**{**value, "path": run_dir / Path(value["path"]).name})
+        elif f.name == "termination":
+            values[f.name] = Termination(**value)
+        elif f.name == "argv":
+            values[f.name] = tuple(value)
+        else:
+            values[f.name] = value
+    return Completed(**values)
 
 
 def slurm_available(runner: Runner = _run) -> tuple[bool, str]:

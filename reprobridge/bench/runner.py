@@ -42,7 +42,7 @@ from reprobridge._fs import write_atomic
 from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
-from reprobridge.errors import BenchInterrupted, ReproBridgeError
+from reprobridge.errors import VERDICT_EXIT, BenchInterrupted, ReproBridgeError
 
 Progress = Callable[[str, str], None]
 
@@ -229,7 +229,8 @@ def bench_one(
             rec, opts, t0, "environment", f"time limit {opts.time_limit_s:g}s reached in rb audit"
         )
     summary = _json_or_none(logs / "audit.stdout")
-    if summary is None or done.termination.returncode not in (0, 1):
+    # Every verdict (PASS, FAIL, INCOMPLETE) comes with the summary; other exits are errors.
+    if summary is None or done.termination.returncode not in VERDICT_EXIT.values():
         return _finish(rec, opts, t0, "environment", _error_line(logs / "audit.stderr"))
     _judge(rec, summary, work, entry)
     return _finish(rec, opts, t0, None, "")

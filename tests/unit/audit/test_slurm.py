@@ -307,3 +307,37 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     (record,) = _records(root)
     assert record["placement"]["job_id"] == job_id  # type: ignore[index]
     assert len(record["placement"]["attempts"]) == 1  # type: ignore[index]
+
+
+def test_the_node_result_round_trips_every_field_of_a_completed_run(tmp_path: Path) -> None:
+    """The node writes result.json with one rb and the auditor reads it: a field added to
+    Completed (the combined stream was one) must survive, with paths moved to the run dir."""
+    import dataclasses
+
+    from reprobridge._proc.monitored import Completed, StreamCapture, Termination
+    from reprobridge.audit.slurm import completed_from_json, completed_to_json
+
+    def cap(name: str) -> StreamCapture:
+        return StreamCapture(Path("/node/out") / name, 10, 10, "ab" * 32, False)
+
+    done = Completed(
+        argv=("bash", "x.sh"),
+        termination=Termination("exit", 3, None, "exit(3)"),
+        stdout=cap("stdout.log"),
+        stderr=cap("stderr.log"),
+        wall_s=1.5,
+        cpu_user_s=0.5,
+        cpu_sys_s=0.1,
+        started_at="2026-01-01T00:00:00Z",
+        finished_at="2026-01-01T00:00:01Z",
+        pid=42,
+        survivors_killed=0,
+        combined=cap("output.log"),
+    )
+    back = completed_from_json(json.loads(json.dumps(completed_to_json(done))), tmp_path)
+    for f in dataclasses.fields(Completed):
+        got, want = getattr(back, f.name), getattr(done, f.name)
+        if isinstance(want, StreamCapture):
+            assert got == dataclasses.replace(want, path=tmp_path / want.path.name), f.name
+        else:
+            assert got == want, f.name
