@@ -9,8 +9,12 @@ uses CUDA unconditionally:
 * a use: ``.cuda()``, ``device="cuda"``, ``torch.device("cuda")``, ``.to("cuda")``,
   ``"cuda:0"``;
 * and no fallback anywhere in the same file: ``torch.cuda.is_available()``,
-  ``... else "cpu"``, ``"cpu" if ...``, a ``--cpu``/``--no-cuda``/``use_cuda``/``args.cuda``
+  ``... else "cpu"`` (also ``else torch.device("cpu")``), ``"cpu" if ...``, a
+  ``--cpu``/``--no-cuda``/``use_cuda``/``use_gpu``/``args.cuda``/``args.gpu``/``args.device``
   switch, ``device_count()``.
+
+Comments and docstrings are not code: ``device='cuda'`` in a doctest example says nothing
+about what the run needs (a library's docstring made every experiment "need" a GPU).
 
 The first such use gives a ``hardware`` finding ``{"gpus": 1}`` keyed on the entry,
 medium confidence, with its ``file:line``. CUDA sources that the project compiles (the
@@ -20,7 +24,9 @@ confidence (the kernels may have a CPU path the text does not show).
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 
 from reprobridge.detect._select import resolve_import
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
@@ -35,8 +41,9 @@ _USE_RE = re.compile(
     r"""|\.to\(\s*["']cuda|["']cuda:\d+["']"""
 )
 _FALLBACK_RE = re.compile(
-    r"""cuda\.is_available\(|else\s+["']cpu["']|["']cpu["']\s+if\b|no[_-]cuda|use[_-]cuda"""
-    r"""|args\.(?:cuda|gpu|no_cuda|cpu)\b|["']--cpu["']|device_count\("""
+    r"""cuda\.is_available\(|else\s+(?:torch\.device\(\s*)?["']cpu["']|["']cpu["']\s+if\b"""
+    r"""|no[_-]cuda|use[_-](?:cuda|gpu)|args\.(?:cuda|gpu|no_cuda|cpu|device)\b|["']--cpu["']"""
+    r"""|device_count\("""
 )
 
 
@@ -118,6 +125,7 @@ class GpuDetector(Detector):
 
     @staticmethod
     def _use(ctx: DetectContext, path: str, code: str) -> Evidence | None:
+        code = _without_prose(code)
         match = _USE_RE.search(code)
         if match is None or _FALLBACK_RE.search(code):
             return None
@@ -128,6 +136,35 @@ class GpuDetector(Detector):
             raw = (ctx.index.try_read_text(path) or "").splitlines()
             return Evidence(path, json_line_of(raw, line))
         return Evidence(path, code.count("\n", 0, match.start()) + 1)
+
+
+def _without_prose(code: str) -> str:
+    """``code`` with its comments and docstrings (a string that is a statement of its own)
+    blanked out, line numbers and columns kept; lines starting with ``#`` only, when the
+    text does not tokenize (a notebook's shell escapes, a syntax error)."""
+    lines = code.splitlines(keepends=True)
+    spans: list[tuple[tuple[int, int], tuple[int, int]]] = []
+    starts = {tokenize.NEWLINE, tokenize.NL, tokenize.INDENT, tokenize.DEDENT}
+    prev: int | None = None
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+            if tok.type == tokenize.COMMENT or (
+                tok.type == tokenize.STRING and (prev is None or prev in starts)
+            ):
+                spans.append((tok.start, tok.end))
+            if tok.type not in {tokenize.COMMENT, tokenize.NL}:
+                prev = tok.type
+    except (tokenize.TokenError, SyntaxError):
+        return "".join(
+            re.sub(r"[^\n]", " ", line) if line.lstrip().startswith("#") else line for line in lines
+        )
+    for (row, col), (end_row, end_col) in spans:
+        for r in range(row, end_row + 1):
+            line = lines[r - 1]
+            lo = col if r == row else 0
+            hi = end_col if r == end_row else len(line.rstrip("\r\n"))
+            lines[r - 1] = line[:lo] + " " * (hi - lo) + line[hi:]
+    return "".join(lines)
 
 
 def _statements(code: str) -> list[tuple[str, tuple[str, ...]]]:

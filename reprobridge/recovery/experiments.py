@@ -3,6 +3,7 @@ are derived, duplicates folded (rules stated in :mod:`reprobridge.recovery.merge
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from pathlib import PurePosixPath
@@ -170,18 +171,22 @@ def merge_experiments(
             f.key,
         ),
     )
-    seen_cmds: set[str] = set()
+    seen_runs: set[str] = set()
     covered_entries: set[str] = set()
     kept: list[tuple[Finding, str, str, dict[str, Any]]] = []
     smoke: dict[str, tuple[str, Any, list[str]]] = {}
     for f in cands:
         cmd = " ".join(str(f.value["command"]).split())
         entry = str(f.value.get("entry") or "")
-        if cmd in seen_cmds:
+        run = _run_key(f, cmd)
+        if run in seen_runs:
             continue
-        if f.detector == "entrypoints" and entry in covered_entries:
+        # A file's own candidate (its bare `python x.py`, or the notebook run headless)
+        # adds nothing to a command written for that file: that one has the author's flags
+        # and workdir.
+        if f.detector in {"entrypoints", "notebooks"} and entry in covered_entries:
             continue
-        seen_cmds.add(cmd)
+        seen_runs.add(run)
         params = _parameterize(cmd, set())[1]
         defaults = {
             str(x.value["name"]): x.value.get("default")
@@ -228,6 +233,23 @@ def merge_experiments(
             exp_id, n = f"{base[:60]}-{n}", n + 1
         used_ids.add(exp_id)
         _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+
+
+def _run_key(f: Finding, cmd: str) -> str:
+    """What a command runs, wherever it is run from: its words with the entry (script or
+    notebook) resolved against the workdir, so ``python x.py --viz`` from ``examples/`` and
+    ``python examples/x.py --viz`` from the root are one run, and ``python train.py`` in two
+    folders are two. A command whose entry is not among its words keeps its workdir."""
+    workdir = str(f.value.get("workdir") or ".")
+    entry = str(f.value.get("entry") or "")
+    try:
+        words = shlex.split(cmd)
+    except ValueError:
+        words = []
+    for i, word in enumerate(words):
+        if entry and posixpath.normpath(posixpath.join(workdir, word)) == entry:
+            return shlex.join([*words[:i], entry, *words[i + 1 :]])
+    return f"{workdir}: {cmd}"
 
 
 def _reduced_variant(

@@ -27,7 +27,9 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   requirements (rb runs notebooks with ``jupyter nbconvert --execute``).
 * **nixpkgs**: chosen from the shipped pin data (:mod:`reprobridge.recovery.pins`).
 * **Experiments**: README > Makefile > shell scripts > notebooks > ``__main__`` scripts;
-  the same command found twice is one experiment; the candidates are then ranked
+  the same run found twice is one experiment (commands compared with their script resolved
+  against their workdir, not as text); a script's or notebook's own candidate yields to a
+  command written for it; the candidates are then ranked
   (:mod:`reprobridge.recovery.ranking`): declared ones and strong ones are kept, the rest
   are listed in the guide as other candidates, with why. Literal ``--flag value`` arguments
   become ``{param}`` placeholders; the seed flag becomes ``{seed}``; an epochs/steps flag
