@@ -28,7 +28,7 @@ from typing import Any
 import tomlkit
 import tomlkit.exceptions
 from pydantic import BaseModel, ValidationError
-from tomlkit.items import InlineTable, Table
+from tomlkit.items import AoT, InlineTable, Item, Table
 from tomlkit.toml_document import TOMLDocument
 
 from reprobridge.errors import (
@@ -258,12 +258,49 @@ def _prune(value: Any) -> Any:
     return value
 
 
+def fill_table(table: Table, entries: list[tuple[str, Any]]) -> None:
+    """Add ``entries`` to a fresh ``table`` in order: the same document as calling
+    ``table.add(key, value)`` for each, in time linear in the number of entries.
+
+    Why not plain ``add``: outside parsing, tomlkit's ``Container.append`` looks for the
+    last key before the first sub-table (``_get_last_index_before_table``) by scanning the
+    whole body on every call, so ``add`` is quadratic in keys; the ``[derived]`` table has a
+    key per derived value, which made ``rb init`` take seconds on big repositories. tomlkit
+    has no public linear append. In parsing mode (public ``Container.parsing``) it skips
+    that scan and the layout fix-ups that go with it, which only matter when a value is a
+    table or array of tables, or a raw dict or list that may become one (``add`` moves
+    plain keys above sub-tables and puts a blank line before each sub-table), or when the
+    previous value lacks a trailing newline (fresh items always have one). So: parsing
+    mode when the table is empty and every value is plain, ``add`` otherwise.
+    ``test_fill_table_matches_add`` pins the equivalence against a tomlkit
+    upgrade. Duplicate keys still raise, as with ``add``.
+    """
+    container = table.value
+    if container.body or not all(_plain_value(v) for _, v in entries):
+        for key, value in entries:
+            table.add(key, value)
+        return
+    container.parsing(True)
+    try:
+        for key, value in entries:
+            table.append(key, value)
+    finally:
+        container.parsing(False)
+
+
+def _plain_value(value: Any) -> bool:
+    """A value ``add`` appends as is: a tomlkit item that is not a table (or array of
+    tables), or a scalar. A raw dict or list may become a table, so it takes ``add``."""
+    if isinstance(value, Item):
+        return not isinstance(value, (Table, AoT))
+    return isinstance(value, (str, int, float))  # bool is an int
+
+
 def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
     if isinstance(value, dict):
         if _is_table_path(loc):
             table = tomlkit.table(is_super_table=_matches(_SUPER_PATHS, loc))
-            for k, v in value.items():
-                table.add(k, _to_item(v, (*loc, k)))
+            fill_table(table, [(k, _to_item(v, (*loc, k))) for k, v in value.items()])
             return table
         inline = tomlkit.inline_table()
         for k, v in value.items():
@@ -447,8 +484,10 @@ def refresh_document(
             _delete(doc, parts)
             report.removed.append(dotted)
     derived_table = tomlkit.table()
-    for key in sorted(result_derived):
-        derived_table.add(key, _to_item(result_derived[key], ("derived", key)))
+    fill_table(
+        derived_table,
+        [(key, _to_item(result_derived[key], ("derived", key))) for key in sorted(result_derived)],
+    )
     if "derived" in doc:
         doc["derived"] = derived_table
     else:

@@ -37,3 +37,11 @@ def test_generated_repo_has_exactly_n_files(tmp_path):
         sys.path.remove(str(BENCH))
     init_static.generate_repo(tmp_path, 150)
     assert sum(1 for p in tmp_path.rglob("*") if p.is_file()) == 150
+
+
+def test_manifest_render_smoke():
+    out = _run(str(BENCH / "manifest_render.py"), "--keys", "50,120", "--old-limit", "50")
+    lines = out.splitlines()
+    assert "ratio old/new" in lines[0] and "same bytes" in lines[0]
+    assert lines[1].split()[0] == "50" and lines[1].split()[-1] == "yes"
+    assert lines[2].split()[0] == "120" and "skipped" in lines[2]

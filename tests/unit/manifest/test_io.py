@@ -181,3 +181,108 @@ def test_refresh_idempotent() -> None:
     merged, report = refresh_document(parse_document(text, path="x"), m, path="x")
     assert merged.as_string() == text
     assert not (report.updated or report.added or report.removed or report.kept_edits)
+
+
+# -- linear table building (issue 14) ---------------------------------------------------
+
+
+def _fill_cases() -> list[list[tuple[str, object]]]:
+    from reprobridge.manifest.io import _to_item
+
+    derived = {
+        "experiments.base.command": {"sources": ["train.py:3"], "digest": "0" * 16},
+        "a key with spaces": {"sources": ["x" * 80, "ü"], "digest": "1" * 16},
+        'quote"d': {"sources": [], "digest": "2" * 16, "confidence": "low"},
+    }
+    plain = [(k, _to_item(v, ("derived", k))) for k, v in derived.items()]
+    scalars: list[tuple[str, object]] = [
+        ("s", "text"),
+        ("i", 3),
+        ("f", 0.5),
+        ("b", False),
+        ("arr", tomlkit.array("[1, 2]")),
+        ("as_table", {"x": 1}),  # a raw dict becomes a [t.as_table] table: the fallback
+    ]
+    sub = tomlkit.table()
+    sub.add("k", 1)
+    # A sub-table before plain keys: `add` moves the keys above it (the fallback path).
+    mixed: list[tuple[str, object]] = [("first", 1), ("sub", sub), ("after", "v")]
+    no_dict = [(k, v) for k, v in scalars if k != "as_table"]
+    return [plain, scalars, mixed, [], no_dict]
+
+
+@pytest.mark.parametrize("case", range(5))
+def test_fill_table_matches_add(case: int) -> None:
+    """fill_table (linear) must lay out exactly what a `Table.add` loop does, inside a
+    document with content before and a table after, so a tomlkit upgrade that changes
+    either way shows up here."""
+    from reprobridge.manifest.io import fill_table
+
+    texts = []
+    for way in ("add", "fill"):
+        entries = _fill_cases()[case]  # fresh items: tomlkit items belong to one parent
+        table = tomlkit.table()
+        if way == "add":
+            for key, value in entries:
+                table.add(key, value)
+        else:
+            fill_table(table, entries)
+        doc = tomlkit.document()
+        doc.add(tomlkit.comment("head"))
+        doc.add("schema", 1)
+        doc.add("t", table)
+        after = tomlkit.table()
+        after.add("z", 1)
+        doc.add("later", after)
+        texts.append(tomlkit.dumps(doc))
+        # The table stays editable the ordinary way afterwards.
+        table.add("added_later", 2)
+        texts.append(tomlkit.dumps(doc))
+    assert texts[:2] == texts[2:]
+    assert tomlkit.parse(texts[0]) == tomlkit.parse(texts[2])
+
+
+def test_fill_table_rejects_duplicate_keys() -> None:
+    from tomlkit.exceptions import KeyAlreadyPresent
+
+    from reprobridge.manifest.io import fill_table
+
+    with pytest.raises(KeyAlreadyPresent):
+        fill_table(tomlkit.table(), [("a", 1), ("a", 2)])
+
+
+def _manifest_with_derived(n: int) -> Manifest:
+    return Manifest.model_validate(
+        {
+            **BASE,
+            "derived": {
+                f"experiments.base.k{i:04d}": {"sources": [f"f.py:{i}"], "digest": f"{i:016x}"}
+                for i in range(n)
+            },
+        }
+    )
+
+
+def test_render_and_refresh_do_not_rescan_the_table_per_key(monkeypatch) -> None:
+    """The quadratic step was tomlkit's per-`add` scan of the table body for the last key
+    before a sub-table; building [derived] must not scan the table once per derived key."""
+    from tomlkit.container import Container
+
+    scanned = 0  # body entries scanned, summed over calls: n**2/2 when quadratic
+    real = Container._get_last_index_before_table
+
+    def counting(self: Container) -> int:
+        nonlocal scanned
+        scanned += len(self.body)
+        return real(self)
+
+    monkeypatch.setattr(Container, "_get_last_index_before_table", counting)
+    manifest = _manifest_with_derived(300)
+    text = render_new_manifest(manifest, version="t")
+    assert scanned < 10 * 300, scanned  # each derived entry's own small inline table only
+    assert text.count('\n"experiments.base.k') == 300
+
+    scanned = 0
+    doc = parse_document(render_new_manifest(Manifest.model_validate(BASE), version="t"), path="x")
+    refresh_document(doc, manifest, path="x")
+    assert scanned < 10 * 300, scanned
