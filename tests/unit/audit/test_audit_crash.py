@@ -102,7 +102,7 @@ def test_auditor_killed_at_a_fault_point_resumes(fault: str, tiny: Path) -> None
 
     # --runs 2 matters only when the crash came before plan.json (the plan is then unknown).
     out = _rb(tiny, "audit", "--resume", "--backend", "host", "--json", "--runs", "2")
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0, out.stdout + out.stderr  # the verdict's reasons are in stdout
     doc = json.loads(out.stdout)
     assert doc["passed"] is True and Path(doc["path"]) == bundle
     assert doc["experiments"]["main"]["per_metric"]["acc"]["stats"]["n"] == 2
