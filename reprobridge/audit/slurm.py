@@ -178,6 +178,20 @@ class _JobState:
     exit_code: str = ""
 
 
+def _placement(
+    job_id: str | None, node: str, final: _JobState, attempts: list[dict[str, str]]
+) -> Placement:
+    """The run record's ``placement``: the last job, where it ran, its end, every attempt."""
+    return Placement(
+        executor="slurm",
+        job_id=job_id,
+        node=node or None,
+        state=final.state,
+        reason=final.reason,
+        attempts=tuple(dict(a) for a in attempts),
+    )
+
+
 Runner = Callable[[Sequence[str]], subprocess.CompletedProcess[str]]
 
 
@@ -477,14 +491,7 @@ class SlurmExecutor:
             completed,
             peaks,
             data["isolation"],
-            Placement(
-                executor="slurm",
-                job_id=job_id,
-                node=data.get("node") or final.node,
-                state=final.state,
-                reason=final.reason,
-                attempts=tuple(dict(a) for a in attempts),
-            ),
+            _placement(job_id, data.get("node") or final.node, final, attempts),
         )
 
     @staticmethod
@@ -556,14 +563,7 @@ class SlurmExecutor:
             completed,
             None,
             "slurm",
-            Placement(
-                executor="slurm",
-                job_id=job_id,
-                node=final.node or None,
-                state=final.state,
-                reason=final.reason,
-                attempts=tuple(dict(a) for a in attempts),
-            ),
+            _placement(job_id, final.node, final, attempts),
         )
 
 

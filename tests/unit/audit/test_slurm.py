@@ -80,23 +80,28 @@ def test_slurm_opt_accepts_leading_dashes() -> None:
 # -- the real engine -----------------------------------------------------------------------------
 
 
+def _audit_argv(root: Path, *args: str) -> list[str]:
+    """`rb audit` of ``root`` on the Slurm executor, one run, host backend."""
+    return [
+        sys.executable,
+        "-m",
+        "reprobridge",
+        "audit",
+        "-C",
+        str(root),
+        "--runs",
+        "1",
+        "--backend",
+        "host",
+        "--executor",
+        "slurm",
+        *args,
+    ]
+
+
 def _audit(root: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "reprobridge",
-            "audit",
-            "-C",
-            str(root),
-            "--runs",
-            "1",
-            "--backend",
-            "host",
-            "--executor",
-            "slurm",
-            *args,
-        ],
+        _audit_argv(root, *args),
         capture_output=True,
         text=True,
         timeout=kw.pop("timeout", 240),  # type: ignore[arg-type]
@@ -242,20 +247,7 @@ def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
     try:
         _wait_for(lambda: _job_state(blocker) == "RUNNING")
         proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "reprobridge",
-                "audit",
-                "-C",
-                str(root),
-                "--runs",
-                "1",
-                "--backend",
-                "host",
-                "--executor",
-                "slurm",
-            ],
+            _audit_argv(root),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -280,20 +272,7 @@ def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
 def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     root = tiny_repo("sleep 6; echo acc=0.9\n")
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reprobridge",
-            "audit",
-            "-C",
-            str(root),
-            "--runs",
-            "1",
-            "--backend",
-            "host",
-            "--executor",
-            "slurm",
-        ],
+        _audit_argv(root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=_env(),
