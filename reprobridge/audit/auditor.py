@@ -461,7 +461,7 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
     base = work_root or Path(tempfile.gettempdir())
     tag = _tmp_tag(bundle_path)
     keep: set[Path] = set()
-    for job in (bundle_path.parent / ".slurm" / bundle_path.name).rglob("job.json"):
+    for job in (bundle_path.parent / ".slurm" / tag).rglob("job.json"):
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             keep.add(Path(json.loads(job.read_text()).get("workspace", "")).parent)
     for pattern in (f"rb-run-{tag}-*", f"rb-cache-{tag}-*"):
@@ -667,24 +667,10 @@ def _one_run(
         started_at=completed.started_at,
         finished_at=completed.finished_at,
         survivors_killed=completed.survivors_killed,
-        stdout={
-            "total_bytes": completed.stdout.total_bytes,
-            "sha256": completed.stdout.sha256,
-            "truncated": completed.stdout.truncated,
-        },
-        stderr={
-            "total_bytes": completed.stderr.total_bytes,
-            "sha256": completed.stderr.sha256,
-            "truncated": completed.stderr.truncated,
-        },
+        stdout=_stream_record(completed.stdout),
+        stderr=_stream_record(completed.stderr),
         **(
-            {
-                "output": {
-                    "total_bytes": completed.combined.total_bytes,
-                    "sha256": completed.combined.sha256,
-                    "truncated": completed.combined.truncated,
-                }
-            }
+            {"output": _stream_record(completed.combined)}
             if completed.combined is not None
             else {}
         ),
@@ -710,6 +696,15 @@ def _one_run(
     return judgement
 
 
+def _stream_record(capture: Any) -> dict[str, Any]:
+    """What the run record keeps of one captured stream (the whole stream's size and hash)."""
+    return {
+        "total_bytes": capture.total_bytes,
+        "sha256": capture.sha256,
+        "truncated": capture.truncated,
+    }
+
+
 def _execute(
     workspace: Path,
     run: PlannedRun,
@@ -727,7 +722,7 @@ def _execute(
     from reprobridge.audit.sandbox import offline_env
     from reprobridge.evidence.redact import Redactor, secrets_from_env
 
-    marker = f"{run_dir.parent.parent.parent.name}:{run.key}"
+    marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
@@ -768,8 +763,10 @@ def _execute(
 
 
 def _tmp_tag(bundle_path: Path) -> str:
-    """What names the temporary directories of one bundle: its audit id and a hash of its
-    path (two clones at the same commit, audited at the same second, get the same id)."""
+    """What names one bundle's temporary directories and its runs' process markers: its
+    audit id and a hash of its path (two clones at the same commit, audited in the same
+    second, get the same id; with the id alone, one audit's end-of-run sweep killed the
+    other's run)."""
     digest = hashlib.sha256(str(bundle_path.resolve()).encode()).hexdigest()[:8]
     return f"{bundle_path.name}-{digest}"
 
@@ -795,7 +792,7 @@ def _run_setup_steps(
     from reprobridge.evidence.redact import Redactor, secrets_from_env
 
     for i, step in enumerate(setup.steps):
-        marker = f"{run_dir.parent.parent.parent.name}:{key}:setup-{i}"
+        marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:setup-{i}"
         done = executor.run_step(
             StepRequest(
                 argv=step.argv,

@@ -244,3 +244,34 @@ def test_signed_audit_verifies_only_with_the_right_key(example: Path, tmp_path: 
     assert bad.returncode == 1
     inside = _rb("keygen", str(example / "key.pem"), cwd=example)
     assert inside.returncode != 0 and "git" in inside.stderr
+
+
+def test_two_identical_clones_audited_at_once_do_not_kill_each_others_runs(tiny_repo) -> None:
+    """Same manifest and commit, started together: the same audit id. The run marker (what
+    the end-of-run sweep kills by) must still differ, or the first run to end kills the other."""
+    roots = [tiny_repo("sleep 3; echo acc=0.9\n") for _ in range(2)]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[3]))
+    procs = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "reprobridge",
+                "audit",
+                "-C",
+                str(r),
+                "--runs",
+                "1",
+                "--backend",
+                "host",
+                "-q",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        for r in roots
+    ]
+    outs = [p.communicate(timeout=240)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outs
