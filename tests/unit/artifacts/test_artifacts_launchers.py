@@ -289,6 +289,13 @@ def test_python_means_python3_where_only_python3_exists(tmp_path: Path) -> None:
     (bin_dir / "python3").symlink_to(sys.executable)
     out = _run_with_path(tmp_path, manifest_with("python argv.py --x 1"), bin_dir)
     assert "RB 1 - ['--x', '1']" in out  # PYTHONUNBUFFERED=1, no venv
+    # The launcher execs the command, so a per-run temporary directory could never be
+    # removed: the `python` link is one reused entry in the user's cache, none in TMPDIR.
+    _run_with_path(tmp_path, manifest_with("python argv.py"), bin_dir)
+    assert not list(tmp_path.glob("rb-python*"))
+    shim = tmp_path / ".cache/reprobridge/python-shim"
+    assert sorted(p.name for p in shim.iterdir()) == ["python"]
+    assert (shim / "python").resolve() == Path(sys.executable).resolve()
 
 
 def test_the_repro_venv_is_used_when_no_environment_is_active(tmp_path: Path) -> None:

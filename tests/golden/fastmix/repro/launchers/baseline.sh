@@ -47,9 +47,13 @@ if [ -z "${VIRTUAL_ENV:-}" ] && [ -x "$rb_root/repro/python/.venv/bin/python" ];
   PATH="$VIRTUAL_ENV/bin:$PATH"
 fi
 # Stock Debian has no `python`, only `python3`: give commands the name they use.
-if ! command -v python >/dev/null 2>&1 && command -v python3 >/dev/null 2>&1; then
-  if rb_shim=$(mktemp -d "${TMPDIR:-/tmp}/rb-python.XXXXXX" 2>/dev/null) &&
-    ln -s "$(command -v python3)" "$rb_shim/python"; then
+# The link lives in the user's own cache (not a world-writable /tmp) and is reused,
+# since the command is exec'd and no trap could remove a per-run directory.
+if ! command -v python >/dev/null 2>&1 && rb_py3=$(command -v python3); then
+  rb_shim="${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/reprobridge/python-shim"
+  if [ "$(readlink "$rb_shim/python" 2>/dev/null)" = "$rb_py3" ] ||
+    { mkdir -p "$rb_shim" 2>/dev/null && ln -sfn "$rb_py3" "$rb_shim/python.$$" &&
+      mv -fT "$rb_shim/python.$$" "$rb_shim/python"; }; then
     PATH="$rb_shim:$PATH"
   fi
 fi
