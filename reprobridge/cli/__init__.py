@@ -64,6 +64,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+#: ctx.meta key: the invoked verb was given --help/-h, so nothing but its help will run.
+_HELP_ONLY = "reprobridge.help_only"
+
+
 class LazyGroup(click.Group):
     """A group whose subcommands are imported on first use."""
 
@@ -79,6 +83,16 @@ class LazyGroup(click.Group):
         # Verbs may contain a dash (check-links); Python names use an underscore.
         command: click.Command = getattr(module, f"{cmd_name.replace('-', '_')}_command")
         return command
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        # `rb VERB --help` only prints: the group need not load the operator's settings
+        # (pydantic, ~100 ms). A verb that runs still loads them through state().
+        options = rest[: rest.index("--")] if "--" in rest else rest
+        ctx.meta[_HELP_ONLY] = any(a in ctx.help_option_names for a in options)
+        return name, command, rest
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Short help from the table, so `rb --help` imports no verb module.
@@ -112,7 +126,8 @@ def cli(ctx: click.Context) -> None:
     # styles when stdout is not a terminal.
     if os.environ.get("NO_COLOR"):
         ctx.color = False
-    state()  # load the user config now: a broken one is one error line before any work
+    if not ctx.meta.get(_HELP_ONLY):
+        state()  # load the user config now: a broken one is one error line before any work
 
 
 def main(argv: Sequence[str] | None = None) -> None:

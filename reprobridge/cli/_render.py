@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from reprobridge.initializer import InitResult
+if TYPE_CHECKING:  # the initializer pulls in every detector and pydantic: not for `--help`
+    from reprobridge.initializer import InitResult
 
 
 def progress_sink(verbosity: int) -> Any:

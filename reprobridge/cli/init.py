@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from reprobridge._log import sink
 from reprobridge.cli._render import init_doc, print_init_summary, progress_sink
 from reprobridge.cli.options import common_options, print_json, state
-from reprobridge.initializer import InitResult
+
+if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays fast
+    from reprobridge.initializer import InitResult
 
 
 @click.command("init")

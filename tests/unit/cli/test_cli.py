@@ -116,3 +116,45 @@ def test_init_summary_warns_without_experiment_and_lists_unmatched_paper_numbers
     assert "0.241 at paper.md" in out.stdout  # the 25th: every one is listed
     guide = (root / "REPRODUCE.md").read_text()
     assert "## Other candidates" in guide and "lib/ops.py" in guide
+
+
+def test_verb_help_imports_neither_pydantic_nor_the_initializer() -> None:
+    # Issue 14: `rb init --help` cost 217 ms of CPU because the group loaded the operator's
+    # settings (pydantic) and the verb module imported the initializer (every detector).
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from reprobridge.cli import main\n"
+        "try:\n"
+        "    main(['init', '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "heavy = sorted(m for m in ('pydantic', 'reprobridge.initializer', 'reprobridge.settings')"
+        " if m in sys.modules)\n"
+        "print('HEAVY', heavy, file=sys.stderr)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False)
+    assert "Usage: rb init" in out.stdout
+    assert "HEAVY []" in out.stderr, out.stderr
+
+
+def test_broken_user_config_still_stops_a_verb_that_runs(tmp_path: Path) -> None:
+    # --help skips loading the settings; any other invocation of a verb must not.
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "rb").mkdir()
+    (tmp_path / "rb" / "config.toml").write_text("[agent]\nno_such_key = 1\n")
+    env = {**os.environ, "XDG_CONFIG_HOME": str(tmp_path)}
+    run = [sys.executable, "-m", "reprobridge"]
+    broken = subprocess.run(
+        [*run, "init", str(tmp_path)], capture_output=True, text=True, env=env, check=False
+    )
+    assert broken.returncode != 0 and "config.toml" in broken.stderr
+    helped = subprocess.run(
+        [*run, "init", "--help"], capture_output=True, text=True, env=env, check=False
+    )
+    assert helped.returncode == 0 and "Usage: rb init" in helped.stdout
