@@ -14,26 +14,32 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import shutil
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
-from reprobridge import _proc, _tarsafe
-from reprobridge.errors import CommandFailed, MachineError
+from reprobridge import _machine, _proc, _tarsafe
+from reprobridge._machine import (
+    BWRAP,
+    MIN_NIX,
+    NvmlErrors,
+    Runner,
+    nvml_errors,
+    nvml_text,
+    parse_version,
+)
+from reprobridge._machine import dotted as _dotted
+from reprobridge._machine import last_error_line as _err_line
 
 Status = Literal["ok", "warn", "missing"]
 
 #: Checks whose absence makes ``rb doctor --strict`` fail: without them rb cannot do its job.
 REQUIRED: frozenset[str] = frozenset({"python", "nix", "git"})
-#: nixpkgs 25.11 and later refuse older Nix (``lib/minfeatures.nix``).
-MIN_NIX_FOR_CURRENT_NIXPKGS = (2, 18)
 #: Below this much free space in the working directory a CUDA closure will not fit.
 MIN_FREE_DISK_BYTES = 10 * 10**9
-BWRAP = "/usr/bin/bwrap"
 
 _NIX_UPGRADE_FIX = (
     "install Nix >= 2.18: the official installer "
@@ -68,23 +74,6 @@ class Check:
         }
 
 
-class Runner(Protocol):
-    """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
-
-    Raises :class:`MachineError` when the program does not exist and
-    :class:`CommandFailed` on a timeout; a non-zero exit is a normal result.
-    """
-
-    def __call__(self, argv: Sequence[str], *, timeout: float) -> _proc.Result: ...
-
-
-def _default_run(argv: Sequence[str], *, timeout: float) -> _proc.Result:
-    try:
-        return _proc.run(argv, timeout=timeout, check=False)
-    except PermissionError as exc:  # _proc maps only FileNotFoundError; a non-executable is as bad
-        raise MachineError(f"{argv[0]} cannot be executed: {exc.strerror}") from exc
-
-
 @dataclass(frozen=True)
 class Probes:
     """The doctor's window on the machine; every field has a real default and a test fake.
@@ -93,10 +82,10 @@ class Probes:
     raising ``pynvml.NVMLError`` subclasses); None means "import the real pynvml".
     """
 
-    run: Runner = _default_run
+    run: Runner = _machine.default_run
     which: Callable[[str], str | None] = _proc.which
-    #: The ``uv`` package's binary (``_proc.uv_package_binary``); None: not installed.
-    uv_package: Callable[[], str | None] = _proc.uv_package_binary
+    #: The ``uv`` package's binary (``_machine.uv_package_binary``); None: not installed.
+    uv_package: Callable[[], str | None] = _machine.uv_package_binary
     is_executable: Callable[[str], bool] = lambda path: os.access(path, os.X_OK)
     nvml: Any = None
     disk_usage: Callable[[Path], Any] = shutil.disk_usage
@@ -115,14 +104,14 @@ def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
     """The command to suggest after `rb init`, one that works on this machine.
 
     ``nix_checks`` are :func:`check_nix`'s rows. ``nix run .#reproduce-<exp>`` only when this
-    Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX_FOR_CURRENT_NIXPKGS`), with
+    Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX`), with
     the experimental-features flag spelled out when nix.conf does not enable flakes;
     otherwise the host run, which works everywhere, and how to get a Nix that does.
     """
     rows = {c.name: c for c in nix_checks}
     nix = rows.get("nix")
     version = parse_version(str(nix.facts.get("version") or "")) if nix and nix.facts else None
-    if version is not None and version[:2] >= MIN_NIX_FOR_CURRENT_NIXPKGS:
+    if version is not None and version[:2] >= MIN_NIX:
         flakes = rows.get("flakes")
         if flakes is not None and flakes.facts.get("enabled"):
             return f"nix run .#reproduce-{experiment}   (or: less REPRODUCE.md)"
@@ -164,36 +153,12 @@ def missing_required(checks: Sequence[Check]) -> list[Check]:
 
 def _try(p: Probes, argv: Sequence[str]) -> _proc.Result | str:
     """The result of ``argv``, or a one-line reason it could not run at all."""
-    try:
-        return p.run(argv, timeout=p.timeout)
-    except (MachineError, CommandFailed) as exc:
-        return str(exc)
+    return _machine.try_run(p.run, argv, p.timeout)
 
 
 def _first_line(result: _proc.Result) -> str:
     text = (result.stdout or result.stderr).decode("utf-8", "replace").strip()
     return text.splitlines()[0] if text else f"exit {result.returncode}"
-
-
-def _err_line(result: _proc.Result) -> str:
-    text = result.stderr.decode("utf-8", "replace").strip() or result.text.strip()
-    lines = [line for line in text.splitlines() if line.strip()]
-    return lines[-1][:200] if lines else f"exit {result.returncode}"
-
-
-def parse_version(text: str) -> tuple[int, ...] | None:
-    """The last ``X.Y[.Z]`` in ``text`` as a tuple: ``nix (Nix) 2.8.0`` -> ``(2, 8, 0)``.
-
-    The last one, because forks name themselves first: ``nix (Determinate Nix 3.6.2) 2.29.0``.
-    """
-    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-    if not found:
-        return None
-    return tuple(int(part) for part in found[-1] if part != "")
-
-
-def _dotted(version: tuple[int, ...]) -> str:
-    return ".".join(map(str, version))
 
 
 # -- probes ---------------------------------------------------------------------------------
@@ -249,7 +214,7 @@ def check_nix(p: Probes) -> list[Check]:
     facts: dict[str, Any] = {"path": path, "version": _dotted(version) if version else None}
     if version is None:
         nix = Check("nix", "warn", f"cannot read a version in {line!r}", _NIX_UPGRADE_FIX, facts)
-    elif version[:2] < MIN_NIX_FOR_CURRENT_NIXPKGS:
+    elif version[:2] < MIN_NIX:
         newer = p.which("nix-trixie")
         also = f"; {newer} is a newer Nix beside it" if newer else ""
         nix = Check(
@@ -265,24 +230,8 @@ def check_nix(p: Probes) -> list[Check]:
     return [nix, *_nix_config_checks(p, version or (0, 0))]
 
 
-def _nix_config(p: Probes, version: tuple[int, ...]) -> dict[str, str] | str:
-    # `nix config show` replaced `nix show-config` in 2.20; 2.8 knows only the latter.
-    sub = ["config", "show"] if version[:2] >= (2, 20) else ["show-config"]
-    got = _try(p, ["nix", "--extra-experimental-features", "nix-command", *sub])
-    if isinstance(got, str):
-        return got
-    if got.returncode != 0:
-        return _err_line(got)
-    config: dict[str, str] = {}
-    for line in got.text.splitlines():
-        key, sep, value = line.partition(" = ")
-        if sep:
-            config[key.strip()] = value.strip()
-    return config
-
-
 def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
-    config = _nix_config(p, version)
+    config = _machine.nix_config(p.run, version, p.timeout)
     rows: list[Check] = []
     enable = "add `experimental-features = nix-command flakes` to ~/.config/nix/nix.conf"
     features = config.get("experimental-features", "").split() if isinstance(config, dict) else []
@@ -431,7 +380,7 @@ def check_slurm(p: Probes) -> Check:
 
 
 def check_uv(p: Probes) -> Check:
-    """The uv rb runs (:func:`reprobridge._proc.uv_binary`'s rule): the ``uv`` package's
+    """The uv rb runs (:func:`reprobridge._machine.uv_binary`'s rule): the ``uv`` package's
     binary, else ``uv`` on PATH."""
     path = p.uv_package() or p.which("uv")
     got = _try(p, [path, "--version"]) if path else "not found"
@@ -487,31 +436,22 @@ def check_disk(p: Probes) -> Check:
 # -- NVML -----------------------------------------------------------------------------------
 
 
-def _text(value: Any) -> str:
-    # Older nvidia-ml-py returns bytes, newer str.
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-
-
 def check_gpus(p: Probes) -> list[Check]:
     """The NVIDIA driver (and CUDA driver API version), then one row per GPU.
 
     No NVML library or no loaded driver is a ``missing`` row ("CPU only"), never an
     exception; an NVML error part-way through keeps the GPUs read so far and adds a warning.
     """
-    nvml: Any = p.nvml
+    nvml = _machine.load_nvml(p.nvml)
     if nvml is None:
-        try:
-            import pynvml
-        except ImportError:
-            return [_no_driver("the pynvml module is not installed")]
-        nvml = pynvml
-    errors = _nvml_errors(nvml)
+        return [_no_driver("the pynvml module is not installed")]
+    errors = nvml_errors(nvml)
     try:
         nvml.nvmlInit()
     except errors.unavailable as exc:
-        return [_no_driver(_text(exc))]
+        return [_no_driver(nvml_text(exc))]
     except errors.base as exc:
-        return [_no_driver(f"NVML failed to start: {_text(exc)}")]
+        return [_no_driver(f"NVML failed to start: {nvml_text(exc)}")]
     try:
         return _query_gpus(nvml, errors)
     finally:
@@ -531,35 +471,21 @@ def _no_driver(reason: str) -> Check:
     )
 
 
-@dataclass(frozen=True)
-class _NvmlErrors:
-    base: tuple[type[BaseException], ...]
-    unavailable: tuple[type[BaseException], ...]
-
-
-def _nvml_errors(nvml: Any) -> _NvmlErrors:
-    """pynvml's error classes, looked up on the module (or fake) in use."""
-    base: tuple[type[BaseException], ...] = (getattr(nvml, "NVMLError", Exception),)
-    names = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded", "NVMLError_NoPermission")
-    unavailable = tuple(getattr(nvml, n) for n in names if hasattr(nvml, n)) or base
-    return _NvmlErrors(base=base, unavailable=unavailable)
-
-
-def _query_gpus(nvml: Any, errors: _NvmlErrors) -> list[Check]:
+def _query_gpus(nvml: Any, errors: NvmlErrors) -> list[Check]:
     facts: dict[str, Any] = {"driver_version": None, "cuda_driver_version": None, "gpus": []}
     gpu_rows: list[Check] = []
     try:
-        facts["driver_version"] = _text(nvml.nvmlSystemGetDriverVersion())
+        facts["driver_version"] = nvml_text(nvml.nvmlSystemGetDriverVersion())
         cuda = int(nvml.nvmlSystemGetCudaDriverVersion())
         # NVML encodes CUDA 12.4 as 12040.
         facts["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
         count = int(nvml.nvmlDeviceGetCount())
         for index in range(count):
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
-            name = _text(nvml.nvmlDeviceGetName(handle))
+            name = nvml_text(nvml.nvmlDeviceGetName(handle))
             memory = int(nvml.nvmlDeviceGetMemoryInfo(handle).total)
             major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
-            uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+            uuid = nvml_text(nvml.nvmlDeviceGetUUID(handle))
             gpu = {
                 "index": index,
                 "name": name,
@@ -579,12 +505,12 @@ def _query_gpus(nvml: Any, errors: _NvmlErrors) -> list[Check]:
             )
     except errors.base as exc:
         done = len(facts["gpus"])
-        facts["error"] = _text(exc)
+        facts["error"] = nvml_text(exc)
         return [
             Check(
                 "nvidia",
                 "warn",
-                f"NVML failed after {done} GPU(s) ({_text(exc)}); driver "
+                f"NVML failed after {done} GPU(s) ({nvml_text(exc)}); driver "
                 f"{facts['driver_version'] or '?'}",
                 "check `nvidia-smi`; a GPU that fails here usually needs a driver reload or reset",
                 facts,

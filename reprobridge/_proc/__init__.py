@@ -93,26 +93,6 @@ def uv_refused_build(stderr: str) -> str | None:
     return next(g for g in m.groups() if g) if m else None
 
 
-def uv_package_binary() -> str | None:
-    """The binary of the ``uv`` package rb depends on (``uv.find_uv_bin()``), or None."""
-    try:
-        from uv import find_uv_bin
-
-        return str(find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        return None
-
-
-def uv_binary() -> str | None:
-    """The uv executable rb uses: the one of the ``uv`` package rb depends on (its version is
-    the one rb was installed and tested with), else ``uv`` on PATH; None when neither exists.
-
-    One rule for every caller (``rb init``'s lock, the host backend, ``rb doctor`` through
-    its probes), so they cannot disagree about which uv runs.
-    """
-    return uv_package_binary() or which("uv")
-
-
 def run(
     argv: Sequence[str],
     *,

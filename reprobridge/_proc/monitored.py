@@ -15,7 +15,7 @@ Contract of :func:`run_monitored`:
   members of the child's process group or session, and any process whose environment holds
   ``RB_RUN_MARKER=<marker>`` (a ``setsid`` double fork escapes the group but keeps its
   environment). They are counted in :attr:`Completed.survivors_killed`. A PID namespace
-  (bubblewrap, :mod:`reprobridge.audit.sandbox`) is the stronger guarantee; the sweep is
+  (bubblewrap, :mod:`reprobridge.sandbox`) is the stronger guarantee; the sweep is
   what remains without one.
 * A failing, crashing or killed child is a normal result, never an exception.
   :class:`MachineError` means the program does not exist or cannot be executed;

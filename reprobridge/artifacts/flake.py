@@ -7,14 +7,16 @@ experiment from it. Python changes exactly one line, the nixpkgs input URL (flak
 must be literals), so for the template's own pin ``rb init`` and ``nix flake init`` write the
 same bytes. The file carries no rb version for the same reason.
 
-Both functions are pure and deterministic: the same manifest and version give the same
-bytes.
+The renderers are pure and deterministic: the same manifest and version give the same
+bytes. :func:`parse_flake_lock` reads a lock's pins back, for the audit's fingerprint and
+the report.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from reprobridge.artifacts._render import PLACEHOLDER, load_template
 from reprobridge.constants import FLAKE_FILE, MANIFEST_FILE
@@ -105,3 +107,36 @@ def render_flake_lock(manifest: Manifest) -> str:
         "version": 7,
     }
     return json.dumps(lock, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def parse_flake_lock(data: Any) -> dict[str, Any]:
+    """The pinning facts of a parsed ``flake.lock``: each input's locked type, narHash and
+    rev (and lastModified/owner/repo/url/path when present), which root inputs point at
+    which node, and ``unpinned``: inputs without a ``narHash``."""
+    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
+        return {"error": "not a flake.lock: no `nodes` table"}
+    nodes: dict[str, Any] = data["nodes"]
+    root_name = data.get("root", "root")
+    inputs: dict[str, Any] = {}
+    unpinned: list[str] = []
+    for name in sorted(nodes):
+        node = nodes[name]
+        if name == root_name or not isinstance(node, dict):
+            continue
+        locked = node.get("locked")
+        if not isinstance(locked, dict):
+            unpinned.append(name)
+            inputs[name] = {"locked": None}
+            continue
+        keep = ("type", "narHash", "rev", "lastModified", "owner", "repo", "url", "path", "ref")
+        inputs[name] = {k: locked[k] for k in keep if k in locked}
+        if not locked.get("narHash"):
+            unpinned.append(name)
+    root_node = nodes.get(root_name)
+    root_inputs = root_node.get("inputs", {}) if isinstance(root_node, dict) else {}
+    return {
+        "version": data.get("version"),
+        "root_inputs": root_inputs if isinstance(root_inputs, dict) else {},
+        "inputs": inputs,
+        "unpinned": unpinned,
+    }

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from reprobridge import _proc
+from reprobridge import _machine, _proc
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
 from reprobridge.data import load_packages
 from reprobridge.errors import CommandFailed
@@ -257,7 +257,7 @@ class LockResult:
 
 
 def _uv_argv() -> list[str] | None:
-    uv = _proc.uv_binary()
+    uv = _machine.uv_binary()
     return [uv] if uv else None
 
 
@@ -270,7 +270,7 @@ def lock_python_project(
     build code runs) and the cleared environment of :func:`reprobridge._proc.uv_env`.
     ``offline`` passes ``--offline`` (only uv's cache is used). ``python`` is the
     interpreter uv resolves for; by default uv looks for one matching ``requires-python``
-    and never downloads one. uv is :func:`reprobridge._proc.uv_binary`. Never raises for
+    and never downloads one. uv is :func:`reprobridge._machine.uv_binary`. Never raises for
     an unreachable index, a missing interpreter or a resolution failure: those come back
     as ``locked=False`` with the reason.
     """

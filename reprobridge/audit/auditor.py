@@ -170,7 +170,7 @@ def choose_backend(
 ) -> tuple[AuditBackend, EnvironmentState]:
     """The backend and its prepared environment; ``auto`` falls back to the host when nix
     cannot materialize the devShell (and says why)."""
-    from reprobridge.audit.backends import MIN_NIX, nix_version
+    from reprobridge._machine import MIN_NIX, nix_version
 
     fetch = bool(manifest.environment.python_requirements)
     host = HostBackend(
@@ -407,7 +407,7 @@ def _check_operator_inputs(opts: AuditOptions) -> None:
     """Refuse a bad ``--sign`` key or ``--ro-bind`` path before any bundle exists: found
     after the runs, they left a sealed unsigned bundle (which ``--resume`` refuses) or an
     unsealed one (which blocks ``rb archive``)."""
-    from reprobridge.audit.sandbox import check_bind
+    from reprobridge.sandbox import check_bind
 
     if opts.sign_key is not None:
         from reprobridge.evidence.sign import load_private_key
@@ -481,7 +481,7 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
 
 def _sandbox_choice(opts: AuditOptions) -> str | None:
     """None when runs go into bubblewrap, else why not."""
-    from reprobridge.audit.sandbox import sandbox_unusable
+    from reprobridge.sandbox import sandbox_unusable
 
     if opts.sandbox == "off":
         return "not sandboxed (--sandbox off)"
@@ -641,8 +641,8 @@ def _one_run(
         # Only refusals are evidence (a missing file is reported by the output check).
         record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}
         from reprobridge.audit.fingerprint import python_packages
-        from reprobridge.audit.sandbox import offline_env
         from reprobridge.evidence.redact import scrub_env
+        from reprobridge.sandbox import offline_env
 
         recorded = (*ENV_RECORD_ALLOWLIST, *offline_env())
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
@@ -670,9 +670,7 @@ def _one_run(
         stdout=_stream_record(completed.stdout),
         stderr=_stream_record(completed.stderr),
         **(
-            {"output": _stream_record(completed.combined)}
-            if completed.combined is not None
-            else {}
+            {"output": _stream_record(completed.combined)} if completed.combined is not None else {}
         ),
         peaks=_jsonable(peaks),
     )
@@ -719,8 +717,8 @@ def _execute(
     """Build the run's request (cleared environment + allowlist, offline switches, marker)
     and hand it to the executor."""
     from reprobridge.audit.executors import RunRequest
-    from reprobridge.audit.sandbox import offline_env
     from reprobridge.evidence.redact import Redactor, secrets_from_env
+    from reprobridge.sandbox import offline_env
 
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
@@ -821,7 +819,7 @@ def _run_setup_steps(
 def _step_runner(
     executor: Executor, workspace: Path, scratch: Path, ro_binds: tuple[Path, ...], key: str
 ) -> Any:
-    """A :class:`reprobridge.audit.fingerprint.Runner` that runs its command in the run's
+    """A :class:`reprobridge._machine.Runner` that runs its command in the run's
     sandbox (no network), from ``scratch`` instead of the ``cwd`` asked for."""
     from reprobridge import _proc
     from reprobridge.audit.executors import StepRequest

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import stat
 import sys
@@ -33,12 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from reprobridge import _proc
+from reprobridge import _machine, _proc
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError
 
-#: nixpkgs from 2025-08 on refuses older Nix (lib/minfeatures.nix).
-MIN_NIX = (2, 18)
 NIX_BASE_ARGS = ("--extra-experimental-features", "nix-command flakes")
 NIX_LOCK_ARGS = ("--no-update-lock-file", "--no-write-lock-file")
 SETUP_TIMEOUT = 1800.0
@@ -237,18 +234,6 @@ def lock_drift(committed: Any, resolved: Any, overridden: Iterable[str] = ()) ->
         elif a.get("locked") != b.get("locked"):
             problems.append(f"input {key!r} is locked differently")
     return problems
-
-
-def nix_version(nix: str = "nix") -> tuple[int, int] | None:
-    """(major, minor) of ``nix`` on PATH, or None when it is missing or does not answer."""
-    if _proc.which(nix) is None:
-        return None
-    try:
-        out = _proc.run([nix, "--version"], timeout=30).text
-    except (CommandFailed, MachineError):
-        return None
-    m = re.search(r"(\d+)\.(\d+)", out)
-    return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def operator_uv_cache() -> Path:
@@ -562,7 +547,7 @@ class HostBackend:
         return os.path.realpath(sys.executable)
 
     def _uv(self) -> list[str]:
-        found = _proc.uv_binary()
+        found = _machine.uv_binary()
         if found is None:
             raise MachineError(
                 "uv is not installed: the host backend builds the Python environment with it",

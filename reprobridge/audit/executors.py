@@ -20,9 +20,9 @@ from typing import BinaryIO, Protocol
 from reprobridge._proc.monitored import Completed, run_monitored
 from reprobridge.audit.limits import pids_cgroup
 from reprobridge.audit.monitor import Peaks, Sampler
-from reprobridge.audit.sandbox import SandboxSpec, wrap
 from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.redact import Redactor
+from reprobridge.sandbox import SandboxSpec, wrap
 
 
 @dataclass(frozen=True)

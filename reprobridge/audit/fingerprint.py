@@ -20,9 +20,11 @@ import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
-from reprobridge import _proc, doctor
+from reprobridge import _machine, _proc
+from reprobridge._machine import Runner
+from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.errors import CommandFailed, MachineError
 
 #: Untracked files listed in the git fingerprint beyond which only the count is kept.
@@ -35,38 +37,6 @@ NIX_CONFIG_KEYS = (
     "system-features",
     "experimental-features",
 )
-
-
-class Runner(Protocol):
-    """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
-
-    Raises :class:`MachineError` when the program does not exist and
-    :class:`CommandFailed` on a timeout; a non-zero exit is a normal result.
-    """
-
-    def __call__(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> _proc.Result: ...
-
-
-def _default_run(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> _proc.Result:
-    try:
-        # stdin is empty: nothing we run may stop to ask a question (nix asks about
-        # nixConfig when stdin is a terminal).
-        return _proc.run(argv, cwd=cwd, env=env, timeout=timeout, check=False, input=b"")
-    except PermissionError as exc:  # _proc maps only FileNotFoundError
-        raise MachineError(f"{argv[0]} cannot be executed: {exc.strerror}") from exc
 
 
 def _err(result: _proc.Result) -> str:
@@ -145,7 +115,7 @@ def host_fingerprint(
 
 def _nvml_state(exc: BaseException, nvml: Any) -> tuple[str, str]:
     """A short state and a message for an error NVML raised while starting."""
-    text = doctor._text(exc)
+    text = _machine.nvml_text(exc)
     mismatch = getattr(nvml, "NVMLError_LibRmVersionMismatch", None)
     if (mismatch is not None and isinstance(exc, mismatch)) or "mismatch" in text.lower():
         return "driver-library-mismatch", f"Driver/library version mismatch ({text})"
@@ -181,7 +151,7 @@ def _mode(value: Any) -> dict[str, int] | None:
 def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
     """NVIDIA driver, CUDA driver API version and every GPU, read through NVML.
 
-    ``nvml`` is a pynvml-shaped object (doctor's injectable NVML boundary); None imports
+    ``nvml`` is a pynvml-shaped object (:mod:`reprobridge._machine`'s injectable NVML boundary); None imports
     ``pynvml``. ``state`` is ``ok``, ``no-gpu`` (a driver but no GPU), ``no-pynvml``,
     ``no-driver``, ``driver-library-mismatch``, ``no-permission``, ``error`` (NVML failed
     to start) or ``partial`` (it failed part-way; what was read is kept). Per GPU: index,
@@ -195,14 +165,11 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
         "cuda_driver_version": None,
         "gpus": [],
     }
+    nvml = _machine.load_nvml(nvml)
     if nvml is None:
-        try:
-            import pynvml
-        except ImportError:
-            out.update(state="no-pynvml", error="the pynvml module (nvidia-ml-py) is not installed")
-            return out
-        nvml = pynvml
-    errors = doctor._nvml_errors(nvml)
+        out.update(state="no-pynvml", error="the pynvml module (nvidia-ml-py) is not installed")
+        return out
+    errors = _machine.nvml_errors(nvml)
     try:
         nvml.nvmlInit()
     except errors.base as exc:
@@ -210,7 +177,7 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
         out.update(state=state, error=message)
         return out
     try:
-        out["driver_version"] = doctor._text(nvml.nvmlSystemGetDriverVersion())
+        out["driver_version"] = _machine.nvml_text(nvml.nvmlSystemGetDriverVersion())
         cuda = int(nvml.nvmlSystemGetCudaDriverVersion())
         # NVML encodes CUDA 12.4 as 12040.
         out["cuda_driver_version"] = f"{cuda // 1000}.{cuda % 1000 // 10}"
@@ -221,10 +188,10 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
             out["gpus"].append(
                 {
                     "index": index,
-                    "name": doctor._text(nvml.nvmlDeviceGetName(handle)),
+                    "name": _machine.nvml_text(nvml.nvmlDeviceGetName(handle)),
                     "memory_bytes": int(nvml.nvmlDeviceGetMemoryInfo(handle).total),
                     "compute_capability": f"{major}.{minor}",
-                    "uuid": doctor._text(nvml.nvmlDeviceGetUUID(handle)),
+                    "uuid": _machine.nvml_text(nvml.nvmlDeviceGetUUID(handle)),
                     "mig_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetMigMode", handle)),
                     "ecc_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetEccMode", handle)),
                     "power_limit_mw": int(power) if power is not None else None,
@@ -233,7 +200,7 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
     except errors.base as exc:
         out.update(
             state="partial",
-            error=f"NVML failed after {len(out['gpus'])} GPU(s): {doctor._text(exc)}",
+            error=f"NVML failed after {len(out['gpus'])} GPU(s): {_machine.nvml_text(exc)}",
         )
     finally:
         # The fingerprint is complete; a failing shutdown changes nothing in it.
@@ -245,39 +212,6 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
 
 
 # -- nix ----------------------------------------------------------------------------------
-
-
-def parse_flake_lock(data: Any) -> dict[str, Any]:
-    """The pinning facts of a parsed ``flake.lock``: each input's locked type, narHash and
-    rev (and lastModified/owner/repo/url/path when present), which root inputs point at
-    which node, and ``unpinned``: inputs without a ``narHash``."""
-    if not isinstance(data, dict) or not isinstance(data.get("nodes"), dict):
-        return {"error": "not a flake.lock: no `nodes` table"}
-    nodes: dict[str, Any] = data["nodes"]
-    root_name = data.get("root", "root")
-    inputs: dict[str, Any] = {}
-    unpinned: list[str] = []
-    for name in sorted(nodes):
-        node = nodes[name]
-        if name == root_name or not isinstance(node, dict):
-            continue
-        locked = node.get("locked")
-        if not isinstance(locked, dict):
-            unpinned.append(name)
-            inputs[name] = {"locked": None}
-            continue
-        keep = ("type", "narHash", "rev", "lastModified", "owner", "repo", "url", "path", "ref")
-        inputs[name] = {k: locked[k] for k in keep if k in locked}
-        if not locked.get("narHash"):
-            unpinned.append(name)
-    root_node = nodes.get(root_name)
-    root_inputs = root_node.get("inputs", {}) if isinstance(root_node, dict) else {}
-    return {
-        "version": data.get("version"),
-        "root_inputs": root_inputs if isinstance(root_inputs, dict) else {},
-        "inputs": inputs,
-        "unpinned": unpinned,
-    }
 
 
 def _flake_lock(root: Path) -> dict[str, Any]:
@@ -298,7 +232,7 @@ def _flake_lock(root: Path) -> dict[str, Any]:
 
 def _with_binary(run: Runner, nix: str) -> Runner:
     """``run`` with ``nix`` in place of the literal ``nix`` at argv[0] (the probes, and
-    doctor's, name the program ``nix``)."""
+    :func:`reprobridge._machine.nix_config`'s, name the program ``nix``)."""
 
     def swapped(
         argv: Sequence[str],
@@ -336,7 +270,7 @@ def _nix_system(run: Runner, timeout: float) -> str | None:
 
 def nix_fingerprint(
     root: Path,
-    run: Runner = _default_run,
+    run: Runner = _machine.default_run,
     *,
     devshell: bool = False,
     system: str | None = None,
@@ -368,12 +302,11 @@ def nix_fingerprint(
         out.update(available=False, error=_err(got))
         return out
     line = got.text.strip().splitlines()[0] if got.text.strip() else ""
-    version = doctor.parse_version(line)
+    version = _machine.parse_version(line)
     out.update(
         available=True, version=".".join(map(str, version)) if version else None, version_line=line
     )
-    probes = doctor.Probes(run=run, timeout=timeout)
-    config = doctor._nix_config(probes, version or (0, 0))
+    config = _machine.nix_config(run, version or (0, 0), timeout)
     if isinstance(config, str):
         out["config"] = {"error": config}
     else:
@@ -511,7 +444,7 @@ def python_packages(
     python: str,
     env: Mapping[str, str],
     *,
-    run: Runner = _default_run,
+    run: Runner = _machine.default_run,
     timeout: float = 120.0,
 ) -> dict[str, Any]:
     """Name and version of every distribution installed for ``python`` in ``env``.

@@ -1,6 +1,6 @@
 """A pids cgroup around one run: the process-count limit that also binds root.
 
-Inside bubblewrap the run gets ``RLIMIT_NPROC`` (:mod:`reprobridge.audit.sandbox`), which
+Inside bubblewrap the run gets ``RLIMIT_NPROC`` (:mod:`reprobridge.sandbox`), which
 the kernel does not apply to root. Where the auditor can write a pids cgroup (cgroup v1's
 ``pids`` hierarchy, or a v2 group whose ``cgroup.subtree_control`` has ``pids``; usually
 only as root), :func:`pids_cgroup` makes one with ``pids.max`` set, and the run's first

@@ -28,7 +28,7 @@ counted unless the run is in a PID namespace, where init is the sandbox's.
 GPU numbers are per device (the whole GPU, other tenants included), not per process. No
 NVML library, no driver, or NVML raising at start is a recorded :attr:`Peaks.gpu_state`,
 never an exception; NVML raising mid-run ends GPU sampling with the error recorded and the
-maxima read so far kept. NVML is a pynvml-shaped object as in :mod:`reprobridge.doctor`
+maxima read so far kept. NVML is a pynvml-shaped object as in :mod:`reprobridge._machine`
 (the real ``pynvml`` module by default, a fake in tests), whose errors are classified by
 the same helper.
 """
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reprobridge.doctor import _nvml_errors, _NvmlErrors, _text
+from reprobridge._machine import NvmlErrors, load_nvml, nvml_errors, nvml_text
 
 #: Timeline lines are flushed to disk every this many samples (about once a second at
 #: the default 10 Hz): a crash loses at most a second, and the sampler makes few syscalls.
@@ -197,7 +197,7 @@ class Sampler(threading.Thread):
         self._gpu_max: list[dict[str, Any]] = []
         self._gpu_state = "ok"
         self._nvml: Any = None
-        self._errors: _NvmlErrors | None = None
+        self._errors: NvmlErrors | None = None
         self._handles: list[Any] = []
         self._cpu_s = 0.0
         self._acct_user = 0  # ticks, of the largest snapshot of the tree's CPU time
@@ -326,22 +326,18 @@ class Sampler(threading.Thread):
     # -- GPUs ------------------------------------------------------------------------------
 
     def _gpu_open(self) -> None:
-        nvml = self._nvml_in
+        nvml = load_nvml(self._nvml_in)
         if nvml is None:
-            try:
-                import pynvml
-            except ImportError:
-                self._gpu_state = NO_DRIVER
-                return
-            nvml = pynvml
-        errors = _nvml_errors(nvml)
+            self._gpu_state = NO_DRIVER
+            return
+        errors = nvml_errors(nvml)
         try:
             nvml.nvmlInit()
         except errors.unavailable:
             self._gpu_state = NO_DRIVER
             return
         except errors.base as exc:
-            self._gpu_state = f"NVML error: {_text(exc)}"
+            self._gpu_state = f"NVML error: {nvml_text(exc)}"
             return
         self._nvml, self._errors = nvml, errors
         try:
@@ -382,7 +378,7 @@ class Sampler(threading.Thread):
 
     def _gpu_failed(self, exc: BaseException) -> None:
         """Record the error, stop GPU sampling, keep the maxima read so far."""
-        self._gpu_state = f"NVML error: {_text(exc)}"
+        self._gpu_state = f"NVML error: {nvml_text(exc)}"
         self._gpu_close()
 
     def _gpu_close(self) -> None:

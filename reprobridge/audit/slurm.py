@@ -275,7 +275,7 @@ class SlurmExecutor:
         share, with the isolation a local run gets (bubblewrap unless ``sandbox`` is off
         or it cannot work here): they are short, and their network (fetching packages)
         is the login host's."""
-        from reprobridge.audit.sandbox import sandbox_unusable
+        from reprobridge.sandbox import sandbox_unusable
 
         unsandboxed = None
         if self.sandbox == "off":

@@ -31,9 +31,9 @@ from reprobridge._fs import write_atomic
 def main(argv: list[str]) -> int:
     from reprobridge.audit import fingerprint as fp
     from reprobridge.audit.executors import LocalExecutor, RunRequest
-    from reprobridge.audit.sandbox import sandbox_unusable
     from reprobridge.audit.slurm import completed_to_json
     from reprobridge.evidence.redact import Redactor
+    from reprobridge.sandbox import sandbox_unusable
 
     if len(argv) != 1:
         print("usage: python -m reprobridge.audit.slurm_job SPEC", file=sys.stderr)

@@ -10,7 +10,7 @@ Contract (the agent is untrusted; see docs/agent.md):
   ``.gitlab-ci.yml``, ...), ``.envrc`` and rb's own files, walk directories with
   ``O_NOFOLLOW|O_DIRECTORY`` through ``dir_fd``s, refuse a symlinked leaf and replace the
   file atomically, so a symlink swapped in after the check is not followed either;
-* commands run only inside bubblewrap (:mod:`reprobridge.audit.sandbox`) with a cleared
+* commands run only inside bubblewrap (:mod:`reprobridge.sandbox`) with a cleared
   environment (the API key of the rb process is never passed), no network unless allowed,
   the copy writable and the rest of the system read-only, a timeout and an output cap;
   without a usable sandbox the tool refuses rather than running unsandboxed;
@@ -632,7 +632,7 @@ class Tools:
 
     def _t_run_command(self, command: str, timeout_s: int | None = None) -> str:
         from reprobridge._proc.monitored import run_monitored
-        from reprobridge.audit.sandbox import SandboxSpec, offline_env, sandbox_unusable, wrap
+        from reprobridge.sandbox import SandboxSpec, offline_env, sandbox_unusable, wrap
 
         why = (self.sandbox_unusable or sandbox_unusable)()
         if why is not None:

@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprobridge.artifacts.check import tier_metrics
+from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.constants import EVIDENCE_DIR
 from reprobridge.errors import AuditError
 from reprobridge.stats import Stats
@@ -361,8 +363,6 @@ def _manifest(path: Path) -> dict[str, Any]:
 
 def _flake_inputs(path: Path) -> dict[str, dict[str, Any]]:
     """Each locked flake input's pins (type, rev, narHash, ...), by node name."""
-    from reprobridge.audit.fingerprint import parse_flake_lock
-
     data = _json(path)
     if data is None:
         return {}
@@ -388,8 +388,6 @@ def _experiment(
     tier: str,
     runs_by_exp: Mapping[str, list[RunData]],
 ) -> ExperimentData:
-    from reprobridge.artifacts.check import tier_metrics
-
     levels = {}
     for name in LEVELS:
         raw = _dict(verdict.get(name))

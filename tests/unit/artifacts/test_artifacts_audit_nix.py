@@ -92,7 +92,7 @@ def test_shellhook_runs_in_the_runs_sandbox(
     """A committed flake's shellHook is the repository's code (issue 8, item 4): it runs
     in the run's sandbox as its first step, so a host path it writes stays untouched, and
     what it exports reaches the run."""
-    from reprobridge.audit.sandbox import sandbox_unusable
+    from reprobridge.sandbox import sandbox_unusable
 
     if sandbox_unusable():
         pytest.skip(f"sandbox unusable: {sandbox_unusable()}")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge.audit import sandbox
+from reprobridge import sandbox
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.cli import main
 from reprobridge.constants import EVIDENCE_DIR

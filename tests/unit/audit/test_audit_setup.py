@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge.audit import sandbox
+from reprobridge import sandbox
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.initializer import init_repository
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from reprobridge import sandbox
 from reprobridge._proc.monitored import Completed, StreamCapture, Termination
-from reprobridge.audit import sandbox
 from reprobridge.audit.executors import LocalExecutor, RunRequest, workload_cpu
 from reprobridge.audit.monitor import Peaks
 from reprobridge.evidence.redact import Redactor

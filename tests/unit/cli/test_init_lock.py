@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge import _proc
+from reprobridge import _machine
 from reprobridge.cli._render import print_init_summary
 from reprobridge.initializer import init_repository
 
@@ -20,7 +20,7 @@ def test_uv_is_a_runtime_dependency() -> None:
     names = [d.split(">")[0].split("=")[0].strip() for d in meta["dependencies"]]
     assert "uv" in names
     # The locator finds the binary of that package, not only a uv on PATH.
-    assert _proc.uv_binary() is not None
+    assert _machine.uv_binary() is not None
 
 
 @pytest.fixture
@@ -32,7 +32,7 @@ def failing_uv(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         'echo "error: resolution failed: no such package boom" >&2\nexit 2\n'
     )
     uv.chmod(0o755)
-    monkeypatch.setattr(_proc, "uv_binary", lambda: str(uv))
+    monkeypatch.setattr(_machine, "uv_binary", lambda: str(uv))
     return uv
 
 

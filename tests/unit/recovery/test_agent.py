@@ -15,12 +15,12 @@ from typing import Any
 import httpx2
 import pytest
 
-from reprobridge.audit.sandbox import sandbox_unusable
 from reprobridge.errors import RecoveryError
 from reprobridge.initializer import AgentOptions, init_repository
 from reprobridge.manifest.io import load_manifest
 from reprobridge.recovery.agent import AgentConfig
 from reprobridge.recovery.backends import AnthropicBackend
+from reprobridge.sandbox import sandbox_unusable
 from tests.conftest import git_init, write_tree
 
 AGENT = Path(__file__).parents[2] / "fixtures" / "agent"

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from reprobridge import _proc
-from reprobridge.doctor import BWRAP
+from reprobridge._machine import BWRAP
 from reprobridge.errors import AuditError, CommandFailed, MachineError
 
 #: System directories bound read-only (or recreated as the same symlink, on merged-/usr).

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from reprobridge import sandbox
 from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
-from reprobridge.audit import sandbox
-from reprobridge.audit.sandbox import GpuBinds, SandboxSpec, offline_env, sandbox_unusable, wrap
 from reprobridge.errors import AuditError
+from reprobridge.sandbox import GpuBinds, SandboxSpec, offline_env, sandbox_unusable, wrap
 
 needs_bwrap = pytest.mark.skipif(sandbox.bwrap_path() is None, reason="/usr/bin/bwrap missing")
 _REASON = sandbox_unusable() if sandbox.bwrap_path() else "no bwrap"

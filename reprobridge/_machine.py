@@ -1,0 +1,186 @@
+"""Host probing shared by ``rb doctor``, the auditor and the agent: Nix, bubblewrap, NVML, uv.
+
+One place for the facts about this machine that several packages read, so they cannot
+disagree: the bubblewrap path, the oldest Nix current nixpkgs accepts, how a Nix version
+is read, how ``nix config show`` is parsed, which uv runs, and how pynvml's errors are
+classified.
+
+Contract: nothing here raises for a missing or broken tool. A probe returns None or a
+one-line reason; callers turn that into a doctor row, a fingerprint field or a backend
+choice. Commands run through :mod:`reprobridge._proc` (or an injected :class:`Runner`
+with the same contract, so tests never depend on the machine they run on). NVML is a
+pynvml-shaped object (the real ``pynvml`` module by default, a fake in tests).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from reprobridge import _proc
+from reprobridge.errors import CommandFailed, MachineError
+
+#: bubblewrap by absolute path: a ``bwrap`` earlier on PATH may be a wrapper that drops
+#: the isolation the sandbox's argv asks for.
+BWRAP = "/usr/bin/bwrap"
+#: nixpkgs 25.11 and later refuse older Nix (``lib/minfeatures.nix``).
+MIN_NIX = (2, 18)
+
+
+class Runner(Protocol):
+    """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
+
+    Raises :class:`MachineError` when the program does not exist or cannot be executed and
+    :class:`CommandFailed` on a timeout; a non-zero exit is a normal result.
+    """
+
+    def __call__(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> _proc.Result: ...
+
+
+def default_run(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> _proc.Result:
+    """The real :class:`Runner`: :func:`reprobridge._proc.run`, stdin empty."""
+    try:
+        # stdin is empty: nothing we run may stop to ask a question (nix asks about
+        # nixConfig when stdin is a terminal).
+        return _proc.run(argv, cwd=cwd, env=env, timeout=timeout, check=False, input=b"")
+    except PermissionError as exc:  # _proc maps only FileNotFoundError; a non-executable is as bad
+        raise MachineError(f"{argv[0]} cannot be executed: {exc.strerror}") from exc
+
+
+def try_run(run: Runner, argv: Sequence[str], timeout: float) -> _proc.Result | str:
+    """The result of ``argv``, or a one-line reason it could not run at all."""
+    try:
+        return run(argv, timeout=timeout)
+    except (MachineError, CommandFailed) as exc:
+        return str(exc)
+
+
+def last_error_line(result: _proc.Result) -> str:
+    """The last non-blank line of stderr (else stdout), at most 200 characters."""
+    text = result.stderr.decode("utf-8", "replace").strip() or result.text.strip()
+    lines = [line for line in text.splitlines() if line.strip()]
+    return lines[-1][:200] if lines else f"exit {result.returncode}"
+
+
+# -- Nix ------------------------------------------------------------------------------------
+
+
+def parse_version(text: str) -> tuple[int, ...] | None:
+    """The last ``X.Y[.Z]`` in ``text`` as a tuple: ``nix (Nix) 2.8.0`` -> ``(2, 8, 0)``.
+
+    The last one, because forks name themselves first: ``nix (Determinate Nix 3.6.2) 2.29.0``.
+    """
+    found = re.findall(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not found:
+        return None
+    return tuple(int(part) for part in found[-1] if part != "")
+
+
+def dotted(version: tuple[int, ...]) -> str:
+    """``(2, 18, 1)`` -> ``"2.18.1"``."""
+    return ".".join(map(str, version))
+
+
+def nix_version(nix: str = "nix", run: Runner = default_run) -> tuple[int, int] | None:
+    """(major, minor) of ``nix`` (a name on PATH or a path), or None when it is missing,
+    does not answer, or prints no version."""
+    if _proc.which(nix) is None:
+        return None
+    got = try_run(run, [nix, "--version"], 30.0)
+    if isinstance(got, str) or got.returncode != 0:
+        return None
+    version = parse_version(got.text)
+    return (version[0], version[1]) if version else None
+
+
+def nix_config(run: Runner, version: tuple[int, ...], timeout: float) -> dict[str, str] | str:
+    """``nix config show`` as a dict (the subcommand this ``version`` knows), or a one-line
+    reason it could not be read. ``run`` is called with the program named ``nix``."""
+    # `nix config show` replaced `nix show-config` in 2.20; 2.8 knows only the latter.
+    sub = ["config", "show"] if version[:2] >= (2, 20) else ["show-config"]
+    got = try_run(run, ["nix", "--extra-experimental-features", "nix-command", *sub], timeout)
+    if isinstance(got, str):
+        return got
+    if got.returncode != 0:
+        return last_error_line(got)
+    config: dict[str, str] = {}
+    for line in got.text.splitlines():
+        key, sep, value = line.partition(" = ")
+        if sep:
+            config[key.strip()] = value.strip()
+    return config
+
+
+# -- uv -------------------------------------------------------------------------------------
+
+
+def uv_package_binary() -> str | None:
+    """The binary of the ``uv`` package rb depends on (``uv.find_uv_bin()``), or None."""
+    try:
+        from uv import find_uv_bin
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def uv_binary() -> str | None:
+    """The uv executable rb uses: the one of the ``uv`` package rb depends on (its version is
+    the one rb was installed and tested with), else ``uv`` on PATH; None when neither exists.
+
+    One rule for every caller (``rb init``'s lock, the host backend, ``rb doctor`` through
+    its probes), so they cannot disagree about which uv runs.
+    """
+    return uv_package_binary() or _proc.which("uv")
+
+
+# -- NVML -----------------------------------------------------------------------------------
+
+
+def nvml_text(value: Any) -> str:
+    """A string NVML returned (older nvidia-ml-py returns bytes, newer str) or an error."""
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+@dataclass(frozen=True)
+class NvmlErrors:
+    """pynvml's error classes: ``base`` catches every NVML error; ``unavailable`` the ones
+    that mean "no usable driver here" (no library, driver not loaded, no permission)."""
+
+    base: tuple[type[BaseException], ...]
+    unavailable: tuple[type[BaseException], ...]
+
+
+def nvml_errors(nvml: Any) -> NvmlErrors:
+    """pynvml's error classes, looked up on the module (or fake) in use."""
+    base: tuple[type[BaseException], ...] = (getattr(nvml, "NVMLError", Exception),)
+    names = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded", "NVMLError_NoPermission")
+    unavailable = tuple(getattr(nvml, n) for n in names if hasattr(nvml, n)) or base
+    return NvmlErrors(base=base, unavailable=unavailable)
+
+
+def load_nvml(nvml: Any = None) -> Any:
+    """``nvml`` when given, else the real ``pynvml`` module, else None (not installed)."""
+    if nvml is not None:
+        return nvml
+    try:
+        import pynvml
+    except ImportError:
+        return None
+    return pynvml
