@@ -74,6 +74,7 @@ _UV_NO_BUILD = re.compile(
     r"Distribution `([^`=@ ]+)[^`]*` can't be installed because it is marked as `--no-build`"
     r"|Building source distributions for `([^`]+)` is disabled"
     r"|Failed to build `([^`=@ ]+)"
+    r"|Wheels are required for `([^`]+)` because building from source is disabled"
 )
 
 

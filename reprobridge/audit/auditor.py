@@ -37,8 +37,10 @@ from typing import Any, Literal
 from reprobridge import __version__
 from reprobridge._log import emit
 from reprobridge.audit.backends import (
+    NO_BUILD_FLAG,
     SETUP_TIMEOUT,
     AuditBackend,
+    BuildPolicy,
     EnvironmentState,
     HostBackend,
     NixBackend,
@@ -122,9 +124,9 @@ class AuditOptions:
     executor: Executor | None = None
     #: Where run workspaces are made (default: TMPDIR); a cluster needs a shared path.
     work_root: Path | None = None
-    #: Let the host backend build packages that have no wheel (in the run's sandbox);
-    #: without it uv installs wheels only.
-    allow_build: bool = False
+    #: Refuse to build packages that have no wheel. Without it the host backend builds
+    #: them in the run's sandbox when runs are sandboxed (never without a sandbox).
+    no_build: bool = False
     #: Most processes a run (and each setup step) may have at once; None: no limit.
     max_processes: int | None = DEFAULT_MAX_PROCESSES
 
@@ -165,16 +167,32 @@ def _new_audit_id(manifest_bytes: bytes, commit: str) -> str:
     return f"{stamp}-{hashlib.sha256(manifest_bytes + commit.encode()).hexdigest()[:6]}"
 
 
+def build_policy(opts: AuditOptions, sandbox_off: str | None) -> BuildPolicy:
+    """Builds of packages without a wheel run in the run's sandbox, which exposes nothing
+    the experiment's own code could not reach: allowed when runs are sandboxed, unless
+    ``--no-build``; never without a sandbox (the build's code would run on the host)."""
+    if opts.no_build:
+        return BuildPolicy(False, f"{NO_BUILD_FLAG} given")
+    if sandbox_off is not None:
+        return BuildPolicy(False, f"runs are {sandbox_off}, and a build runs the package's code")
+    return BuildPolicy(True)
+
+
 def choose_backend(
-    opts: AuditOptions, manifest: Manifest, root: Path
+    opts: AuditOptions, manifest: Manifest, root: Path, sandbox_off: str | None = "unknown"
 ) -> tuple[AuditBackend, EnvironmentState]:
     """The backend and its prepared environment; ``auto`` falls back to the host when nix
-    cannot materialize the devShell (and says why)."""
+    cannot materialize the devShell (and says why). ``sandbox_off`` is why runs are not
+    sandboxed (None when they are)."""
     from reprobridge._machine import MIN_NIX, nix_version
+    from reprobridge.audit.hostenv import HostInstall
 
     fetch = bool(manifest.environment.python_requirements)
     host = HostBackend(
-        manifest.environment.python, has_requirements=fetch, allow_build=opts.allow_build
+        manifest.environment.python,
+        has_requirements=fetch,
+        builds=build_policy(opts, sandbox_off),
+        install=HostInstall.from_manifest(manifest),
     )
     if opts.backend == "host":
         return host, host.prepare(root)
@@ -294,7 +312,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 started_event["restarted"] = "the audit was killed before its plan was recorded"
             bundle.journal_append(started_event)
         emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
-        backend, state = choose_backend(opts, manifest, root)
+        backend, state = choose_backend(opts, manifest, root, sandboxed)
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
         bundle.write_json("environment.json", _jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", fp.host_fingerprint())
@@ -605,9 +623,12 @@ def _one_run(
         record["process_limit_by"] = _process_limit_by(opts.max_processes, sandbox_off)
         try:
             setup = backend.setup_run(state, workspace, ctx)
-            _run_setup_steps(
-                setup, extra, workspace, run_dir, executor, opts.max_processes, run.key
-            )
+            try:
+                _run_setup_steps(
+                    setup, extra, workspace, run_dir, executor, opts.max_processes, run.key
+                )
+            finally:
+                record["built_from_source"] = _built_from_source(setup, run_dir)
         except AuditError as exc:
             return _seal_failure(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
@@ -814,6 +835,16 @@ def _run_setup_steps(
                 f"{step.what} failed in the sandbox ({done.termination.description})"
                 + (f": {' | '.join(lines)}" if lines else "")
             )
+
+
+def _built_from_source(setup: RunSetup, run_dir: Path) -> dict[str, list[str]]:
+    """What the setup steps built from source: the packages set aside as having no wheel,
+    and those uv's log of the steps says it built (``Built X==1.0``)."""
+    from reprobridge.audit.hostenv import built_from_source
+
+    logs = sorted(run_dir.glob("setup-*.stderr.log")) + sorted(run_dir.glob("setup-*.stdout.log"))
+    text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
+    return {"without_wheel": list(setup.needs_build), "built": built_from_source(text)}
 
 
 def _step_runner(

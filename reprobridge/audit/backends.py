@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import sys
 from collections.abc import Iterable
@@ -32,7 +31,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from packaging.utils import canonicalize_name
+
 from reprobridge import _machine, _proc
+from reprobridge.audit.hostenv import (
+    HostInstall,
+    choose_index,
+    interpreter_candidates,
+    pip_inputs,
+)
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError
 
@@ -70,8 +77,8 @@ _DEVSHELL_DENY = frozenset(
 )
 
 
-#: The flag that lets ``rb audit`` build packages without a wheel (in the run's sandbox).
-ALLOW_BUILD_FLAG = "--allow-build"
+#: The flag that stops ``rb audit`` building packages without a wheel (in the run's sandbox).
+NO_BUILD_FLAG = "--no-build"
 #: Variables the environment a ``shellHook`` exports may not set for the run.
 _HOOK_DENY = frozenset({"_", "RB_RUN_ID", "RB_RUN_MARKER"})
 #: Most bytes of a ``shellHook``'s exported environment the auditor reads.
@@ -116,6 +123,9 @@ class RunSetup:
     env: dict[str, str]
     ro_binds: tuple[Path, ...] = ()
     steps: tuple[SetupStep, ...] = ()
+    #: Packages without a wheel that the steps build (in the sandbox), as far as known
+    #: before they run (uv's log of the steps names every package it built).
+    needs_build: tuple[str, ...] = ()
 
 
 @dataclass
@@ -515,30 +525,60 @@ def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
     return env
 
 
-class HostBackend:
-    """No Nix: this machine's Python, packages from ``repro/python`` with uv. Not hermetic.
+@dataclass(frozen=True)
+class BuildPolicy:
+    """Whether the host backend may build a package that has no wheel: only in the run's
+    sandbox (the same isolation the experiment itself gets), and ``why_not`` when not."""
 
-    uv installs wheels only (``--no-build``), on the host, with a cleared environment: no
-    package's code runs there. With ``allow_build`` it may build packages that have no
-    wheel, and then runs as a :class:`SetupStep` in the run's sandbox instead.
+    allowed: bool
+    why_not: str = ""
+
+
+#: The host backend's policy when nothing is known about the sandbox: refuse.
+NO_BUILDS = BuildPolicy(False, "no sandbox to build in")
+#: At most this many packages without a wheel are set aside before the sandboxed build.
+_MAX_SET_ASIDE = 8
+
+
+class HostBackend:
+    """No Nix: this machine's Python, packages from the manifest with uv. Not hermetic.
+
+    uv installs wheels (``--no-build``) on the host, with a cleared environment, from the
+    operator's uv cache and without reading uv configuration files of the checkout
+    (``--no-config``): no package's code runs there. When a package has no wheel and
+    builds are allowed (:class:`BuildPolicy`: the default when runs are sandboxed), the
+    host installs everything else, then a :class:`SetupStep` in the run's sandbox installs
+    the rest, building it, with a uv cache private to the audit (a build's code could
+    otherwise write into a cache another audit, or the operator, installs from).
+
+    A venv the host filled with hard links into the operator's cache is read-only to the
+    run (a write through a link would change the cache); one a sandboxed step writes into
+    is filled by copying instead.
     """
 
     name = "host"
 
     def __init__(
-        self, python_version: str, *, has_requirements: bool, allow_build: bool = False
+        self,
+        python_version: str,
+        *,
+        has_requirements: bool,
+        builds: BuildPolicy = NO_BUILDS,
+        install: HostInstall | None = None,
     ) -> None:
         self.python_version = python_version
         self.has_requirements = has_requirements
-        self.allow_build = allow_build
+        self.builds = builds
+        self.install = install or HostInstall()
+        #: Whether the torch family comes from its routed index (decided in prepare).
+        self._routed = False
 
     def _python(self, state: EnvironmentState) -> str:
-        exact = shutil.which(f"python{self.python_version}")
-        if exact:
-            why = interpreter_problem(exact)
+        for candidate in interpreter_candidates(self.python_version):
+            why = interpreter_problem(str(candidate))
             if why is None:
-                return exact
-            state.warnings.append(f"{exact} is not used: {why}")
+                return str(candidate)
+            state.warnings.append(f"{candidate} is not used: {why}")
         mine = f"{sys.version_info.major}.{sys.version_info.minor}"
         if mine != self.python_version:
             state.warnings.append(
@@ -559,11 +599,27 @@ class HostBackend:
         state = EnvironmentState(self.name, ok=True, reason="", hermetic=False)
         python = self._python(state)
         state.base_env = {"PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin"}
+        locked = (root / PYTHON_DIR / "uv.lock").is_file()
+        index = choose_index(self.install) if self.has_requirements and not locked else None
         state.fingerprint = {
             "python": python,
             "uv": " ".join(self._uv()) if self.has_requirements else None,
-            "builds": "in the run's sandbox" if self.allow_build else "refused (wheels only)",
+            "builds": (
+                "in the run's sandbox (packages without a wheel)"
+                if self.builds.allowed
+                else f"refused: {self.builds.why_not}"
+            ),
+            "uv_cache": str(operator_uv_cache()),
         }
+        if index is not None and index.url is not None:
+            state.fingerprint["torch_index"] = {
+                "url": index.url,
+                "used": index.routed,
+                "fallback": index.fallback,
+            }
+            if index.fallback:
+                state.warnings.append(index.fallback)
+        self._routed = bool(index is not None and index.routed)
         state.reason = (
             "host environment (not hermetic: no Nix pin for Python, libraries or compilers)"
         )
@@ -573,19 +629,28 @@ class HostBackend:
         return state
 
     def _uv_argv(
-        self, uv: list[str], project: Path, python: str, *, no_build: bool
+        self,
+        uv: list[str],
+        project: Path,
+        python: str,
+        scratch: Path,
+        *,
+        no_build: bool,
+        exclude: Iterable[str] = (),
     ) -> list[list[str]]:
         """The uv commands that make ``project/.venv``: ``sync --frozen`` from uv.lock, else
-        ``venv`` + ``pip install -r requirements.txt``."""
-        flags = ["--no-build"] if no_build else []
+        ``venv`` + ``pip install`` of the manifest's requirements (:func:`pip_inputs`,
+        written to ``scratch``). ``exclude`` leaves packages out (set aside for a build)."""
+        flags = ["--no-config", *(["--no-build"] if no_build else [])]
         if (project / "uv.lock").is_file():
+            skip = [a for name in sorted(exclude) for a in ("--no-install-package", name)]
             return [
                 [
                     *uv,
                     "sync",
-                    "--quiet",
-                    "--frozen",
                     *flags,
+                    "--frozen",
+                    *skip,
                     "--project",
                     str(project),
                     "--python",
@@ -593,76 +658,111 @@ class HostBackend:
                 ]
             ]
         venv = project / ".venv"
+        inputs = pip_inputs(self.install, scratch, routed=self._routed, exclude=exclude)
+        make = (
+            []
+            if (venv / "bin" / "python").exists()
+            else [[*uv, "venv", "--quiet", "--no-config", "--python", python, str(venv)]]
+        )
         return [
-            [*uv, "venv", "--quiet", "--python", python, str(venv)],
-            [
-                *uv,
-                "pip",
-                "install",
-                "--quiet",
-                *flags,
-                "--python",
-                str(venv / "bin" / "python"),
-                "-r",
-                str(project / "requirements.txt"),
-            ],
+            *make,
+            [*uv, "pip", "install", *flags, "--python", str(venv / "bin" / "python"), *inputs],
         ]
+
+    def _host_install(
+        self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], **kw: Any
+    ) -> None:
+        """Run the uv commands of :meth:`_uv_argv` on the host (wheels only)."""
+        python = str(kw.pop("python"))
+        host_env = _proc.uv_env(env)
+        project = workspace / PYTHON_DIR
+        for argv in self._uv_argv(uv, project, python, scratch, no_build=True, **kw):
+            _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
 
     def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
         python = str(state.fingerprint.get("python"))
         prefix = Path(os.path.realpath(python)).parents[1]  # the interpreter's prefix
-        cache = ctx.cache if self.allow_build else operator_uv_cache()
-        env = {
-            **state.base_env,
-            **_home_env(ctx.home, cache),
-            "UV_PYTHON_DOWNLOADS": "never",
-        }
+        cache = operator_uv_cache()
+        env = {**state.base_env, **_home_env(ctx.home, cache), "UV_PYTHON_DOWNLOADS": "never"}
+        binds = (*state.ro_binds, prefix, cache)
         if not self.has_requirements:
             return RunSetup(env, (*state.ro_binds, prefix))
-        project = workspace / PYTHON_DIR
         uv = self._uv()
-        if self.allow_build:
-            if len(uv) != 1:
-                raise AuditError(
-                    f"{ALLOW_BUILD_FLAG} needs the uv binary (found only `{' '.join(uv)}`)",
-                    hint="put uv on PATH",
-                )
-            binary = Path(os.path.realpath(uv[0]))
-            commands = self._uv_argv([str(binary)], project, python, no_build=False)
-            steps = tuple(
-                SetupStep(
-                    what="uv (builds allowed)",
-                    argv=tuple(a),
-                    env={**env, "UV_LINK_MODE": "copy"},
-                    network=True,
-                    ro_binds=(binary,),
-                    rw_binds=(cache,),
-                )
-                for a in commands
-            )
-            return RunSetup(_with_venv(env, workspace), (*state.ro_binds, prefix, cache), steps)
-        # Wheels only: uv is the only program that runs, with what it needs and no secrets.
-        host_env = _proc.uv_env(env)
-        for argv in self._uv_argv(uv, project, python, no_build=True):
+        venv = workspace / PYTHON_DIR / ".venv"
+        try:
+            self._host_install(uv, workspace, ctx.scratch, env, python=python)
+            # Hard links into the operator's cache: read-only to the run.
+            return RunSetup(_with_venv(env, workspace), (*binds, venv))
+        except CommandFailed as exc:
+            refused = _proc.uv_refused_build(f"{exc.message}\n{exc.stderr_tail}")
+            if refused is None or not self.builds.allowed:
+                raise AuditError(_uv_failure(exc, self.builds)) from exc
+        aside = self._set_aside(uv, workspace, ctx.scratch, env, python, refused)
+        step = self._build_step(uv, workspace, ctx, env, python)
+        return RunSetup(_with_venv(env, workspace), binds, (step,), needs_build=tuple(aside))
+
+    def _set_aside(
+        self,
+        uv: list[str],
+        workspace: Path,
+        scratch: Path,
+        env: dict[str, str],
+        python: str,
+        first: str,
+    ) -> list[str]:
+        """Install on the host, from wheels and by copying, everything but the packages that
+        have no wheel (found one uv refusal at a time); return those packages. What cannot
+        be set aside (a dependency of a requirement) is left to the sandboxed step."""
+        aside = [canonicalize_name(first)]
+        copy_env = {**env, "UV_LINK_MODE": "copy"}
+        while len(aside) <= _MAX_SET_ASIDE:
             try:
-                _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
+                self._host_install(uv, workspace, scratch, copy_env, python=python, exclude=aside)
+                break
             except CommandFailed as exc:
-                raise AuditError(_uv_failure(exc)) from exc
-        return RunSetup(_with_venv(env, workspace), (*state.ro_binds, prefix, cache))
+                more = _proc.uv_refused_build(f"{exc.message}\n{exc.stderr_tail}")
+                if more is None or canonicalize_name(more) in aside:
+                    break
+                aside.append(canonicalize_name(more))
+        return sorted(aside)
+
+    def _build_step(
+        self, uv: list[str], workspace: Path, ctx: SetupContext, env: dict[str, str], python: str
+    ) -> SetupStep:
+        """The sandboxed uv command that installs everything, building what has no wheel."""
+        if len(uv) != 1:
+            raise AuditError(
+                f"building in the sandbox needs the uv binary (found only `{' '.join(uv)}`)",
+                hint="put uv on PATH, or pass --no-build",
+            )
+        binary = Path(os.path.realpath(uv[0]))
+        commands = self._uv_argv(
+            [str(binary)], workspace / PYTHON_DIR, python, ctx.scratch, no_build=False
+        )
+        # Not --quiet: uv's `Built X` lines are the evidence of what was built.
+        argv = [a for a in commands[-1] if a != "--quiet"]
+        return SetupStep(
+            what="uv (building packages without a wheel)",
+            argv=tuple(argv),
+            env={**env, "UV_CACHE_DIR": str(ctx.cache), "UV_LINK_MODE": "copy"},
+            network=True,
+            ro_binds=(binary,),
+            rw_binds=(ctx.cache, workspace / PYTHON_DIR / ".venv"),
+        )
 
     def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:
         return _with_venv(setup.env, workspace)
 
 
-def _uv_failure(exc: CommandFailed) -> str:
+def _uv_failure(exc: CommandFailed, builds: BuildPolicy = NO_BUILDS) -> str:
     """One line for a failed uv command; names the package uv refused to build."""
     full = f"{exc.message}\n{exc.stderr_tail}"
     text = " ".join(str(exc.message).split())
     name = _proc.uv_refused_build(full)
     if name:
         return (
-            f"{name} has no wheel and building it would run its build code; rb audit "
-            f"installs wheels only unless {ALLOW_BUILD_FLAG} is given (it then builds in "
-            "the run's sandbox)"
+            f"{name} has no wheel and building it would run its build code: refused "
+            f"({builds.why_not}); rb audit builds such packages in the run's sandbox when "
+            f"runs are sandboxed and {NO_BUILD_FLAG} is not given"
         )
     return f"the Python environment could not be made with uv: {text}"

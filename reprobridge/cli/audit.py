@@ -229,10 +229,16 @@ _common = [
         help="A host directory every sandboxed run may read (tools outside /nix/store); recorded.",
     ),
     click.option(
+        "--no-build",
+        is_flag=True,
+        help="Host backend: refuse packages that have no wheel (default: build them inside "
+        "the run's sandbox when runs are sandboxed; never without a sandbox).",
+    ),
+    click.option(
         "--allow-build",
         is_flag=True,
-        help="Host backend: build packages that have no wheel, inside the run's sandbox "
-        "(default: wheels only; a build runs the package's own code).",
+        hidden=True,
+        help="Accepted for old scripts: building in the sandbox is now the default.",
     ),
     repo_option(),
     common_options,
@@ -311,6 +317,7 @@ def audit_command(
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
+    no_build: bool,
     allow_build: bool,
     root: Path,
     as_json: bool,
@@ -335,7 +342,7 @@ def audit_command(
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
-        allow_build=allow_build,
+        no_build=no_build,
     )
     if executor == "slurm":
         from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
@@ -367,6 +374,7 @@ def run_command(
     sandbox: str,
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
+    no_build: bool,
     allow_build: bool,
     root: Path,
     as_json: bool,
@@ -385,7 +393,7 @@ def run_command(
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
-        allow_build=allow_build,
+        no_build=no_build,
         echo=not as_json,
     )
     run_and_render(root, opts, as_json=as_json, quiet=st.quiet)

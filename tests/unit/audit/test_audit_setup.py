@@ -2,9 +2,10 @@
 
 The attack: a package without a wheel (a local directory here, so nothing comes from the
 network) whose PEP 517 build backend tries to write a file on the host and reads a secret
-from the environment. On the host backend, uv installs wheels only, on the host, with a
-cleared environment; with ``allow_build`` the build happens in the run's sandbox, where
-the host path is not there and the secret is not set.
+from the environment. On the host backend, uv installs wheels only on the host, with a
+cleared environment; the build happens in the run's sandbox (the default when runs are
+sandboxed, issue 9), where the host path is not there and the secret is not set. With
+``--no-build``, or without a sandbox, it is refused.
 """
 
 from __future__ import annotations
@@ -103,27 +104,35 @@ def build_repo(make_repo, hostile_package, tmp_path: Path) -> tuple[Path, Path]:
     return root, escape
 
 
-def test_host_backend_installs_wheels_only_and_names_the_package(
-    build_repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("opts", "why"),
+    [
+        (AuditOptions(runs=1, backend="host", no_build=True), "--no-build given"),
+        (AuditOptions(runs=1, backend="host", sandbox="off"), "not sandboxed"),
+    ],
+    ids=["no-build", "no-sandbox"],
+)
+def test_without_a_sandbox_or_with_no_build_nothing_is_built(
+    build_repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch, opts: AuditOptions, why: str
 ) -> None:
     root, escape = build_repo
     monkeypatch.setenv("RB_TEST_SECRET", SECRET)
-    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    result = run_audit(root, opts)
     assert not escape.exists(), f"the build backend ran on the host: {escape.read_text()!r}"
     assert not result.passed
     run = json.loads((result.path / "runs/main/0/status.json").read_text())["record"]
     assert run["not_started"]["level"] == "environment"
     assert "evilpkg has no wheel" in run["not_started"]["reason"]
-    assert "--allow-build" in run["not_started"]["reason"]
+    assert why in run["not_started"]["reason"]
 
 
 @needs_sandbox
-def test_allow_build_builds_in_the_runs_sandbox(
+def test_by_default_a_package_without_a_wheel_is_built_in_the_runs_sandbox(
     build_repo: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root, escape = build_repo
     monkeypatch.setenv("RB_TEST_SECRET", SECRET)
-    result = run_audit(root, AuditOptions(runs=1, backend="host", allow_build=True))
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
     v = result.summary["experiments"]["main"]
     assert result.passed, json.dumps(v, indent=1)
     assert not escape.exists(), f"the build backend wrote on the host: {escape.read_text()!r}"
@@ -131,7 +140,10 @@ def test_allow_build_builds_in_the_runs_sandbox(
     # The build saw no secret, and the run imported what the sandboxed build made.
     assert "seen=absent" in (run / "stdout.log").read_text()
     assert (run / "setup-0.stdout.log").is_file()
-    assert json.loads((run / "status.json").read_text())["record"]["sandbox"] == "bubblewrap"
+    record = json.loads((run / "status.json").read_text())["record"]
+    assert record["sandbox"] == "bubblewrap"
+    # The evidence names what was built from source.
+    assert record["built_from_source"] == {"without_wheel": ["evilpkg"], "built": ["evilpkg"]}
 
 
 def _wheel(directory: Path) -> Path:
@@ -209,3 +221,65 @@ def test_the_shellhook_env_dump_is_never_read_through_a_link(tmp_path: Path) -> 
     (scratch / "shellHook.env").unlink()
     (scratch / "shellHook.env").write_bytes(b"A=1\0B=x=y\0junk\0")
     assert read_env_dump(scratch / "shellHook.env") == {"A": "1", "B": "x=y"}
+
+
+@needs_sandbox
+def test_a_run_cannot_write_through_hard_links_into_the_operators_uv_cache(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The host installs wheels from the operator's uv cache as hard links (seconds for
+    torch); a run that appends to an installed file must not change the cached copy, which
+    the operator's own, unsandboxed projects install from later."""
+    cache = tmp_path / "operator-uv-cache"
+    monkeypatch.setenv("UV_CACHE_DIR", str(cache))
+    wheel = _wheel(tmp_path)
+    script = (
+        "f=$(ls repro/python/.venv/lib/python*/site-packages/goodpkg.py)\n"
+        'echo "PWNED = 1" >> "$f" && echo wrote=yes || echo wrote=no\n'
+        "echo acc=0.9\n"
+    )
+    root = _committed(make_repo, f"goodpkg @ {wheel.as_uri()}", {"run.sh": script})
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    assert "wrote=no" in (result.path / "runs/main/0/stdout.log").read_text()
+    cached = list(cache.rglob("goodpkg.py"))
+    assert cached, "the wheel did not go through the operator's cache"
+    assert all("PWNED" not in p.read_text() for p in cached)
+
+
+@needs_sandbox
+def test_an_sdist_requirement_is_built_in_the_sandbox_and_the_rest_comes_from_the_host(
+    make_repo, hostile_package, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No uv.lock: ``uv pip install`` of the requirements. The wheel is installed on the
+    host; the package without a wheel (a source tree here) is built in the sandbox."""
+    monkeypatch.setenv("RB_TEST_SECRET", SECRET)
+    escape = tmp_path / "escaped-from-build"
+    # The packages stand for an index: the sandboxed step reads them through an operator's
+    # read-only bind.
+    pkgs = tmp_path / "pkgs"
+    for name, text in hostile_package("evil", escape).items():
+        (pkgs / name).parent.mkdir(parents=True, exist_ok=True)
+        (pkgs / name).write_text(text)
+    wheel = _wheel(pkgs)
+    manifest_reqs = [f"goodpkg @ {wheel.as_uri()}", f"evilpkg @ {(pkgs / 'evil').as_uri()}"]
+    script = "python -c \"import goodpkg, evilpkg; print('seen=' + evilpkg.SEEN)\"\necho acc=0.9\n"
+
+    def two_requirements(root: Path) -> None:
+        text = (root / "reprobridge.toml").read_text()
+        (root / "reprobridge.toml").write_text(
+            text.replace(
+                f"python_requirements = [{json.dumps(manifest_reqs[0])}]",
+                f"python_requirements = {json.dumps(manifest_reqs)}",
+            )
+        )
+        init_repository(root, lock="never")
+
+    root = _committed(make_repo, manifest_reqs[0], {"run.sh": script}, two_requirements)
+    result = run_audit(root, AuditOptions(runs=1, backend="host", extra_ro_binds=(pkgs,)))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    assert not escape.exists()
+    run = result.path / "runs/main/0"
+    assert "seen=absent" in (run / "stdout.log").read_text()
+    record = json.loads((run / "status.json").read_text())["record"]
+    assert record["built_from_source"] == {"without_wheel": ["evilpkg"], "built": ["evilpkg"]}
