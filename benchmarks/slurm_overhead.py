@@ -1,4 +1,4 @@
-"""The Slurm executor's overhead per run against `srun` of the same launcher.
+"""The Slurm executor's overhead per run against `srun` of the same launcher, and where it goes.
 
 Usage: python benchmarks/slurm_overhead.py [--runs 5]   (needs a working Slurm: sinfo)
 
@@ -11,13 +11,24 @@ side, in the same process, alternating so the cluster's state is shared:
   of the command to the first byte of the job's ``stdout.log`` (the node writes it while the
   run streams) and to the command's end (submission, sandbox, evidence, seal, verdict).
 
-Printed: the medians of both, and the ratios rb/srun. The extra cost is rb's own (a clean
-workspace, the sandbox on the node, the node's fingerprint, polling at 1 s, evidence).
+Printed: the medians of both, the ratios rb/srun, and the profile of rb's run: the medians of
+its phases, each timed from the files the phases write (their modification times, all on
+this host's clock, so the one-node cluster measures them exactly):
+
+  start -> submitted    rb's start, plan, environment, workspace, setup (the array script)
+  submitted -> started  Slurm: sbatch and the controller scheduling the task (the task's
+                        Slurm output file, which slurmd creates when the task starts)
+  started -> node ready the node side: Python, importing rb, the node's fingerprint (node.json)
+  node ready -> output  the sandbox and the launcher up to its first byte (stdout.log)
+  output -> run done    the run and the node side's end (result.json)
+  run done -> sealed    noticing the end (polling), collecting, package listing, sealing
+  sealed -> exit        the verdict, the bundle's seal, exit
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import subprocess
@@ -29,6 +40,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.audit_overhead import make_repo
+
+PHASES = (
+    "start -> submitted",
+    "submitted -> started",
+    "started -> node ready",
+    "node ready -> output",
+    "output -> run done",
+    "run done -> sealed",
+    "sealed -> exit",
+)
 
 
 def _srun(root: Path) -> tuple[float, float]:
@@ -46,26 +67,58 @@ def _srun(root: Path) -> tuple[float, float]:
     return first, time.monotonic() - t0
 
 
-def _rb(root: Path) -> tuple[float, float]:
+def _rb(root: Path) -> tuple[float, float, list[float]]:
+    """(first output, end, the phases' durations) of one `rb audit --executor slurm`."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
-    t0 = time.monotonic()
-    before = set((root / "repro/evidence/.slurm").rglob("run/stdout.log"))
+    slurm = root / "repro/evidence/.slurm"
+    before = set(slurm.rglob("run/stdout.log"))
+    wall0, t0 = time.time(), time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reprobridge", "audit", "-C", str(root), "--runs", "1",
-         "--backend", "host", "--executor", "slurm", "-q"],
+        [
+            sys.executable,
+            "-m",
+            "reprobridge",
+            "audit",
+            "-C",
+            str(root),
+            "--runs",
+            "1",
+            "--backend",
+            "host",
+            "--executor",
+            "slurm",
+            "-q",
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,
     )
     first = float("nan")
+    first_wall = float("nan")
     while proc.poll() is None:
-        logs = set((root / "repro/evidence/.slurm").rglob("run/stdout.log")) - before
+        logs = set(slurm.rglob("run/stdout.log")) - before
         if any(p.stat().st_size > 0 for p in logs):
-            first = time.monotonic() - t0
+            first, first_wall = time.monotonic() - t0, time.time()
             break
-        time.sleep(0.02)
+        time.sleep(0.01)
     proc.wait()
-    return first, time.monotonic() - t0
+    end, end_wall = time.monotonic() - t0, time.time()
+    (run_out,) = set(slurm.rglob("run/stdout.log")) - before
+    job_dir = run_out.parent.parent
+    script = max(job_dir.parent.glob("array-*.sh"), key=lambda p: p.stat().st_mtime)
+    task_log = max(job_dir.parent.glob("slurm-*.out"), key=lambda p: p.stat().st_mtime)
+    bundle = max((root / "repro/evidence").glob("2*"), key=lambda p: p.stat().st_mtime)
+    marks = [
+        wall0,
+        script.stat().st_mtime,
+        task_log.stat().st_ctime,
+        (job_dir / "run/node.json").stat().st_mtime,
+        first_wall,
+        (job_dir / "run/result.json").stat().st_mtime,
+        next(bundle.glob("runs/main/*/status.json")).stat().st_mtime,
+        end_wall,
+    ]
+    return first, end, [b - a for a, b in itertools.pairwise(marks)]
 
 
 def main() -> int:
@@ -86,13 +139,16 @@ def main() -> int:
     r_first = statistics.median(x[0] for x in rb)
     r_total = statistics.median(x[1] for x in rb)
     print(f"runs: {args.runs} each, alternating (medians)")
-    print(f"{'':24}{'first output':>14}{'end':>10}")
-    print(f"{'srun launcher':24}{s_first:>13.2f}s{s_total:>9.2f}s")
-    print(f"{'rb audit --executor slurm':24}{r_first:>13.2f}s{r_total:>9.2f}s")
+    print(f"{'':28}{'first output':>14}{'end':>10}")
+    print(f"{'srun launcher':28}{s_first:>13.2f}s{s_total:>9.2f}s")
+    print(f"{'rb audit --executor slurm':28}{r_first:>13.2f}s{r_total:>9.2f}s")
     print(
-        f"ratio rb/srun: first output {r_first / s_first:.1f}x, end {r_total / s_total:.1f}x; "
-        f"overhead per run {r_total - s_total:+.2f}s"
+        f"{'ratio rb/srun':28}{r_first / s_first:>13.1f}x{r_total / s_total:>9.1f}x"
+        f"   overhead per run {r_total - s_total:+.2f}s"
     )
+    print("\nwhere rb's run spends its time (medians; file times on this host):")
+    for i, name in enumerate(PHASES):
+        print(f"  {name:24}{statistics.median(x[2][i] for x in rb):>8.2f}s")
     return 0
 
 

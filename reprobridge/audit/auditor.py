@@ -29,7 +29,7 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -47,7 +47,13 @@ from reprobridge.audit.backends import (
     RunSetup,
     SetupContext,
 )
-from reprobridge.audit.executors import Executor, LocalExecutor
+from reprobridge.audit.executors import (
+    BatchExecutor,
+    Executor,
+    LocalExecutor,
+    RunOutput,
+    RunRequest,
+)
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
@@ -329,14 +335,20 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             tempfile.mkdtemp(prefix=f"rb-cache-{_tmp_tag(bundle.path)}-", dir=opts.work_root)
         )
         stack.callback(shutil.rmtree, cache, ignore_errors=True)
-        for run in plan:
+        executor = opts.executor or LocalExecutor(unsandboxed=sandboxed)
+        results: dict[int, Any] = {}
+        detached = 0
+        for group in _groups(plan, executor):
             if interrupt.event.is_set():
                 break
-            judgements.setdefault(run.experiment, []).append(
-                _one_run(
+            prepared: list[tuple[int, _RunSteps, RunRequest]] = []
+            for i in group:
+                if interrupt.event.is_set():
+                    break
+                steps = _one_run(
                     root,
                     manifest,
-                    run,
+                    plan[i],
                     opts,
                     bundle,
                     backend,
@@ -345,8 +357,17 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     interrupt,
                     gpu,
                     cache,
+                    executor,
                 )
-            )
+                try:
+                    prepared.append((i, steps, next(steps)))
+                except StopIteration as done:  # reused, or sealed without running
+                    results[i] = done.value
+            if interrupt.event.is_set():
+                for _, steps, _ in prepared:
+                    steps.close()  # prepared, never submitted: nothing to collect
+                break
+            detached += _execute_group(executor, prepared, results)
         if interrupt.event.is_set():
             bundle.journal_append(
                 {"event": "interrupted", "at": _now(), "signal": interrupt.signum}
@@ -357,6 +378,17 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 signum=signum,
                 bundle=bundle.path,
             )
+        if detached:
+            stack.pop_all()  # the jobs' environments may link into the cache: kept
+            bundle.journal_append({"event": "detached", "at": _now(), "runs": detached})
+            emit("audit-detached", audit_id=audit_id, runs=detached)
+            return AuditResult(
+                audit_id, bundle.path, False, {"verdict": "DETACHED", "detached_runs": detached}
+            )
+        for i in sorted(results):
+            judgements.setdefault(plan[i].experiment, []).append(results[i])
+        # Every job is collected: the caches kept for jobs that outlived an auditor can go.
+        _remove_leftovers(bundle.path, opts.work_root)
         summary = summarize(manifest, opts.tier, judgements, state)
         summary.update(
             audit_id=audit_id,
@@ -385,6 +417,58 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
         emit("audit-done", audit_id=audit_id, passed=summary["passed"], verdict=summary["verdict"])
         return AuditResult(audit_id, bundle.path, bool(summary["passed"]), summary)
+
+
+#: One run as a coroutine (:func:`_one_run`): it yields its request once prepared, is sent
+#: the executor's output (None: detached, the job runs on) and returns its judgement.
+_RunSteps = Generator[RunRequest, RunOutput | None, Any]
+
+
+def _groups(plan: list[PlannedRun], executor: Executor) -> Iterator[list[int]]:
+    """Indices into ``plan`` handed to the executor together: every run of an experiment
+    for a :class:`~reprobridge.audit.executors.BatchExecutor` (one job array), else one
+    run at a time (prepared, run and sealed before the next starts)."""
+    if not isinstance(executor, BatchExecutor):
+        yield from ([i] for i in range(len(plan)))
+        return
+    group: list[int] = []
+    for i, run in enumerate(plan):
+        if group and plan[group[0]].experiment != run.experiment:
+            yield group
+            group = []
+        group.append(i)
+    if group:
+        yield group
+
+
+def _execute_group(
+    executor: Executor, started: list[tuple[int, _RunSteps, RunRequest]], results: dict[int, Any]
+) -> int:
+    """Run the prepared runs, send each its output, store each judgement in ``results``;
+    returns how many were left detached (submitted, not waited for)."""
+    if not started:
+        return 0
+    requests = [request for _, _, request in started]
+    try:
+        if isinstance(executor, BatchExecutor):
+            outputs = executor.execute_batch(requests)
+        else:
+            outputs = [executor.execute(request) for request in requests]
+    except OSError as exc:
+        # The logs could not be written (a full disk): the first run reports it as the
+        # evidence error it is; the others are left unsealed for --resume.
+        for _, steps, _ in started[1:]:
+            steps.close()
+        started[0][1].throw(exc)
+        raise  # unreachable: the run turns it into an EvidenceError
+    detached = 0
+    for (i, steps, _), output in zip(started, outputs, strict=True):
+        detached += output is None
+        try:
+            steps.send(output)
+        except StopIteration as done:
+            results[i] = done.value
+    return detached
 
 
 def _resume_path(evidence_root: Path, which: str) -> Path:
@@ -419,6 +503,19 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
     if not unfinished:
         raise AuditError("no unfinished audit to resume", path=str(evidence_root))
     return unfinished[-1]
+
+
+def scheduler_jobs(root: Path, which: str) -> bool:
+    """Whether the audit that ``--resume which`` continues submitted jobs to a scheduler
+    (job records under ``<evidence>/.slurm/``): such an audit resumes on the scheduler,
+    which finds them by id. False when there is nothing to resume (the audit says why)."""
+    evidence_root = root.resolve() / EVIDENCE_DIR
+    try:
+        bundle_path = _resume_path(evidence_root, which)
+    except AuditError:
+        return False
+    jobs = evidence_root / ".slurm" / _tmp_tag(bundle_path)
+    return jobs.is_dir() and any(jobs.rglob("job.json"))
 
 
 def _check_operator_inputs(opts: AuditOptions) -> None:
@@ -473,7 +570,8 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
     """Remove the temporary run directories and caches an auditor of this bundle left in
     the temporary directory when it was killed (only ours: same owner, not links), except
     a workspace a scheduler job of the bundle still runs in (``.slurm/<id>/*/job.json``:
-    the resumed auditor attaches to that job). Called with the bundle's lock held, so no
+    the resumed auditor attaches to that job; the caches too while such a workspace
+    exists). Called with the bundle's lock held, so no
     live auditor of that bundle is using them."""
     removed: list[Path] = []
     base = work_root or Path(tempfile.gettempdir())
@@ -482,7 +580,11 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
     for job in (bundle_path.parent / ".slurm" / tag).rglob("job.json"):
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             keep.add(Path(json.loads(job.read_text()).get("workspace", "")).parent)
-    for pattern in (f"rb-run-{tag}-*", f"rb-cache-{tag}-*"):
+    patterns = [f"rb-run-{tag}-*"]
+    # A job's environment may link into the audit's uv cache: kept while a job's workspace is.
+    if not any(p.is_dir() for p in keep):
+        patterns.append(f"rb-cache-{tag}-*")
+    for pattern in patterns:
         for path in sorted(base.glob(pattern)):
             try:
                 st = path.lstat()
@@ -541,9 +643,17 @@ def _one_run(
     interrupt: _Interrupt,
     gpu: dict[str, Any],
     cache: Path,
-) -> Any:
+    executor: Executor,
+) -> _RunSteps:
     """Execute (or reuse, when resuming) one run; return its RunJudgement. ``cache`` is
-    the audit's private uv cache for sandboxed setup steps."""
+    the audit's private uv cache for sandboxed setup steps.
+
+    A coroutine, so that an executor can take many prepared runs at once (a job array):
+    once the workspace and environment are ready it yields the run's request and is sent
+    the executor's output. None sent means the run was detached (its job runs on in this
+    workspace, which is kept; ``--attach`` collects it): the run is left unsealed and
+    returns None, as an interrupted one does. Closing it before the send removes the
+    workspace. Runs that are reused or cannot start return without yielding."""
 
     exp = manifest.experiments[run.experiment]
     run_state = bundle.run_state(run.experiment, run.k)
@@ -567,6 +677,8 @@ def _one_run(
         seed=run.seed,
         experiment=run.experiment,
         timeline=str(run_dir / "timeline.jsonl"),
+        # Prepared here, run later with the experiment's other runs (a job array).
+        batched=isinstance(executor, BatchExecutor),
     )
     record: dict[str, Any] = {
         "experiment": run.experiment,
@@ -604,10 +716,9 @@ def _one_run(
     if bad:
         reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
-    executor = opts.executor or LocalExecutor(unsandboxed=sandbox_off)
-    with tempfile.TemporaryDirectory(
-        prefix=_workspace_prefix(bundle.path, run), dir=opts.work_root
-    ) as tmp:
+    tmp = tempfile.mkdtemp(prefix=_workspace_prefix(bundle.path, run), dir=opts.work_root)
+    detached = False
+    try:
         workspace = Path(tmp) / "repo"
         info: WorkspaceInfo = prepare_workspace(root, workspace)
         record["workspace"] = {
@@ -634,10 +745,11 @@ def _one_run(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
             )
         env = backend.after_setup(setup, workspace, ctx)
+        request, run_env = _run_request(
+            workspace, run, exp, opts, env, setup.ro_binds, run_dir, interrupt
+        )
         try:
-            completed, peaks, run_env, executor_name, placement = _execute(
-                workspace, run, exp, opts, env, setup.ro_binds, run_dir, executor, interrupt
-            )
+            output = yield request
         except OSError as exc:
             # The run's logs stream into the bundle; a full disk there ends the audit the
             # way a failed evidence write does (run_monitored has killed the run, which is
@@ -649,7 +761,11 @@ def _one_run(
                 path=rel(run_dir),
                 hint=f"free some disk space, then rb audit --resume {bundle.path.name}",
             ) from exc
-        record["executor"] = executor_name
+        if output is None:
+            detached = True  # the job runs on in this workspace
+            return None
+        completed, peaks, placement = output.completed, output.peaks, output.placement
+        record["executor"] = executor.name
         if placement is not None:
             record["placement"] = _jsonable(placement)
         if completed.termination.kind == "interrupted":
@@ -679,6 +795,9 @@ def _one_run(
             kept = bundle.path.parent / f".workspaces/{bundle.path.name}/{run.experiment}-{run.k}"
             kept.parent.mkdir(parents=True, exist_ok=True)
             shutil.move(str(workspace), kept)
+    finally:
+        if not detached:
+            shutil.rmtree(tmp, ignore_errors=True)
     record.update(
         termination=_jsonable(completed.termination),
         wall_s=completed.wall_s,
@@ -724,7 +843,7 @@ def _stream_record(capture: Any) -> dict[str, Any]:
     }
 
 
-def _execute(
+def _run_request(
     workspace: Path,
     run: PlannedRun,
     exp: Experiment,
@@ -732,12 +851,10 @@ def _execute(
     env: dict[str, str],
     ro_binds: tuple[Path, ...],
     run_dir: Path,
-    executor: Executor,
     interrupt: _Interrupt,
-) -> tuple[Any, Any, dict[str, str], str, Any]:
-    """Build the run's request (cleared environment + allowlist, offline switches, marker)
-    and hand it to the executor."""
-    from reprobridge.audit.executors import RunRequest
+) -> tuple[RunRequest, dict[str, str]]:
+    """The run's request for the executor (cleared environment + allowlist, offline
+    switches, marker) and that environment."""
     from reprobridge.evidence.redact import Redactor, secrets_from_env
     from reprobridge.sandbox import offline_env
 
@@ -777,8 +894,7 @@ def _execute(
         echo=opts.echo,
         max_processes=opts.max_processes,
     )
-    output = executor.execute(request)
-    return output.completed, output.peaks, run_env, executor.name, output.placement
+    return request, run_env
 
 
 def _tmp_tag(bundle_path: Path) -> str:

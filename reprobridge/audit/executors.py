@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import BinaryIO, Protocol, runtime_checkable
 
 from reprobridge._proc.monitored import Completed, run_monitored
 from reprobridge.audit.limits import pids_cgroup
@@ -147,6 +147,19 @@ class Executor(Protocol):
         """Run a setup or probe step (see :class:`StepRequest`) to its end; never raises
         for a failing step."""
         ...
+
+
+@runtime_checkable
+class BatchExecutor(Executor, Protocol):
+    """An executor that takes every run of an experiment at once (a scheduler's job array).
+
+    Contract of :meth:`execute_batch`: the outputs in the order of ``requests``, each as
+    :meth:`Executor.execute` would return it, or None for a run left running on purpose
+    (detached: submitted, its job known by id to a later resume); ``stop_event`` of any
+    request stops them all.
+    """
+
+    def execute_batch(self, requests: Sequence[RunRequest]) -> list[RunOutput | None]: ...
 
 
 class LineEcho:

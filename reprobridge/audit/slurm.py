@@ -1,15 +1,17 @@
-"""The Slurm executor: every run of an audit becomes one Slurm batch job.
+"""The Slurm executor: the runs of an experiment become one Slurm job array.
 
-The job runs :mod:`reprobridge.audit.slurm_job` on the node, which executes the request with
+Each array task runs :mod:`reprobridge.audit.slurm_job` on the node, which executes the request with
 the same :class:`~reprobridge.audit.executors.LocalExecutor` a local audit uses (bubblewrap
 when the node has it, the same cleared environment, the same capped and redacted logs) and
 writes ``result.json`` plus the node's fingerprint. This side submits, waits, cancels on a
 stop, and copies the job's evidence into the run directory, so a Slurm run's evidence has
 the layout of a local one plus ``node.json`` and ``scheduler.log``, and ``placement`` in the
-run record (executor, job ids, node, Slurm state and reason).
+run record (executor, job ids, node, Slurm state and reason). ``--jobs K`` caps how
+many tasks run at once (``--array=0-N%K``); ``--detach`` submits and returns, and a later
+``rb audit --attach ID`` finds every job by the id its ``job.json`` recorded.
 
 Where things must be shared between the submitting host and the nodes: the job directory
-(``<evidence>/.slurm/``), the run workspace (``TMPDIR`` of the submitting process), the
+(``<evidence>/.slurm/``), the run workspaces (``<evidence>/.slurm/work``), the
 interpreter running rb, and the backend's environment (uv cache or Nix store).
 
 State comes from ``squeue`` while the job is known to the controller and ``scontrol show
@@ -88,10 +90,15 @@ class SlurmOptions:
     account: str | None = None
     qos: str | None = None
     extra: tuple[tuple[str, str], ...] = ()
-    poll_interval: float = 1.0
+    #: Longest delay between two polls of the queue (seconds; polls start faster).
+    poll_interval: float = 2.0
     max_resubmits: int = 2
     #: Seconds to wait for a job that Slurm keeps pending (None: as long as it takes).
     pending_timeout: float | None = None
+    #: At most this many runs of an array at once (``--array=…%K``; None: Slurm decides).
+    jobs: int | None = None
+    #: Submit and return: the runs are left to ``rb audit --attach`` (``--detach``).
+    detach: bool = False
 
 
 @dataclass(frozen=True)
@@ -154,17 +161,21 @@ def batch_header(
     return lines
 
 
-def job_script(header: list[str], spec: Path) -> str:
-    """The whole job script: the header, then the node-side executor on ``spec``."""
+def job_script(header: list[str], specs: Sequence[Path]) -> str:
+    """The whole job script of an array: the header, then the node-side executor on the
+    spec of task ``SLURM_ARRAY_TASK_ID`` (task ``i`` runs ``specs[i]``)."""
     package_parent = Path(__file__).resolve().parents[2]
     return "\n".join(
         [
             "#!/bin/bash",
             *header,
-            "# Written by rb audit --executor slurm; runs one audited run on the node.",
+            "# Written by rb audit --executor slurm; each array task runs one audited run.",
             f"export PYTHONPATH={shlex.quote(str(package_parent))}",
+            "specs=(",
+            *(f"  {shlex.quote(str(spec))}" for spec in specs),
+            ")",
             f"exec {shlex.quote(sys.executable)} -m reprobridge.audit.slurm_job "
-            f"{shlex.quote(str(spec))}",
+            '"${specs[$SLURM_ARRAY_TASK_ID]}"',
             "",
         ]
     )
@@ -210,9 +221,53 @@ def _run(argv: Sequence[str]) -> subprocess.CompletedProcess[str]:
         return subprocess.CompletedProcess(list(argv), 1, "", f"{argv[0]}: {exc}")
 
 
+#: Slurm states of a job that has not ended yet.
+ACTIVE_STATES = frozenset(
+    {
+        "PENDING",
+        "CONFIGURING",
+        "RUNNING",
+        "COMPLETING",
+        "SUSPENDED",
+        "REQUEUED",
+        "RESIZING",
+        "SIGNALING",
+        "STAGE_OUT",
+    }
+)
+#: The pending reason of an array task held back by ``%K``: waiting on the audit's own
+#: concurrency limit, not on the cluster, so it does not count towards --pending-timeout.
+ARRAY_LIMIT_REASON = "JobArrayTaskLimit"
+#: First delay between two polls of the queue (seconds); it grows by half each quiet poll
+#: up to ``SlurmOptions.poll_interval`` and falls back here whenever a job changes state.
+FIRST_POLL_S = 0.2
+
+
+@dataclass
+class _Tracked:
+    """One run of a batch while its job is submitted, waited for and collected."""
+
+    request: RunRequest
+    job_dir: Path
+    attempts: list[dict[str, str]]
+    job_id: str | None = None
+    #: Slurm's output of the job (``--output``), copied as ``scheduler.log``.
+    log: Path | None = None
+    #: The killed auditor's workspace an attached job runs in.
+    adopt: Path | None = None
+    state: str = ""
+    pending_since: float = field(default_factory=time.monotonic)
+    output: RunOutput | None = None
+    done: bool = False
+
+    @property
+    def key(self) -> str:
+        return self.request.marker.partition(":")[2] or "run"
+
+
 @dataclass
 class SlurmExecutor:
-    """Runs each request as a Slurm batch job (see the module docstring for the contract)."""
+    """Runs the runs of an experiment as one Slurm job array (see the module docstring)."""
 
     options: SlurmOptions = field(default_factory=SlurmOptions)
     #: ``"auto"``/``"on"``/``"off"``: whether the node-side run uses bubblewrap.
@@ -223,52 +278,19 @@ class SlurmExecutor:
     # -- the Executor protocol --------------------------------------------------------------
 
     def execute(self, request: RunRequest) -> RunOutput:
-        job_dir = self._job_dir(request)
-        job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        record_path = job_dir / "job.json"
-        attempts: list[dict[str, str]] = []
-        job_id: str | None = None
-        adopt: Path | None = None  # the killed auditor's workspace the attached job runs in
-        if record_path.is_file():
-            # A resumed audit: the job submitted before the auditor died is found by id.
-            previous = json.loads(record_path.read_text())
-            attempts = list(previous.get("attempts", []))
-            job_id = previous.get("job_id")
-            old_ws = Path(previous.get("workspace", ""))
-            if job_id and self._still_useful(job_id, job_dir):
-                emit("run-attached", job_id=job_id)
-                adopt = old_ws
-            else:
-                job_id = None
-        while True:
-            if job_id is None:
-                submitted = self._submit(request, job_dir, attempts)
-                if isinstance(submitted, RunOutput):
-                    return submitted
-                job_id = submitted
-            final = self._wait(job_id, request)
-            if adopt is not None:
-                # Only now that the job has ended: its files replace the fresh workspace.
-                self._adopt_workspace(adopt, request.workspace)
-                adopt = None
-            attempts[-1:] = [
-                {
-                    **(attempts[-1] if attempts else {}),
-                    "job_id": job_id,
-                    "state": final.state,
-                    "reason": final.reason,
-                    "node": final.node,
-                }
-            ]
-            self._save(record_path, job_id, request, attempts)
-            result = job_dir / "run" / "result.json"
-            if result.is_file():
-                return self._collect(request, job_dir, final, attempts, job_id)
-            if final.state in INFRA_STATES and len(attempts) <= self.options.max_resubmits:
-                emit("run-resubmit", job_id=job_id, state=final.state)
-                job_id = None
-                continue
-            return self._scheduler_outcome(request, job_dir, final, attempts, job_id)
+        (output,) = self.execute_batch([request])
+        if output is None:
+            raise AuditError("a detached run has no output yet; collect it with --attach")
+        return output
+
+    def execute_batch(self, requests: Sequence[RunRequest]) -> list[RunOutput | None]:
+        """Submit every request not already submitted (one array per resource shape, ``%K``
+        from ``options.jobs``), then wait for them all unless ``options.detach``."""
+        runs = [self._track(request) for request in requests]
+        self._submit([r for r in runs if r.job_id is None and not r.done])
+        if not self.options.detach:
+            self._wait_all(runs)
+        return [r.output for r in runs]
 
     def run_step(self, request: StepRequest) -> Completed:
         """Setup and probe steps run on the submitting host, in the workspace the nodes
@@ -298,14 +320,79 @@ class SlurmExecutor:
         evidence_root = request.run_dir.parents[2].parent
         return evidence_root / ".slurm" / audit / (run_key or "run")
 
-    def _submit(
-        self, request: RunRequest, job_dir: Path, attempts: list[dict[str, str]]
-    ) -> str | RunOutput:
-        run_out = job_dir / "run"
+    def _track(self, request: RunRequest) -> _Tracked:
+        """The run's job directory; on a resume, the job submitted before is found by the
+        id its ``job.json`` recorded and attached to when it is still useful."""
+        job_dir = self._job_dir(request)
+        job_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        run = _Tracked(request, job_dir, [])
+        record_path = job_dir / "job.json"
+        if not record_path.is_file():
+            return run
+        previous = json.loads(record_path.read_text())
+        run.attempts = list(previous.get("attempts", []))
+        job_id = previous.get("job_id")
+        if job_id and self._still_useful(job_id, job_dir):
+            emit("run-attached", run=run.key, job_id=job_id)
+            run.job_id = job_id
+            run.log = Path(previous["log"]) if previous.get("log") else None
+            run.adopt = Path(previous.get("workspace", ""))
+        return run
+
+    def _submit(self, runs: list[_Tracked]) -> None:
+        """One ``sbatch --array`` per resource shape among ``runs``."""
+        shapes: dict[JobResources, list[_Tracked]] = {}
+        for run in runs:
+            req = run.request
+            shape = JobResources(req.gpus, req.cpus, req.memory_gb, req.timeout_s, req.grace)
+            shapes.setdefault(shape, []).append(run)
+        for resources, group in shapes.items():
+            self._submit_array(resources, group)
+
+    def _submit_array(self, resources: JobResources, runs: list[_Tracked]) -> None:
+        specs = [self._write_spec(run) for run in runs]
+        where = Path(os.path.commonpath([str(run.job_dir.parent) for run in runs]))
+        audit = runs[0].request.marker.partition(":")[0]
+        name = f"rb-{audit[:12]}-{where.name}"[:64]
+        header = batch_header(name, resources, self.options, where / "slurm-%A_%a.out")
+        text = job_script(header, specs)
+        script = where / f"array-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sh"
+        write_atomic(script, text.encode(), mode=0o700)
+        array = f"0-{len(runs) - 1}" + (f"%{self.options.jobs}" if self.options.jobs else "")
+        proc = self.runner(["sbatch", "--parsable", f"--array={array}", str(script)])
+        if proc.returncode != 0:
+            message = (proc.stderr.strip().splitlines() or ["sbatch failed"])[-1]
+            message = message.removeprefix("sbatch: error: ")
+            for run in runs:
+                run.attempts.append(
+                    {"job_id": "", "state": "REJECTED", "reason": message, "node": ""}
+                )
+                self._save(run)
+                final = _JobState("REJECTED", message)
+                text = f"slurm: not scheduled: {message}"
+                self._finish(
+                    run, self._outcome(run, Termination("scheduler", None, None, text), final)
+                )
+            return
+        array_id = proc.stdout.strip().split(";")[0]
+        for index, run in enumerate(runs):
+            run.job_id = f"{array_id}_{index}"
+            run.log = where / f"slurm-{run.job_id}.out"
+            run.state = ""
+            run.pending_since = time.monotonic()
+            run.attempts.append(
+                {"job_id": run.job_id, "state": "SUBMITTED", "reason": "", "node": ""}
+            )
+            self._save(run)
+            emit("run-queued", run=run.key, job_id=run.job_id)
+
+    def _write_spec(self, run: _Tracked) -> Path:
+        request = run.request
+        run_out = run.job_dir / "run"
         if run_out.exists():
             shutil.rmtree(run_out)
         run_out.mkdir(mode=0o700)
-        spec = job_dir / "spec.json"
+        spec = run.job_dir / "spec.json"
         # The run's environment is already cleared (allowlist + backend); it holds no secret
         # of the operator's. The file is private to the auditor's user all the same.
         fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -330,108 +417,184 @@ class SlurmExecutor:
                 indent=1,
                 sort_keys=True,
             )
-        audit, _, run_key = request.marker.partition(":")
-        name = f"rb-{audit[:12]}-{run_key}"[:64]
-        resources = JobResources(
-            gpus=request.gpus,
-            cpus=request.cpus,
-            memory_gb=request.memory_gb,
-            time_s=request.timeout_s,
-            grace_s=request.grace,
-        )
-        script = job_dir / "job.sh"
-        write_atomic(
-            script,
-            job_script(
-                batch_header(name, resources, self.options, job_dir / "slurm-%j.out"), spec
-            ).encode(),
-            mode=0o700,
-        )
-        proc = self.runner(["sbatch", "--parsable", str(script)])
-        if proc.returncode != 0:
-            message = (proc.stderr.strip().splitlines() or ["sbatch failed"])[-1]
-            message = message.removeprefix("sbatch: error: ")
-            attempts.append({"job_id": "", "state": "REJECTED", "reason": message, "node": ""})
-            self._save(job_dir / "job.json", None, request, attempts)
-            return self._not_started(request, f"slurm: not scheduled: {message}", attempts)
-        job_id = proc.stdout.strip().split(";")[0]
-        attempts.append({"job_id": job_id, "state": "SUBMITTED", "reason": "", "node": ""})
-        self._save(job_dir / "job.json", job_id, request, attempts)
-        emit("run-queued", job_id=job_id)
-        return job_id
+        return spec
 
-    def _save(
-        self, path: Path, job_id: str | None, request: RunRequest, attempts: list[dict[str, str]]
-    ) -> None:
-        record = {"job_id": job_id, "workspace": str(request.workspace), "attempts": attempts}
-        write_atomic(path, (json.dumps(record, indent=1, sort_keys=True) + "\n").encode())
+    @staticmethod
+    def _save(run: _Tracked) -> None:
+        record = {
+            "job_id": run.job_id,
+            "log": None if run.log is None else str(run.log),
+            "workspace": str(run.request.workspace),
+            "attempts": run.attempts,
+        }
+        write_atomic(
+            run.job_dir / "job.json", (json.dumps(record, indent=1, sort_keys=True) + "\n").encode()
+        )
 
     # -- waiting ----------------------------------------------------------------------------
 
     def query(self, job_id: str) -> _JobState:
-        """The job's state: squeue while the controller lists it, then scontrol."""
-        proc = self.runner(["squeue", "-h", "-j", job_id, "-o", "%T|%r|%N"])
-        line = proc.stdout.strip()
-        if proc.returncode == 0 and line:
-            state, _, rest = line.partition("|")
-            reason, _, node = rest.partition("|")
-            return _JobState(state, "" if reason == "None" else reason, node)
-        proc = self.runner(["scontrol", "show", "job", "-o", job_id])
-        fields = dict(part.split("=", 1) for part in proc.stdout.split() if "=" in part)
-        if proc.returncode != 0 or "JobState" not in fields:
-            return _JobState("UNKNOWN", "the controller no longer knows the job")
-        reason = fields.get("Reason", "")
-        return _JobState(
-            fields["JobState"],
-            "" if reason == "None" else reason,
-            fields.get("NodeList", "").replace("(null)", ""),
-            fields.get("ExitCode", ""),
+        """One job's state (see :meth:`query_many`)."""
+        return self.query_many([job_id]).get(job_id) or _JobState(
+            "UNKNOWN", "the controller no longer knows the job"
         )
 
-    def _wait(self, job_id: str, request: RunRequest) -> _JobState:
+    def query_many(self, job_ids: Sequence[str]) -> dict[str, _JobState]:
+        """The states of ``job_ids`` (array tasks ``A_i`` or plain ids) in two calls at most:
+        ``squeue`` for what the controller still queues, ``scontrol show job`` of the
+        arrays for what ended. An id neither knows is missing from the result."""
+        arrays = sorted({job_id.partition("_")[0] for job_id in job_ids})
+        found: dict[str, _JobState] = {}
+        proc = self.runner(["squeue", "-h", "-r", "-j", ",".join(arrays), "-o", "%i|%T|%r|%N"])
+        if proc.returncode == 0:
+            for line in proc.stdout.splitlines():
+                job, state, reason, node = [*line.split("|", 3), "", "", ""][:4]
+                found[job.strip()] = _JobState(state, "" if reason == "None" else reason, node)
+        for array in sorted({j.partition("_")[0] for j in job_ids if j not in found}):
+            proc = self.runner(["scontrol", "show", "job", "-o", array])
+            if proc.returncode != 0:
+                continue
+            for line in proc.stdout.splitlines():
+                fields = dict(part.split("=", 1) for part in line.split() if "=" in part)
+                if "JobState" not in fields:
+                    continue
+                job = fields.get("JobId", "")
+                if fields.get("ArrayJobId") and fields.get("ArrayTaskId"):
+                    job = f"{fields['ArrayJobId']}_{fields['ArrayTaskId']}"
+                reason = fields.get("Reason", "")
+                found.setdefault(
+                    job,
+                    _JobState(
+                        fields["JobState"],
+                        "" if reason == "None" else reason,
+                        fields.get("NodeList", "").replace("(null)", ""),
+                        fields.get("ExitCode", ""),
+                    ),
+                )
+        return found
+
+    def _wait_all(self, runs: list[_Tracked]) -> None:
+        """Poll until every run's job has ended and its output is made; a stop cancels
+        every job of the batch by id; progress goes out as ``jobs-progress`` events."""
+        stop = runs[0].request.stop_event if runs else None
+        grace = max((r.request.grace for r in runs), default=30.0)
         cancelled_at: float | None = None
-        pending_since = time.monotonic()
-        last = ""
-        while True:
-            st = self.query(job_id)
-            if st.state != last:
-                emit("run-job-state", job_id=job_id, state=st.state, reason=st.reason, node=st.node)
-                last = st.state
-            if st.state not in {
-                "PENDING",
-                "CONFIGURING",
-                "RUNNING",
-                "COMPLETING",
-                "SUSPENDED",
-                "REQUEUED",
-                "RESIZING",
-                "SIGNALING",
-                "STAGE_OUT",
-            }:
-                return st
-            if st.state == "PENDING" and cancelled_at is None:
-                never = st.reason in NEVER_SCHEDULED
-                waited = time.monotonic() - pending_since
-                timeout = self.options.pending_timeout
-                if never or (timeout is not None and waited > timeout):
-                    self.runner(["scancel", job_id])
-                    why = (
-                        st.reason if never else f"still pending after {waited:.0f} s ({st.reason})"
+        delay = FIRST_POLL_S
+        shown: tuple[int, int, int] | None = None
+        while active := [r for r in runs if not r.done]:
+            states = self.query_many([r.job_id for r in active if r.job_id])
+            changed = False
+            resubmit: list[_Tracked] = []
+            for run in active:
+                assert run.job_id is not None
+                st = states.get(run.job_id) or _JobState(
+                    "UNKNOWN", "the controller no longer knows the job"
+                )
+                if st.state != run.state:
+                    emit(
+                        "run-job-state",
+                        run=run.key,
+                        job_id=run.job_id,
+                        state=st.state,
+                        reason=st.reason,
+                        node=st.node,
                     )
-                    return _JobState("NOT_SCHEDULED", why)
-            if request.stop_event.is_set() and cancelled_at is None:
-                # TERM to the batch step lets the node-side executor stop the run with its
-                # grace period; the hard cancel follows if it does not end in time.
-                if st.state == "PENDING":
-                    self.runner(["scancel", job_id])  # nothing runs yet: cancel outright
-                else:
-                    self.runner(["scancel", "--batch", "--signal=TERM", job_id])
-                cancelled_at = time.monotonic()
-            elif cancelled_at is not None and time.monotonic() - cancelled_at > request.grace + 30:
-                self.runner(["scancel", job_id])
-            if st.state != "PENDING":
-                pending_since = time.monotonic()
-            time.sleep(self.options.poll_interval)
+                    run.state, changed = st.state, True
+                if st.state not in ACTIVE_STATES:
+                    self._ended(run, st, resubmit)
+                elif st.state == "PENDING" and cancelled_at is None:
+                    self._check_pending(run, st)
+                if st.state != "PENDING" or st.reason == ARRAY_LIMIT_REASON:
+                    run.pending_since = time.monotonic()
+            if resubmit:
+                self._submit(resubmit)
+            live = [r for r in runs if not r.done and r.job_id]
+            if stop is not None and stop.is_set() and live:
+                if cancelled_at is None:
+                    self._cancel(live)
+                    cancelled_at = time.monotonic()
+                elif time.monotonic() - cancelled_at > grace + 30:
+                    self.runner(["scancel", *(r.job_id for r in live if r.job_id)])
+            counts = (
+                sum(1 for r in runs if not r.done and r.state in {"", "PENDING", "CONFIGURING"}),
+                sum(
+                    1 for r in runs if not r.done and r.state not in {"", "PENDING", "CONFIGURING"}
+                ),
+                sum(1 for r in runs if r.done),
+            )
+            if counts != shown:
+                emit(
+                    "jobs-progress",
+                    queued=counts[0],
+                    running=counts[1],
+                    finished=counts[2],
+                    total=len(runs),
+                )
+                shown = counts
+            if all(r.done for r in runs):
+                return
+            delay = FIRST_POLL_S if changed else min(delay * 1.5, self.options.poll_interval)
+            time.sleep(delay)
+
+    def _cancel(self, live: list[_Tracked]) -> None:
+        """Cancel by job id, never by name: a queued job outright; a running one gets TERM
+        in its batch step, so the node side stops the run with its grace period (the hard
+        cancel follows when that does not end it in time)."""
+        queued = [r.job_id for r in live if r.job_id and r.state in {"", "PENDING"}]
+        running = [r.job_id for r in live if r.job_id and r.state not in {"", "PENDING"}]
+        if queued:
+            self.runner(["scancel", *queued])
+        if running:
+            self.runner(["scancel", "--batch", "--signal=TERM", *running])
+
+    def _check_pending(self, run: _Tracked, st: _JobState) -> None:
+        """A pending reason that never clears, or pending past --pending-timeout: cancelled
+        and reported now instead of waited on."""
+        never = st.reason in NEVER_SCHEDULED
+        waited = time.monotonic() - run.pending_since
+        timeout = self.options.pending_timeout
+        if not never and (timeout is None or waited <= timeout):
+            return
+        assert run.job_id is not None
+        self.runner(["scancel", run.job_id])
+        why = st.reason if never else f"still pending after {waited:.0f} s ({st.reason})"
+        self._ended(run, _JobState("NOT_SCHEDULED", why), [])
+
+    def _ended(self, run: _Tracked, final: _JobState, resubmit: list[_Tracked]) -> None:
+        """The job ended: collect its result, or resubmit it (an infrastructure end, within
+        the bound, never after a stop), or make the scheduler's outcome."""
+        assert run.job_id is not None
+        run.attempts[-1:] = [
+            {
+                **(run.attempts[-1] if run.attempts else {}),
+                "job_id": run.job_id,
+                "state": final.state,
+                "reason": final.reason,
+                "node": final.node,
+            }
+        ]
+        self._save(run)
+        if run.adopt is not None:
+            # Only now that the job has ended: its files replace the fresh workspace.
+            self._adopt_workspace(run.adopt, run.request.workspace)
+            run.adopt = None
+        stopped = run.request.stop_event.is_set()
+        if (run.job_dir / "run" / "result.json").is_file():
+            self._finish(run, self._collect(run, final))
+        elif (
+            final.state in INFRA_STATES
+            and len(run.attempts) <= self.options.max_resubmits
+            and not stopped
+        ):
+            emit("run-resubmit", run=run.key, job_id=run.job_id, state=final.state)
+            run.job_id = None
+            resubmit.append(run)
+        else:
+            self._finish(run, self._scheduler_outcome(run, final))
+
+    @staticmethod
+    def _finish(run: _Tracked, output: RunOutput) -> None:
+        run.output, run.done = output, True
 
     def _still_useful(self, job_id: str, job_dir: Path) -> bool:
         """A previous job is worth attaching to: still queued/running, or finished with a
@@ -457,22 +620,16 @@ class SlurmExecutor:
 
     # -- results ----------------------------------------------------------------------------
 
-    def _collect(
-        self,
-        request: RunRequest,
-        job_dir: Path,
-        final: _JobState,
-        attempts: list[dict[str, str]],
-        job_id: str,
-    ) -> RunOutput:
-        run_out = job_dir / "run"
+    def _collect(self, run: _Tracked, final: _JobState) -> RunOutput:
+        request = run.request
+        run_out = run.job_dir / "run"
         data = json.loads((run_out / "result.json").read_text())
         # Every file the node side wrote is the run's evidence (logs, the combined stream,
         # timeline, node.json); result.json is this round trip's own.
         for src in sorted(run_out.iterdir()):
             if src.name != "result.json" and src.is_file() and not src.is_symlink():
                 shutil.copyfile(src, request.run_dir / src.name)
-        self._copy_scheduler_log(job_dir, job_id, request.run_dir)
+        self._copy_scheduler_log(run)
         completed = completed_from_json(data["completed"], request.run_dir)
         termination = completed.termination
         if termination.kind == "interrupted" and not request.stop_event.is_set():
@@ -491,26 +648,19 @@ class SlurmExecutor:
             completed,
             peaks,
             data["isolation"],
-            _placement(job_id, data.get("node") or final.node, final, attempts),
+            _placement(run.job_id, data.get("node") or final.node, final, run.attempts),
         )
 
     @staticmethod
-    def _copy_scheduler_log(job_dir: Path, job_id: str, run_dir: Path) -> None:
-        log = job_dir / f"slurm-{job_id}.out"
+    def _copy_scheduler_log(run: _Tracked) -> None:
+        log = run.log or run.job_dir / f"slurm-{run.job_id}.out"
         if log.is_file():
-            shutil.copyfile(log, run_dir / "scheduler.log")
+            shutil.copyfile(log, run.request.run_dir / "scheduler.log")
 
-    def _scheduler_outcome(
-        self,
-        request: RunRequest,
-        job_dir: Path,
-        final: _JobState,
-        attempts: list[dict[str, str]],
-        job_id: str,
-    ) -> RunOutput:
+    def _scheduler_outcome(self, run: _Tracked, final: _JobState) -> RunOutput:
         """The job ended without the run's result: the scheduler's own verdict."""
-        self._copy_scheduler_log(job_dir, job_id, request.run_dir)
-        if request.stop_event.is_set():
+        self._copy_scheduler_log(run)
+        if run.request.stop_event.is_set():
             kind = "interrupted"
             text = f"interrupted: slurm {final.state}"
         elif final.state == "TIMEOUT":
@@ -520,24 +670,10 @@ class SlurmExecutor:
         else:
             kind = "scheduler"
             text = f"slurm {final.state}" + (f": {final.reason}" if final.reason else "")
-        return self._outcome(request, Termination(kind, None, None, text), attempts, final, job_id)  # type: ignore[arg-type]
+        return self._outcome(run, Termination(kind, None, None, text), final)  # type: ignore[arg-type]
 
-    def _not_started(
-        self, request: RunRequest, text: str, attempts: list[dict[str, str]]
-    ) -> RunOutput:
-        final = _JobState("REJECTED", attempts[-1]["reason"] if attempts else "")
-        return self._outcome(
-            request, Termination("scheduler", None, None, text), attempts, final, None
-        )
-
-    def _outcome(
-        self,
-        request: RunRequest,
-        termination: Termination,
-        attempts: list[dict[str, str]],
-        final: _JobState,
-        job_id: str | None,
-    ) -> RunOutput:
+    def _outcome(self, run: _Tracked, termination: Termination, final: _JobState) -> RunOutput:
+        request = run.request
         empty = hashlib.sha256(b"").hexdigest()
         captures = []
         for stream in ("stdout", "stderr"):
@@ -560,10 +696,7 @@ class SlurmExecutor:
             survivors_killed=0,
         )
         return RunOutput(
-            completed,
-            None,
-            "slurm",
-            _placement(job_id, final.node, final, attempts),
+            completed, None, "slurm", _placement(run.job_id, final.node, final, run.attempts)
         )
 
 

@@ -36,6 +36,8 @@ class _Progress:
         self._timeline: Path | None = None
         self._label = ""
         self._t0 = 0.0
+        #: Each run's label ("[2/6] main/1 (seed 1)"), for events about it by key.
+        self._labels: dict[str, str] = {}
 
     def __call__(self, event: str, fields: dict[str, Any]) -> None:
         if self.quiet:
@@ -57,24 +59,43 @@ class _Progress:
                     f"[{self.done}/{self.total}] {fields['run']}: sealed earlier, verified and reused"
                 )
                 return
+            if fields.get("batched"):
+                # Prepared now, submitted with the experiment's other runs: no live ticker.
+                self._label = f"{fields['run']} (seed {fields['seed']})"
+                self._labels[fields["run"]] = self._label
+                say(f"{self._label}: prepared")
+                return
             self._label = f"[{self.done + 1}/{self.total}] {fields['run']} (seed {fields['seed']})"
+            self._labels[fields["run"]] = self._label
             say(f"{self._label}: running")
             self._start_ticker(fields.get("timeline"))
         elif event == "run-queued":
-            say(f"{self._label}: submitted as Slurm job {fields['job_id']}")
+            say(f"{self._of(fields)}: submitted as Slurm job {fields['job_id']}")
         elif event == "run-job-state":
             why = f" ({fields['reason']})" if fields.get("reason") else ""
             where = f" on {fields['node']}" if fields.get("node") else ""
-            say(f"{self._label}: job {fields['job_id']} {fields['state']}{where}{why}")
+            say(f"{self._of(fields)}: job {fields['job_id']} {fields['state']}{where}{why}")
+        elif event == "jobs-progress":
+            say(
+                f"slurm: {fields['queued']} queued, {fields['running']} running, "
+                f"{fields['finished']} finished of {fields['total']}"
+            )
         elif event == "run-attached":
-            say(f"{self._label}: found Slurm job {fields['job_id']} from before; collecting it")
+            say(
+                f"{self._of(fields)}: found Slurm job {fields['job_id']} from before; collecting it"
+            )
         elif event == "run-resubmit":
-            say(f"{self._label}: job {fields['job_id']} ended {fields['state']}; resubmitting")
+            say(f"{self._of(fields)}: job {fields['job_id']} ended {fields['state']}; resubmitting")
         elif event == "run-done":
             self._stop_ticker()
             self.done += 1
             state = "ok" if fields["ok"] else "FAILED"
             say(f"[{self.done}/{self.total}] {fields['run']}: {state} ({fields['termination']})")
+
+    def _of(self, fields: dict[str, Any]) -> str:
+        """The label of the run an event is about."""
+        run = fields.get("run")
+        return self._labels.get(run, str(run)) if run else self._label
 
     def _start_ticker(self, timeline: str | None) -> None:
         if not self.tty:
@@ -195,6 +216,17 @@ def run_and_render(
 
     with sink(_Progress(quiet=quiet or as_json)):
         result = run_audit(root, opts)
+    if result.verdict == "DETACHED":
+        # Submitted, not judged: exit 0 says the jobs are queued, not that anything passed.
+        if as_json:
+            print_json({**(extra or {}), **audit_doc(result)})
+        else:
+            click.echo(
+                f"detached: {result.summary['detached_runs']} run(s) left to Slurm; "
+                f"collect them with: rb audit --attach {result.audit_id}   "
+                f"evidence: {result.path}"
+            )
+        return
     if as_json:
         print_json({**(extra or {}), **audit_doc(result)})
     else:
@@ -294,6 +326,23 @@ def _apply(f: Any) -> Any:
     help="Any other sbatch option, written as '#SBATCH --KEY=VALUE' (repeatable).",
 )
 @click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="K",
+    help="Slurm: at most K runs of an experiment's job array at once (--array=…%K).",
+)
+@click.option(
+    "--detach",
+    is_flag=True,
+    help="Slurm: submit the jobs and return; collect them later with --attach.",
+)
+@click.option(
+    "--attach",
+    metavar="AUDIT-ID",
+    help="Collect a detached (or killed) Slurm audit: find its jobs by id, wait, judge, seal.",
+)
+@click.option(
     "--pending-timeout",
     type=click.FloatRange(min=1),
     default=None,
@@ -311,6 +360,9 @@ def audit_command(
     account: str | None,
     qos: str | None,
     slurm_opts: tuple[str, ...],
+    jobs: int | None,
+    detach: bool,
+    attach: str | None,
     pending_timeout: float | None,
     tier: str,
     backend: str | None,
@@ -327,10 +379,23 @@ def audit_command(
 
     Exit 0 (PASS) only when every experiment had metrics with thresholds and all held; 1
     (FAIL) when a verdict fails; 20 (INCOMPLETE) when nothing failed but something was not
-    judged (each gap is listed with the manifest key to add); 130/143 when interrupted.
+    judged (each gap is listed with the manifest key to add); 130/143 when interrupted;
+    0 after --detach (submitted, nothing judged yet).
     """
-    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
+    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier, scheduler_jobs
 
+    if attach and resume:
+        raise click.UsageError("--attach AUDIT-ID is --resume of that audit: give one of them")
+    resume = attach or resume
+    if resume and executor == "local" and scheduler_jobs(root, resume):
+        # Its runs were submitted to Slurm: they are collected there, never run again here.
+        executor = "slurm"
+    if executor != "slurm":
+        for flag, given in (("--jobs", jobs), ("--detach", detach), ("--attach", attach)):
+            if given:
+                # Local runs go one at a time: concurrent runs on one machine contend for
+                # its cores and GPU, which distorts the timings and peaks that are evidence.
+                raise click.UsageError(f"{flag} needs --executor slurm")
     st = state()
     opts = AuditOptions(
         experiments=list(experiments) or None,
@@ -355,6 +420,8 @@ def audit_command(
                 qos=qos,
                 extra=parse_slurm_opts(slurm_opts),
                 pending_timeout=pending_timeout,
+                jobs=jobs,
+                detach=detach,
             ),
             sandbox=sandbox,
         )

@@ -17,6 +17,7 @@ from reprobridge.audit.slurm import (
     JobResources,
     SlurmOptions,
     batch_header,
+    job_script,
     parse_slurm_opts,
     slurm_available,
 )
@@ -77,6 +78,35 @@ def test_slurm_opt_accepts_leading_dashes() -> None:
     )
 
 
+def test_job_script_runs_the_spec_of_its_array_task(tmp_path: Path) -> None:
+    script = job_script(["#SBATCH --nodes=1"], [tmp_path / "a b/spec.json", tmp_path / "c.json"])
+    lines = script.splitlines()
+    assert lines[:2] == ["#!/bin/bash", "#SBATCH --nodes=1"]
+    assert f"  '{tmp_path}/a b/spec.json'" in lines  # quoted: paths reach bash
+    assert lines[-1].endswith('-m reprobridge.audit.slurm_job "${specs[$SLURM_ARRAY_TASK_ID]}"')
+    # Task i runs spec i, as bash reads it.
+    shown = subprocess.run(
+        ["bash", "-c", script.split("exec ")[0] + 'printf "%s\\n" "${specs[1]}"'],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**_env(), "SLURM_ARRAY_TASK_ID": "1"},
+    ).stdout
+    assert shown == f"{tmp_path}/c.json\n"
+
+
+@pytest.mark.parametrize("flag", [["--jobs", "2"], ["--detach"], ["--attach", "x"]])
+def test_slurm_only_flags_are_refused_for_the_local_executor(tiny_repo, flag: list[str]) -> None:
+    root = tiny_repo()
+    argv = [sys.executable, "-m", "reprobridge", "audit", "-C", str(root), *flag]
+    proc = subprocess.run(argv, capture_output=True, text=True, env=_env(), check=False)
+    assert proc.returncode == 2
+    assert "needs --executor slurm" in proc.stderr
+    assert not (root / "repro/evidence").exists() or not any(
+        p for p in (root / "repro/evidence").iterdir() if not p.name.startswith(".")
+    )
+
+
 # -- the real engine -----------------------------------------------------------------------------
 
 
@@ -131,29 +161,13 @@ def _job_state(job_id: str) -> str:
     return proc.stdout.strip()
 
 
-def _wait_for_job_id(root: Path) -> str:
-    """The id of the job this repository's audit submitted (from its job.json): other
-    audits may share the cluster, so names in the queue prove nothing."""
-    found: list[str] = []
-
-    def submitted() -> bool:
-        for path in (root / "repro/evidence/.slurm").rglob("job.json"):
-            job_id = json.loads(path.read_text()).get("job_id")
-            if job_id:
-                found.append(job_id)
-                return True
-        return False
-
-    _wait_for(submitted, 120)
-    return found[0]
-
-
 @needs_slurm
 def test_passing_audit_runs_as_a_job_and_verifies(tiny_repo) -> None:
     root = tiny_repo("echo acc=0.9\n")
     proc = _audit(root)
     assert proc.returncode == 0, proc.stderr
     assert "submitted as Slurm job" in proc.stderr
+    assert "slurm: 0 queued, 0 running, 1 finished of 1" in proc.stderr
     (record,) = _records(root)
     assert record["executor"] == "slurm"
     placement = record["placement"]
@@ -223,12 +237,8 @@ def _wait_for(pred, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-d
     raise AssertionError("condition not reached")
 
 
-@needs_slurm
-def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
-    tiny_repo, tmp_path: Path
-) -> None:
-    root = tiny_repo("echo acc=0.9\n")
-    # Fill the node so the audit's job stays PENDING.
+def _fill_node(tmp_path: Path) -> str:
+    """A job that takes the whole node, so the audit's jobs stay PENDING; its id."""
     blocker = subprocess.run(
         [
             "sbatch",
@@ -244,28 +254,92 @@ def test_ctrl_c_while_queued_cancels_the_job_and_leaves_a_resumable_bundle(
         text=True,
         check=True,
     ).stdout.strip()
+    _wait_for(lambda: _job_state(blocker) == "RUNNING")
+    return blocker
+
+
+def _job_ids(root: Path, n: int) -> list[str]:
+    """The ids of the ``n`` jobs this repository's audit submitted (from its job.json files:
+    other audits may share the cluster, so names in the queue prove nothing)."""
+    found: list[str] = []
+
+    def submitted() -> bool:
+        found[:] = sorted(
+            job_id
+            for path in (root / "repro/evidence/.slurm").rglob("job.json")
+            if (job_id := json.loads(path.read_text()).get("job_id"))
+        )
+        return len(found) == n
+
+    _wait_for(submitted, 120)
+    return found
+
+
+@needs_slurm
+def test_ctrl_c_while_an_array_is_queued_cancels_every_job_and_leaves_a_resumable_bundle(
+    tiny_repo, tmp_path: Path
+) -> None:
+    root = tiny_repo("echo acc=0.9\n")
+    blocker = _fill_node(tmp_path)
     try:
-        _wait_for(lambda: _job_state(blocker) == "RUNNING")
         proc = subprocess.Popen(
-            _audit_argv(root),
+            _audit_argv(root, "--runs", "3", "--jobs", "2"),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
             env=_env(),
         )
-        job_id = _wait_for_job_id(root)
-        _wait_for(lambda: _job_state(job_id) == "PENDING")
+        job_ids = _job_ids(root, 3)
+        # One array: the three runs are its tasks 0, 1, 2.
+        arrays = {j.partition("_")[0] for j in job_ids}
+        assert len(arrays) == 1 and [j.partition("_")[2] for j in job_ids] == ["0", "1", "2"]
+        _wait_for(lambda: all(_job_state(j) == "PENDING" for j in job_ids))
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=120)
         assert proc.returncode == 130, err
-        _wait_for(lambda: _job_state(job_id) in {"", "CANCELLED"}, 30)
+        # Every task cancelled (gone from the queue), not only the first; the blocker,
+        # another job on the same cluster, untouched.
+        _wait_for(lambda: all(_job_state(j) in {"", "CANCELLED"} for j in job_ids), 30)
+        assert _job_state(blocker) == "RUNNING"
+        assert not _records(root)  # nothing ran: nothing sealed
     finally:
         subprocess.run(["scancel", blocker], check=False)
     _wait_for(lambda: _job_state(blocker) in {"", "CANCELLED"}, 30)
     resumed = _audit(root, "--resume")
     assert resumed.returncode == 0, resumed.stderr
-    (record,) = _records(root)
-    assert record["placement"]["state"] == "COMPLETED"  # type: ignore[index]
+    records = _records(root)
+    assert [r["placement"]["state"] for r in records] == ["COMPLETED"] * 3  # type: ignore[index]
+    # Run again under new ids: a cancelled job is never "collected".
+    assert not {r["placement"]["job_id"] for r in records} & set(job_ids)  # type: ignore[index]
+
+
+@needs_slurm
+def test_detach_submits_an_array_and_attach_collects_it_later(tiny_repo) -> None:
+    root = tiny_repo("sleep 2; echo acc=0.9\n")
+    t0 = time.monotonic()
+    detached = _audit(root, "--runs", "3", "--jobs", "2", "--detach")
+    assert detached.returncode == 0, detached.stderr
+    assert "detached: 3 run(s)" in detached.stdout
+    audit_id = next(p.name for p in (root / "repro/evidence").iterdir() if p.name[0] != ".")
+    assert f"rb audit --attach {audit_id}" in detached.stdout
+    job_ids = _job_ids(root, 3)
+    array = job_ids[0].partition("_")[0]
+    # The runs were submitted, not waited for (each sleeps; the array is throttled to 2).
+    assert _records(root) == []
+    show = subprocess.run(
+        ["scontrol", "show", "job", "-o", array], capture_output=True, text=True, check=False
+    ).stdout
+    assert "ArrayTaskThrottle=2" in show, show
+    assert time.monotonic() - t0 < 60
+    attached = _audit(root, "--attach", audit_id)
+    assert attached.returncode == 0, attached.stderr
+    for job_id in job_ids:
+        assert f"found Slurm job {job_id}" in attached.stderr
+    # Progress: counts while waiting, plain lines on a pipe.
+    assert "0 queued, 0 running, 3 finished of 3" in attached.stderr
+    records = _records(root)
+    assert sorted(r["placement"]["job_id"] for r in records) == job_ids  # type: ignore[index]
+    assert all(len(r["placement"]["attempts"]) == 1 for r in records)  # type: ignore[index]
 
 
 @needs_slurm
@@ -277,7 +351,7 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
         stderr=subprocess.DEVNULL,
         env=_env(),
     )
-    job_id = _wait_for_job_id(root)
+    (job_id,) = _job_ids(root, 1)
     proc.kill()
     proc.wait()
     resumed = _audit(root, "--resume")
