@@ -21,12 +21,15 @@ import tempfile
 from dataclasses import dataclass, field, replace
 from importlib.resources import files
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from reprobridge import __version__, _proc
 from reprobridge._fs import Changes, apply_changes
 from reprobridge._log import emit
-from reprobridge.artifacts.guide import GuideNotes, render_guide
+from reprobridge.artifacts.flake import render_flake, render_flake_lock
+from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
+from reprobridge.artifacts.launchers import render_launcher
+from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
 from reprobridge.constants import (
     CHECK_SCRIPT,
     FLAKE_FILE,
@@ -39,7 +42,7 @@ from reprobridge.constants import (
 )
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
-from reprobridge.errors import CommandFailed, MachineError, UnsafePathError
+from reprobridge.errors import CommandFailed, DetectionError, MachineError, UnsafePathError
 from reprobridge.manifest.io import (
     RefreshReport,
     load_manifest,
@@ -52,8 +55,8 @@ from reprobridge.manifest.schema import Manifest
 from reprobridge.recovery.merge import MergeResult, merge_findings
 
 if TYPE_CHECKING:
-    from reprobridge.recovery.agent import AgentConfig, AgentResult
-    from reprobridge.recovery.backends import Backend
+    from reprobridge.agent.loop import AgentResult
+    from reprobridge.agent.session import AgentOptions
 
 LockMode = Literal["auto", "always", "never", "keep"]
 LOCK_PATH = f"{PYTHON_DIR}/uv.lock"
@@ -79,28 +82,6 @@ class InitResult:
     agent_fallback: str | None = None
 
 
-@dataclass
-class AgentOptions:
-    """How `rb init --agent claude` runs: its config and injected dependencies.
-
-    ``backend`` None builds the Anthropic backend from ``api_key`` (the key stays in this
-    process). ``clock``/``sleep``/``now`` are injectable for tests; ``now`` names the
-    transcript file.
-    """
-
-    config: AgentConfig
-    #: ``rb init --agent auto``: when the Messages API fails before any answer (unreachable,
-    #: key refused), recover statically and say so (InitResult.agent_fallback) instead of
-    #: failing. ``--agent claude`` leaves it False: the error (exit 8) is the answer.
-    fallback_static: bool = False
-    backend: Backend | None = None
-    api_key: str | None = None
-    clock: Any = None
-    sleep: Any = None
-    now: Any = None
-    sandbox_unusable: Any = None
-
-
 def _resolve_paper(root: Path, paper: str | Path | None, given_root: Path) -> str | None:
     """The paper as a repository-relative path, or the operator's own file outside it.
 
@@ -120,8 +101,6 @@ def _resolve_paper(root: Path, paper: str | Path | None, given_root: Path) -> st
             hint="pass the real file's path with --paper if you trust it",
         )
     if not p.is_file():
-        from reprobridge.errors import DetectionError
-
         raise DetectionError(
             "paper file not found",
             path=str(paper),
@@ -188,8 +167,6 @@ def _unlocked_note(requirements: list[str]) -> str:
     """The guide's sentence for requirements without a lock. It depends on the manifest
     only (`rb check` renders it without running uv): requirements that point at source
     (not a wheel) are named, since locking them may need a build, which rb never runs."""
-    from reprobridge.artifacts.pyenv import needs_build
-
     source = needs_build(requirements)
     if not source:
         return f"Python packages are not locked: {_UNLOCKED_TAIL}"
@@ -208,10 +185,8 @@ def _lock(
     """Lock the rendered uv project in a scratch directory (mode ``keep``: never run uv,
     keep an existing lock; that is what `rb check` compares against). uv builds nothing
     (see :func:`~reprobridge.artifacts.pyenv.lock_python_project`)."""
-    from reprobridge.artifacts.pyenv import lock_python_project
-
     existing = root / LOCK_PATH
-    kept = existing.read_bytes() if existing.is_file() else None
+    kept = _kept_lock(root)
     if mode in ("never", "keep"):
         if kept is not None:
             # The same sentence as a fresh lock: the guide must not change when only the
@@ -262,10 +237,6 @@ def init_repository(
     agent: AgentOptions | None = None,
 ) -> InitResult:
     """Recover ``path``'s reproduction knowledge and write the artifacts (see module doc)."""
-    from reprobridge.artifacts.flake import render_flake, render_flake_lock
-    from reprobridge.artifacts.launchers import render_launcher
-    from reprobridge.artifacts.pyenv import render_python_project
-
     foreign = _proc.foreign_git_dir(path)
     if foreign:
         # Refused before anything is read or written: the index, the files git lists and
@@ -292,38 +263,27 @@ def init_repository(
     )
     ctx = detect_repo(index, paper_path=paper_rel)
     emit("merge", findings=len(ctx.findings))
-    merged = merge_findings(ctx, repo_name=root.name, paper_path=paper_rel)
-    agent_result = None
-    agent_fallback: str | None = None
-    if agent is not None:
-        from reprobridge.recovery.agent import apply_proposals
-        from reprobridge.recovery.backends import ApiError
-
-        emit("agent", model=agent.config.model)
-        try:
-            agent_result = _run_agent(root, merged, paper_rel, agent)
-        except ApiError as exc:
-            if not agent.fallback_static:
-                raise
-            agent_fallback = f"the recovery agent could not start ({exc}); static recovery only"
-            emit("agent-fallback", reason=str(exc))
-        else:
-            merged.manifest = apply_proposals(merged.manifest, agent_result.proposals)
+    # The lock's path goes into the manifest when this run will have a lock to write: one
+    # uv may produce now (auto, always) or one already there (never, keep). It is recorded
+    # before uv runs, so the manifest is built once; the Python project uv locks does not
+    # depend on it. Only when uv then fails is the record taken back and the manifest
+    # rebuilt without it.
+    expect_lock = lock in ("auto", "always") or _kept_lock(root) is not None
+    static = merge_findings(
+        ctx,
+        repo_name=root.name,
+        paper_path=paper_rel,
+        python_lock=LOCK_PATH if expect_lock else None,
+    )
+    agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
+    merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
     text, manifest, report = _build_manifest(root, merged, existing)
-
     project_files = render_python_project(manifest)
     locked = _lock(root, project_files, lock, manifest.environment.python_requirements)
     lock_bytes, lock_note = locked.data, locked.note
-    if lock_bytes is not None and manifest.environment.python_lock != LOCK_PATH:
-        merged = merge_findings(
-            ctx, repo_name=root.name, paper_path=paper_rel, python_lock=LOCK_PATH
-        )
-        if agent_result is not None:
-            from reprobridge.recovery.agent import apply_proposals
-
-            merged.manifest = apply_proposals(merged.manifest, agent_result.proposals)
+    if lock_bytes is None and expect_lock:
+        merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
         text, manifest, report = _build_manifest(root, merged, existing)
-        project_files = render_python_project(manifest)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
     out[FLAKE_FILE] = render_flake(manifest, version=__version__).encode()
@@ -349,13 +309,13 @@ def init_repository(
         lock_note=lock_note,
     )
     if agent_result is not None and agent is not None:
-        extra, agent_summary = _agent_files(root, agent_result, agent)
+        from reprobridge.agent.session import session_files
+
+        extra, agent_summary = session_files(root, agent_result, agent)
         out.update(extra)
         notes = replace(notes, agent_summary=agent_summary)
     else:
-        # The agent's proposals stay in the manifest after a static re-run, so its account
-        # in the guide stays too (and `rb check` compares the guide as init would write it).
-        notes = replace(notes, agent_summary=_previous_agent_summary(root))
+        notes = replace(notes, agent_summary=agent_summary_of(_previous_guide(root)))
     out[GUIDE_FILE] = render_guide(manifest, notes, version=__version__).encode()
 
     launchers_dir = root / LAUNCHERS_DIR
@@ -400,22 +360,56 @@ def init_repository(
     )
 
 
-_AGENT_HEADING = "\n## What the recovery agent did\n\n"
-_AFTER_AGENT = ("\n## Known gaps and exceptions\n", "\n## How to audit\n")
-
-
-def _previous_agent_summary(root: Path) -> str:
-    """The agent section of the existing guide (rb wrote it), or "" when there is none."""
+def _previous_guide(root: Path) -> str:
+    """The guide rb wrote last time ("" when there is none, or it is a symlink)."""
     path = root / GUIDE_FILE
     if path.is_symlink() or not path.is_file():
         return ""
-    text = path.read_text("utf-8", "replace")
-    start = text.find(_AGENT_HEADING)
-    if start < 0:
-        return ""
-    body = text[start + len(_AGENT_HEADING) :]
-    ends = [i for i in (body.rfind(h) for h in _AFTER_AGENT) if i >= 0]
-    return body[: min(ends)] if ends else ""
+    return path.read_text("utf-8", "replace")
+
+
+def _kept_lock(root: Path) -> bytes | None:
+    """The repository's ``repro/python/uv.lock``, or None."""
+    existing = root / LOCK_PATH
+    return existing.read_bytes() if existing.is_file() else None
+
+
+def _without_lock(manifest: Manifest) -> Manifest:
+    """``manifest`` as the merge gives it without ``python_lock`` (which only the lock
+    step records, with a provenance of its own)."""
+    env = manifest.environment.model_copy(update={"python_lock": None})
+    derived = {k: v for k, v in manifest.derived.items() if k != "environment.python_lock"}
+    return manifest.model_copy(update={"environment": env, "derived": derived})
+
+
+def _with_agent(manifest: Manifest, result: AgentResult | None) -> Manifest:
+    """``manifest`` with the agent's accepted proposals applied (they win over the merge)."""
+    if result is None:
+        return manifest
+    from reprobridge.agent.loop import apply_proposals
+
+    return apply_proposals(manifest, result.proposals)
+
+
+def _run_agent(
+    root: Path, static: MergeResult, paper_rel: str | None, opts: AgentOptions | None
+) -> tuple[AgentResult | None, str | None]:
+    """The agent's result (None without ``--agent``), and why it fell back to static
+    recovery when ``--agent auto`` could not reach the Messages API."""
+    if opts is None:
+        return None, None
+    # The agent's package (and its sandbox, backends, redaction) loads only with --agent.
+    from reprobridge.agent.backends import ApiError
+    from reprobridge.agent.session import run_session
+
+    emit("agent", model=opts.config.model)
+    try:
+        return run_session(root, static.manifest, static.flagged_imports, paper_rel, opts), None
+    except ApiError as exc:
+        if not opts.fallback_static:
+            raise
+        emit("agent-fallback", reason=str(exc))
+        return None, f"the recovery agent could not start ({exc}); static recovery only"
 
 
 def _intent_to_add(root: Path, paths: list[str]) -> None:
@@ -426,140 +420,3 @@ def _intent_to_add(root: Path, paths: list[str]) -> None:
     new = [p for p in untracked.stdout.decode().split("\0") if p]
     if new:
         _proc.git(root, "add", "--intent-to-add", "--", *new, check=False)
-
-
-# -- the recovery agent (I/O around the pure loop in reprobridge.recovery.agent) ------------
-
-
-def _run_agent(
-    root: Path, merged: MergeResult, paper_rel: str | None, opts: AgentOptions
-) -> AgentResult:
-    """Run the agent on a temporary copy of ``root``; nothing in ``root`` changes here."""
-    import os
-    import time
-
-    from reprobridge.evidence.redact import Redactor, secrets_from_env
-    from reprobridge.manifest.io import manifest_data
-    from reprobridge.recovery.agent import run_agent, stable_context
-    from reprobridge.recovery.ledger import Ledger
-    from reprobridge.recovery.tools import ManifestDraft, Tools, Workspace, existing
-    from reprobridge.recovery.transcript import Transcript
-
-    backend = opts.backend
-    if backend is None:
-        from reprobridge.recovery.backends import AnthropicBackend
-
-        key = opts.api_key or os.environ.get("ANTHROPIC_API_KEY")
-        if not key:
-            from reprobridge.errors import RecoveryError
-
-            raise RecoveryError(
-                "--agent claude needs ANTHROPIC_API_KEY", hint="export it, or use --agent static"
-            )
-        backend = AnthropicBackend(key, **({"sleep": opts.sleep} if opts.sleep else {}))
-    secrets = secrets_from_env(os.environ)
-    if opts.api_key:
-        secrets["ANTHROPIC_API_KEY"] = opts.api_key
-    redactor = Redactor(secrets)
-    clock = opts.clock or time.monotonic
-    now = (opts.now or time.time)()
-    run_id = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(now))
-    paper_text = None
-    if paper_rel is not None:
-        ppath = Path(paper_rel) if Path(paper_rel).is_absolute() else root / paper_rel
-        if ppath.suffix.lower() in (".md", ".tex", ".txt"):
-            paper_text = ppath.read_text("utf-8", "replace")
-    data = {k: v for k, v in manifest_data(merged.manifest).items() if k != "derived"}
-    findings = render_new_manifest(merged.manifest, version=__version__).split("[derived]")[0]
-    if merged.flagged_imports:
-        findings += "\nImported but not declared: " + ", ".join(merged.flagged_imports)
-    with tempfile.TemporaryDirectory(prefix="rb-agent-") as tmp:
-        ws = Workspace.create(root, Path(tmp))
-        tools = Tools(
-            ws,
-            ManifestDraft(data, existing(ws)),
-            redactor,
-            allow_network=opts.config.allow_network,
-            command_timeout_s=opts.config.command_timeout_s,
-            sandbox_unusable=opts.sandbox_unusable,
-        )
-        context = stable_context(redactor.redact_text(findings), ws.file_list(), paper_text)
-        result = run_agent(
-            backend,
-            tools,
-            context,
-            opts.config,
-            ledger=Ledger(run_id),
-            transcript=Transcript(redactor),
-            clock=clock,
-        )
-        result.notes += _check_patches(root, result)
-    result.run_id = run_id
-    return result
-
-
-def _check_patches(root: Path, result: AgentResult) -> list[str]:
-    """Drop every patch that does not apply to the original repository; say why."""
-    notes: list[str] = []
-    kept = []
-    for patch in result.patches:
-        with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
-            fh.write(patch.diff)
-        try:
-            check = _proc.git(root, "apply", "--check", fh.name, check=False)
-        finally:
-            Path(fh.name).unlink()
-        if check.returncode == 0:
-            kept.append(patch)
-        else:
-            notes.append(f"patch of {patch.path} dropped: it does not apply to the repository")
-    result.patches = kept
-    return notes
-
-
-def _agent_files(
-    root: Path, result: AgentResult, opts: AgentOptions
-) -> tuple[dict[str, bytes], str]:
-    """The agent's files (patches, ledger, transcript) and the guide's agent section."""
-    import re
-
-    out: dict[str, bytes] = {}
-    pdir = root / REPRO_DIR / "patches"
-    taken = len(list(pdir.glob("[0-9][0-9][0-9][0-9]-*.patch"))) if pdir.is_dir() else 0
-    listed: list[str] = []
-    for i, patch in enumerate(result.patches, taken + 1):
-        slug = re.sub(r"[^a-z0-9]+", "-", patch.path.lower()).strip("-")[:50] or "change"
-        rel = f"{REPRO_DIR}/patches/{i:04d}-{slug}.patch"
-        header = "".join(
-            "# " + line.replace("\n", " ") + "\n"
-            for line in (
-                f"Reason: {patch.reason}",
-                f"Written by rb init --agent claude (model {opts.config.model}); review it.",
-                f"Apply with: git apply {rel}",
-            )
-        )
-        out[rel] = (header + patch.diff).encode()
-        listed.append(f"- `{rel}`: {patch.reason}")
-    ledger_path = root / ".reprobridge" / "ledger.jsonl"
-    old = (
-        ledger_path.read_bytes() if ledger_path.is_file() and not ledger_path.is_symlink() else b""
-    )
-    out[".reprobridge/ledger.jsonl"] = old + result.ledger.to_jsonl()
-    out[f".reprobridge/transcripts/{result.run_id}.jsonl"] = result.transcript.to_jsonl()
-    lines = [
-        result.transcript.redactor.redact_text(result.summary).strip(),
-        "",
-        f"Manifest values proposed by the agent: {len(result.proposals)} "
-        "(provenance `agent: <reason>` in `[derived]`; review them).",
-    ]
-    lines += [f"- `{p.path}`: {p.reason}" for p in result.proposals]
-    if listed:
-        lines += ["", "Patches (checked with `git apply --check`):", "", *listed]
-    lines += [f"- {n}" for n in result.notes]
-    lines += [
-        "",
-        f"Cost: {result.ledger.summary()}; {result.tool_calls} tool call(s). "
-        f"Ledger: `.reprobridge/ledger.jsonl`; transcript: "
-        f"`.reprobridge/transcripts/{result.run_id}.jsonl`.",
-    ]
-    return out, "\n".join(lines)

@@ -21,7 +21,7 @@ Sources, highest first (click, uv and DVC use the same order):
        command_timeout = 120                  # seconds, per sandboxed command
        allow_network = false
 
-4. built-in defaults (:class:`~reprobridge.recovery.agent.AgentConfig`, backend ``auto``,
+4. built-in defaults (:class:`~reprobridge.agent.loop.AgentConfig`, backend ``auto``,
    no signing).
 
 Limits and permissions come only from here. A repository's ``pyproject.toml``
@@ -36,7 +36,7 @@ import os
 import stat
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -45,7 +45,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
 from reprobridge.errors import ConfigError
 
 if TYPE_CHECKING:
-    from reprobridge.recovery.agent import AgentConfig
+    from reprobridge.agent.loop import AgentConfig
 
 BackendName = Literal["auto", "nix", "host"]
 
@@ -203,18 +203,20 @@ class Operator:
         """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over
         the environment and config file over AgentConfig's defaults. The repository has no
         say (see :func:`repository_suggestions`)."""
-        from reprobridge.recovery.agent import AgentConfig
+        from reprobridge.agent.loop import AgentConfig
 
         values: dict[str, Any] = {
             AGENT_KEYS[k]: v for k, v in self.settings.agent.model_dump(exclude_none=True).items()
         }
-        names = {f.name for f in fields(AgentConfig)}
         for name, value in flags.items():
-            if name not in names:
+            if name not in AgentConfig.model_fields:
                 raise ValueError(f"not an AgentConfig field: {name}")
             if value is not None:
                 values[name] = value
-        return replace(AgentConfig(), **values)
+        try:
+            return AgentConfig(**values)
+        except ValidationError as exc:  # the flags and the config are checked first; belt
+            raise _one_error(exc, "agent settings") from None
 
 
 def load_operator(environ: Mapping[str, str] | None = None) -> Operator:

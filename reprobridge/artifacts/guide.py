@@ -32,6 +32,25 @@ class GuideNotes:
     agent_summary: str = ""
 
 
+_AGENT_HEADING = "## What the recovery agent did"
+_GAPS_HEADING = "## Known gaps and exceptions"
+_AUDIT_HEADING = "## How to audit"
+
+
+def agent_summary_of(guide: str) -> str:
+    """The agent section's body in a guide :func:`render_guide` wrote (its
+    :attr:`GuideNotes.agent_summary`), or "" when it has none.
+
+    A static re-run keeps the agent's proposals in the manifest, so it keeps their account
+    in the guide too (and `rb check` compares the guide as init would write it)."""
+    start = guide.find(f"\n{_AGENT_HEADING}\n\n")
+    if start < 0:
+        return ""
+    body = guide[start + len(_AGENT_HEADING) + 3 :]
+    ends = [i for i in (body.rfind(f"\n{h}\n") for h in (_GAPS_HEADING, _AUDIT_HEADING)) if i >= 0]
+    return body[: min(ends)] if ends else ""
+
+
 #: Prose from the repository or the paper (descriptions, titles, provenance, notes) is text,
 #: never markup: HTML (`<img onerror=...>`, `<!-- -->`, `&...;`) is escaped, `|` cannot end a
 #: table cell and a newline cannot start a new block.
@@ -337,14 +356,14 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         ]
     review = sorted(p for p, d in manifest.derived.items() if d.confidence == "low")
     if notes.agent_summary:
-        out += ["## What the recovery agent did", "", notes.agent_summary.rstrip("\n"), ""]
+        out += [_AGENT_HEADING, "", notes.agent_summary.rstrip("\n"), ""]
     leftovers = [
         *(f"conflict: {c}" for c in notes.conflicts),
         *(f"paper value not matched: {u}" for u in notes.unmatched_targets),
         *notes.warnings,
     ]
     if leftovers or review or notes.kept_edits:
-        out += ["## Known gaps and exceptions", ""]
+        out += [_GAPS_HEADING, ""]
         out += _bullets(leftovers)
         if notes.kept_edits:
             out += [f"- kept your edit of {_code(p)}" for p in notes.kept_edits]
@@ -357,7 +376,7 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
             ]
         out.append("")
     out += [
-        "## How to audit",
+        _AUDIT_HEADING,
         "",
         "```bash",
         "rb audit --runs 3            # each experiment three times, each run from a clean copy",

@@ -92,7 +92,7 @@ def init_command(
     """
     import os
 
-    from reprobridge.initializer import AgentOptions, LockMode, init_repository
+    from reprobridge.initializer import LockMode, init_repository
     from reprobridge.settings import repository_suggestions
 
     mode: LockMode = "auto" if lock is None else ("always" if lock else "never")
@@ -102,6 +102,8 @@ def init_command(
     use_claude = agent_mode == "claude" or (agent_mode == "auto" and has_key)
     agent = None
     if use_claude:
+        from reprobridge.agent.session import AgentOptions  # the agent loads only when used
+
         config = st.operator.agent_config(
             {
                 "model": model,

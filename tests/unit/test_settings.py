@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from reprobridge.agent.loop import AgentConfig
 from reprobridge.errors import ConfigError
-from reprobridge.recovery.agent import AgentConfig
 from reprobridge.settings import default_sign_key, load_operator, repository_suggestions
 
 

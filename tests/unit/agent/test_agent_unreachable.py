@@ -9,10 +9,11 @@ from typing import Any
 import pytest
 
 from reprobridge._log import sink
+from reprobridge.agent.backends import ApiRetriesExhausted
+from reprobridge.agent.loop import AgentConfig
+from reprobridge.agent.session import AgentOptions
 from reprobridge.cli._render import print_init_summary, progress_sink
-from reprobridge.initializer import AgentOptions, init_repository
-from reprobridge.recovery.agent import AgentConfig
-from reprobridge.recovery.backends import ApiRetriesExhausted
+from reprobridge.initializer import init_repository
 
 
 @pytest.fixture

@@ -23,13 +23,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
+from reprobridge.agent.backends import DEFAULT_MODEL, Backend
+from reprobridge.agent.draft import Proposal
+from reprobridge.agent.ledger import Ledger, Usage, price_for
+from reprobridge.agent.schemas import tools_for_api
+from reprobridge.agent.tools import Tools
+from reprobridge.agent.transcript import Transcript
+from reprobridge.agent.workspace import PatchRecord
 from reprobridge.errors import RecoveryError
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
-from reprobridge.recovery.backends import DEFAULT_MODEL, Backend
-from reprobridge.recovery.ledger import Ledger, Usage, price_for
-from reprobridge.recovery.tools import PatchRecord, Proposal, Tools, tools_for_api
-from reprobridge.recovery.transcript import Transcript
 
 SYSTEM_PROMPT = """\
 You are ReproBridge's recovery agent. Your job: make an ML paper's repository reproducible by
@@ -52,20 +57,22 @@ MAX_TREE = 2_000
 MAX_PAPER_CHARS = 60_000
 
 
-@dataclass(frozen=True)
-class AgentConfig:
+class AgentConfig(BaseModel):
     """The model and the limits of one run. The operator sets them (flags, ``RB_AGENT_*``,
-    the user config: :mod:`reprobridge.settings`); the repository never does."""
+    the user config: :mod:`reprobridge.settings`); the repository never does. Validated
+    with the same bounds as the flags and the user config; immutable."""
 
-    model: str = DEFAULT_MODEL
-    max_tokens: int = 4096
-    budget_usd: float | None = 2.0
-    budget_tokens: int | None = None
-    max_tool_calls: int = 60
-    max_wall_s: float = 1800.0
-    max_turns: int = 100
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str = Field(DEFAULT_MODEL, min_length=1)
+    max_tokens: int = Field(4096, gt=0)
+    budget_usd: float | None = Field(2.0, gt=0)
+    budget_tokens: int | None = Field(None, gt=0)
+    max_tool_calls: int = Field(60, gt=0)
+    max_wall_s: float = Field(1800.0, gt=0)
+    max_turns: int = Field(100, gt=0)
     allow_network: bool = False
-    command_timeout_s: float = 120.0
+    command_timeout_s: float = Field(120.0, gt=0)
 
 
 @dataclass

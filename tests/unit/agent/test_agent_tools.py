@@ -15,16 +15,10 @@ from typing import Any
 
 import pytest
 
+from reprobridge.agent.draft import ManifestDraft
+from reprobridge.agent.tools import Tools
+from reprobridge.agent.workspace import ToolError, Workspace, check_rel, existing, patch_paths
 from reprobridge.evidence.redact import Redactor
-from reprobridge.recovery.tools import (
-    ManifestDraft,
-    ToolError,
-    Tools,
-    Workspace,
-    check_rel,
-    existing,
-    patch_paths,
-)
 from tests.conftest import git_init, write_tree
 
 SOURCE = {"regex": "acc=([0-9.]+)"}

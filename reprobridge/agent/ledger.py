@@ -28,6 +28,15 @@ class Price:
     cache_read: float
 
 
+#: The Messages API's usage fields, in :class:`Usage`'s field order.
+_KINDS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
 @dataclass(frozen=True)
 class Usage:
     """Token counts of one response, as the Messages API reports them."""
@@ -41,17 +50,7 @@ class Usage:
     def from_api(cls, usage: Mapping[str, Any] | None) -> Usage:
         """From the ``usage`` object of a response (missing or null fields count as 0)."""
         u = usage or {}
-        return cls(
-            *(
-                int(u.get(k) or 0)
-                for k in (
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_creation_input_tokens",
-                    "cache_read_input_tokens",
-                )
-            )
-        )
+        return cls(*(int(u.get(k) or 0) for k in _KINDS))
 
     @property
     def total(self) -> int:
@@ -68,7 +67,7 @@ class Usage:
 def price_table() -> dict[str, Price]:
     """The packaged ``prices.toml`` as ``{model prefix: Price}``."""
     raw = tomllib.loads(
-        files("reprobridge.recovery").joinpath("prices.toml").read_text(encoding="utf-8")
+        files("reprobridge.agent").joinpath("prices.toml").read_text(encoding="utf-8")
     )
     return {name: Price(**{k: float(v) for k, v in p.items()}) for name, p in raw["models"].items()}
 
@@ -120,17 +119,7 @@ class Ledger:
     @property
     def tokens(self) -> Usage:
         """Usage summed over every call."""
-        return Usage(
-            *(
-                sum(getattr(e.usage, k) for e in self.entries)
-                for k in (
-                    "input_tokens",
-                    "output_tokens",
-                    "cache_creation_input_tokens",
-                    "cache_read_input_tokens",
-                )
-            )
-        )
+        return Usage(*(sum(getattr(e.usage, k) for e in self.entries) for k in _KINDS))
 
     @property
     def cost_usd(self) -> float | None:

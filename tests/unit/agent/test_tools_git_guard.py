@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge.recovery.tools import ToolError, Workspace, check_rel
+from reprobridge.agent.workspace import ToolError, Workspace, check_rel
 
 
 @pytest.mark.parametrize(

@@ -15,11 +15,12 @@ from typing import Any
 import httpx2
 import pytest
 
+from reprobridge.agent.backends import AnthropicBackend
+from reprobridge.agent.loop import AgentConfig
+from reprobridge.agent.session import AgentOptions
 from reprobridge.errors import RecoveryError
-from reprobridge.initializer import AgentOptions, init_repository
+from reprobridge.initializer import init_repository
 from reprobridge.manifest.io import load_manifest
-from reprobridge.recovery.agent import AgentConfig
-from reprobridge.recovery.backends import AnthropicBackend
 from reprobridge.sandbox import sandbox_unusable
 from tests.conftest import git_init, write_tree
 
