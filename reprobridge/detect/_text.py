@@ -145,7 +145,8 @@ METRIC_WORDS = re.compile(
     r"(?:^|[^a-z])(?:acc|accuracy|top[-_ ]?[15]|loss|nll|f1|auc|auroc|auprc|roc|bleu|rouge\w*|"
     r"meteor|cider|precision|recall|mse|mae|rmse|r2|perplexity|ppl|score|error|err|iou|miou|"
     r"dice|map|ap\d*|ndcg|mrr|hit\w*|fid|inception|psnr|ssim|lpips|wer|cer|reward|return|"
-    r"success|elbo|kl|bpd|likelihood|corr\w*|spearman|pearson|em|exact_match|metric\w*)"
+    r"success|elbo|kl|bpd|likelihood|corr|correlation|corrcoef|spearman|pearson|em|"
+    r"exact_match|metric\w*|similarity|distance|(?:lower|upper|variational|evidence) bound)"
     r"(?:$|[^a-z])"
 )
 #: Label words that are progress counters or settings, not results.
@@ -158,13 +159,14 @@ NOT_METRIC_WORDS = re.compile(
 
 
 #: Label words that make a name a setting even beside a metric word (``loss_weight``,
-#: ``score_threshold``, ``loss_fn``): hyperparameters, not results.
+#: ``score_threshold``, ``loss_fn``): hyperparameters, not results; and gradients
+#: (``grad_loss``, ``loss_grad``), which are intermediate values, not results either.
 SETTING_WORDS = re.compile(
     r"(?:^|[^a-z])(?:weight|weights|coef|coeff|coefficient|scale|scaling|threshold|thresh|"
     r"lambda|alpha|beta|gamma|temperature|temp|margin|clip|size|dim|window|eps|epsilon|"
     r"factor|fn|func|function|type|name|mode|kind|config|cfg|path|dir|file|smoothing|"
     r"patience|interval|freq|frequency|every|warmup|schedule|scheduler|decay|momentum|"
-    r"layers?|heads?|vocab|block|embd|embed|hidden)(?:$|[^a-z])"
+    r"layers?|heads?|vocab|block|embd|embed|hidden|grads?|gradients?)(?:$|[^a-z])"
 )
 
 
@@ -180,8 +182,9 @@ def is_counter_label(label: str) -> bool:
     return bool(NOT_METRIC_WORDS.match(label.strip().lower()))
 
 
-def label_regex(label: str, sep: str) -> str:
-    """A regex matching ``label``, then ``sep`` as printed, then a number (captured).
+def label_regex(label: str, sep: str, *, value: str = NUMBER) -> str:
+    """A regex matching ``label``, then ``sep`` as printed, then ``value`` (a regex with
+    one capturing group: a number, :data:`NUMBER`, by default).
 
     Runs of whitespace in either match any whitespace, so reformatted logs still match. A
     label starting with a word character must start a word: ``acc=`` does not match inside
@@ -193,7 +196,7 @@ def label_regex(label: str, sep: str) -> str:
         head = r"(?<!\w)" + head
     sep_core = sep.strip()
     tail = r"\s*" + re.escape(sep_core) + r"\s*" if sep_core else r"\s+"
-    return head + tail + NUMBER
+    return head + tail + value
 
 
 def first_line(text: str, max_len: int = 200) -> str:

@@ -13,6 +13,12 @@ from the cells:
 * ``metric`` candidates from saved outputs (stream text and ``text/plain`` results): lines
   such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
   source that matches the printed text (the value seen is in the note);
+* ``metric`` candidates from the code cells, by the rules of ``.py`` files
+  (:mod:`~reprobridge.detect._printed`): print-like calls (``print(f"step {k} loss {l}")``)
+  and a cell's last expression when it names a result (``loss.item()``, shown alone on a
+  line of the cell's output). Outputs are often cleared before a commit, and the auditor
+  reads the executed notebook's outputs, where these lines will be. A saved output's
+  regex wins over a code cell's of the same name (it was seen to match);
 * a ``seed`` finding from a seeding call with a literal in a code cell
   (``torch.manual_seed(0)``).
 
@@ -28,7 +34,14 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
-from reprobridge.detect._pyast import call_name, import_map, seed_calls
+from reprobridge.detect._printed import (
+    PrintedMetric,
+    keep_metrics,
+    last_expression_metric,
+    line_metrics,
+    printed_line,
+)
+from reprobridge.detect._pyast import call_name, import_map, nodes_of, seed_calls
 from reprobridge.detect._text import (
     is_counter_label,
     label_regex,
@@ -38,11 +51,11 @@ from reprobridge.detect._text import (
     slugify,
     unique_id,
 )
-from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 
 #: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
 _OUTPUT_RE = re.compile(
-    r"(?P<label>[^\W\d_][\w@./\- ]{0,40}?)\s*(?P<sep>[:=])\s*"
+    r"(?<![\w@./\-])(?P<label>[^\W\d_][\w@./\- ]{0,40}?)\s*(?P<sep>[:=])\s*"
     r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])"
 )
 _MAGIC_RE = re.compile(r"^\s*[%!?]")
@@ -151,6 +164,7 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
             label = match.group("label").strip(" -./")
             # Keep only the last words after a separator ("Epoch 3 | val acc" -> "val acc").
             label = re.split(r"[|,;()\[\]]", label)[-1].strip()
+            label = " ".join(label.split()[-4:])  # "the net gave ... accuracy" -> its tail
             if not label or is_counter_label(label) or not looks_like_metric(label):
                 continue
             name = metric_name(label)
@@ -160,6 +174,53 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
                 (name, label_regex(label, match.group("sep")), match.group("value"), match.group(0))
             )
     return found
+
+
+def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
+    """The import map of every code cell together (``from tqdm import tqdm`` in one cell,
+    ``tqdm.write`` in another)."""
+    code = "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
+    try:
+        return import_map(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+
+
+def _cell_metrics(
+    source: str, raw_lines: list[str], cursor: int, imports: dict[str, str]
+) -> list[tuple[PrintedMetric, int | None]]:
+    """The metrics a code cell prints (its print-like calls, and its last expression,
+    which Jupyter shows), each with its line in the notebook JSON."""
+    try:
+        tree = ast.parse(cell_code(source))
+    except (SyntaxError, ValueError, RecursionError):
+        return []  # Python 2 cells (print 'x'), half-written cells
+    lines = source.splitlines()
+    found: list[PrintedMetric] = []
+    try:
+        for call in nodes_of(tree, ast.Call):
+            shown = printed_line(call, imports)
+            if shown is not None:
+                found.extend(line_metrics(shown))
+        last = last_expression_metric(tree)
+    except RecursionError:
+        return []
+    if last is not None:
+        found.append(last)
+    out: list[tuple[PrintedMetric, int | None]] = []
+    for m in sorted(found, key=lambda m: (m.line, m.name)):
+        needle = lines[m.line - 1].strip() if 0 < m.line <= len(lines) else ""
+        out.append((m, _line_of(raw_lines, needle, cursor) if needle else None))
+    return out
+
+
+def _kept_metrics(
+    found: list[tuple[PrintedMetric, int | None]],
+) -> list[tuple[str, str, bool, int | None]]:
+    """(name, regex, labelled, JSON line) of the code cells' metrics worth declaring
+    (:func:`~reprobridge.detect._printed.keep_metrics` over the whole notebook)."""
+    where = {id(m): line for m, line in found}
+    return [(m.name, m.regex, m.labelled, where[id(m)]) for m in keep_metrics(m for m, _ in found)]
 
 
 def _code_seed(source: str) -> tuple[int, int] | None:
@@ -207,6 +268,19 @@ class NotebooksDetector(Detector):
             )
         return findings
 
+    def _metric(
+        self, path: str, name: str, regex: str, line: int | None, confidence: Confidence, note: str
+    ) -> Finding:
+        return Finding(
+            kind="metric",
+            key=name,
+            value={"entry": path, "source": {"regex": regex}},
+            evidence=(Evidence(path, line),),
+            detector=self.name,
+            confidence=confidence,
+            note=note,
+        )
+
     def _notebook(
         self, path: str, text: str, cells: list[dict[str, Any]], taken: set[str]
     ) -> list[Finding]:
@@ -246,6 +320,8 @@ class NotebooksDetector(Detector):
         ]
         raw_lines = text.splitlines()
         metrics: dict[str, Finding] = {}
+        code_metrics: list[tuple[PrintedMetric, int | None]] = []
+        imports = _notebook_imports(cells)
         seed: Finding | None = None
         cursor = 0
         for cell in cells:
@@ -277,19 +353,24 @@ class NotebooksDetector(Detector):
                         confidence="medium",
                         note="literal seed in a code cell",
                     )
+            code_metrics.extend(_cell_metrics(source, raw_lines, cursor, imports))
             for out_text in _output_texts(cell):
                 for name, regex, shown, matched in output_metrics(out_text):
                     if name in metrics:
                         continue
-                    metrics[name] = Finding(
-                        kind="metric",
-                        key=name,
-                        value={"entry": path, "source": {"regex": regex}},
-                        evidence=(Evidence(path, _line_of(raw_lines, matched, cursor)),),
-                        detector=self.name,
-                        confidence="medium",
-                        note=f"saved output shows {matched.strip()!r} (value {shown})",
-                    )
+                    note = f"saved output shows {matched.strip()!r} (value {shown})"
+                    at = _line_of(raw_lines, matched, cursor)
+                    metrics[name] = self._metric(path, name, regex, at, "medium", note)
+        # What the code cells print: the metric the executed notebook will show, whether or
+        # not the saved outputs show it (outputs are often cleared before a commit).
+        for name, regex, labelled, line in _kept_metrics(code_metrics):
+            if name in metrics:
+                continue
+            note = "printed by a code cell" + (
+                "" if labelled else " without a label: named after the value"
+            )
+            conf: Confidence = "medium" if labelled else "low"
+            metrics[name] = self._metric(path, name, regex, line, conf, note)
         if seed is not None:
             findings.append(seed)
         findings.extend(metrics[name] for name in sorted(metrics))

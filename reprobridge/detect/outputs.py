@@ -9,14 +9,20 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
 
 ``metric`` findings (key: the metric name, ``^[A-Za-z_][A-Za-z0-9_]{0,63}$``):
 
-* printed values — ``print(f"accuracy: {acc:.4f}")``, ``print("test_acc", x)``,
-  ``print("acc=%.3f" % a)``, ``"acc={}".format(a)``, ``logger.info("loss=%f", l)``,
-  ``tqdm.write``/``click.echo``/``accelerator.print`` — become ``{"regex": ...}`` sources
-  matching the printed label and separator and capturing the number (negatives and
-  exponents included, see :data:`~reprobridge.detect._text.NUMBER`). A label counts only
-  when it names a result (acc, loss, F1, BLEU, perplexity...) and not a setting
-  (``block_size``, ``vocab_size``, ``loss_weight``); progress counters (epoch, step, lr,
-  time...) never do.
+* printed values (:mod:`~reprobridge.detect._printed`) — ``print(f"accuracy: {acc:.4f}")``,
+  ``print("Accuracy:", acc)``, ``print("acc=%.3f" % a)``, ``"acc={}".format(a)``,
+  ``logger.info("loss=%f", l)``, ``tqdm.write``/``trange.write``/``click.echo``/
+  ``accelerator.print`` — become ``{"regex": ...}`` sources matching the printed label and
+  separator and capturing the number (negatives and exponents included, see
+  :data:`~reprobridge.detect._text.NUMBER`). A label counts only when it names a result
+  (acc, loss, F1, BLEU, perplexity, lower bound...) and not a setting (``block_size``,
+  ``vocab_size``, ``loss_weight``); progress counters (epoch, step, lr, time...) never do.
+  A file that prints no labelled result but an unlabelled value whose expression names
+  one (``print(t, loss.item())``) gets that metric, named after the expression, with a
+  regex of the whole printed line (low confidence).
+* metrics printed by the modules an experiment's entry imports (two levels deep: the
+  ``train()`` of another module prints the loss) are declared for the entry too (low
+  confidence; the entry's own metric of a name wins).
 * keys of a dict dumped with ``json.dump`` to a literal file — a dict literal, or a name
   built in the same function from a literal, ``d["k"] = ...`` or ``d.update(...)`` —
   become ``{"file": path, "key": dotted key}`` sources; within one file such a source is
@@ -26,7 +32,8 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
 tracker — ``wandb.log({...})`` keys, TensorBoard ``add_scalar`` tags — which the auditor
 cannot read from the run's log; the merge says so in the guide.
 
-Confidence: medium when the label names a result, low otherwise.
+Confidence: medium when a printed label or a dumped key names a result, low for a value
+named after its expression and for a metric printed by an imported module.
 """
 
 from __future__ import annotations
@@ -35,9 +42,14 @@ import ast
 import re
 from dataclasses import dataclass
 
+from reprobridge.detect._printed import (
+    PrintedMetric,
+    keep_metrics,
+    line_metrics,
+    printed_line,
+)
 from reprobridge.detect._pyast import (
     call_name,
-    dotted,
     import_map,
     kwarg,
     literal,
@@ -45,10 +57,8 @@ from reprobridge.detect._pyast import (
     static_path,
     walk_shallow,
 )
-from reprobridge.detect._select import procedure_files
+from reprobridge.detect._select import procedure_files, resolve_import
 from reprobridge.detect._text import (
-    is_counter_label,
-    label_regex,
     looks_like_metric,
     metric_name,
 )
@@ -60,7 +70,9 @@ from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 _CANDIDATE_RE = re.compile(
     rb"\.dump\(|\.save\(|\.savez|savetxt|savefig|\.to_(?:csv|json|parquet|pickle)\(|"
     rb"save_pretrained|write_(?:text|bytes)\(|open\([^)\n]*[\"'][rwabt+]*[wax]|"
-    rb"\w[ \t]*[:=][ \t]*(?:\{|%)|\w[\"'][ \t]*,|wandb|add_scalars?\("
+    rb"\w[ \t]*[:=][ \t]*(?:\{|%)|[\w:=][\"'][ \t]*,|wandb|add_scalars?\(|"
+    rb"(?i:(?:print|write|info|echo|set_description|set_postfix)\b[^\n]*"
+    rb"(?:loss|acc|err|score|bound|likelihood|mse|mae|r2|auc|f1|perplexity|ppl|bleu|reward))"
 )
 _WRITE_FIRST = frozenset({"numpy.save", "numpy.savez", "numpy.savez_compressed", "numpy.savetxt"})
 _WRITE_METHODS = frozenset(
@@ -68,11 +80,6 @@ _WRITE_METHODS = frozenset(
 )
 _DUMPS = frozenset({"json.dump", "pickle.dump", "yaml.dump", "yaml.safe_dump", "torch.save"})
 _OPENS = frozenset({"open", "io.open", "codecs.open", "gzip.open", "bz2.open"})
-_LOG_METHODS = frozenset({"info", "debug", "warning", "warn", "error", "critical", "log"})
-_PRINTF_RE = re.compile(r"%(?:\([^)]*\))?[-+ #0]*(?:\*|\d+)?(?:\.(?:\*|\d+))?[diouxXeEfFgGcrsa%]")
-_FORMAT_RE = re.compile(r"\{[^{}]*\}")
-_LABEL_RE = re.compile(r"(?P<label>\w[\w@/.\- ]*?)\s*(?P<sep>[:=]?)\s*$")
-_DELIMS_RE = re.compile(r"[|,;()\[\]{}\t<>]")
 _NOT_OUTPUT = ("/", "~", "..", "-")
 
 
@@ -93,106 +100,6 @@ def _norm(path: str) -> str | None:
     if not path or path.startswith(_NOT_OUTPUT) or "$" in path or "\n" in path or path == ".":
         return None
     return path
-
-
-# -- printed metrics -----------------------------------------------------------------------
-
-Token = tuple[str, str]  # ("text", literal) or ("value", "")
-
-
-def _split_format(text: str, pattern: re.Pattern[str]) -> list[Token]:
-    tokens: list[Token] = []
-    pos = 0
-    for match in pattern.finditer(text):
-        if match.group(0) in {"%%", "{{", "}}"}:
-            continue
-        tokens.append(("text", text[pos : match.start()]))
-        tokens.append(("value", ""))
-        pos = match.end()
-    tokens.append(("text", text[pos:]))
-    return tokens
-
-
-def _tokens(node: ast.expr) -> list[Token]:
-    """What ``node`` prints, as literal text and computed values."""
-    value = literal(node)
-    if isinstance(value, str):
-        return [("text", value)]
-    if isinstance(node, ast.JoinedStr):
-        out: list[Token] = []
-        for part in node.values:
-            if isinstance(part, ast.Constant) and isinstance(part.value, str):
-                out.append(("text", part.value))
-            else:
-                out.append(("value", ""))
-        return out
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
-        fmt = literal(node.left)
-        if isinstance(fmt, str):
-            return _split_format(fmt, _PRINTF_RE)
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and node.func.attr == "format"
-    ):
-        fmt = literal(node.func.value)
-        if isinstance(fmt, str):
-            return _split_format(fmt, _FORMAT_RE)
-    return [("value", "")]
-
-
-def _print_tokens(call: ast.Call, imports: dict[str, str]) -> list[Token] | None:
-    name = call_name(call, imports) or ""
-    func = call.func
-    if name in {"print", "tqdm.write", "tqdm.tqdm.write", "click.echo", "click.secho"} or (
-        isinstance(func, ast.Attribute) and func.attr == "print"
-    ):
-        sep_value = literal(kwarg(call, "sep"))
-        sep = sep_value if isinstance(sep_value, str) else " "
-        tokens: list[Token] = []
-        for i, arg in enumerate(call.args):
-            if i:
-                tokens.append(("text", sep))
-            tokens.extend(_tokens(arg))
-        return tokens
-    if isinstance(func, ast.Attribute) and func.attr in _LOG_METHODS:
-        owner = func.value.func if isinstance(func.value, ast.Call) else func.value
-        receiver = (dotted(owner) or "").lower()  # logger.info, logging.getLogger().info
-        if "log" not in receiver or not call.args:
-            return None
-        args = call.args[1:] if func.attr == "log" else call.args
-        if not args:
-            return None
-        fmt = literal(args[0])
-        if isinstance(fmt, str) and len(args) > 1:
-            return _split_format(fmt, _PRINTF_RE)
-        return _tokens(args[0])
-    return None
-
-
-def printed_metrics(tokens: list[Token]) -> list[tuple[str, str, bool]]:
-    """(label, regex, names a result) for every ``label<sep>value`` in printed tokens."""
-    found: list[tuple[str, str, bool]] = []
-    text = ""
-    for kind, part in tokens:
-        if kind == "text":
-            text += part
-            continue
-        tail = _DELIMS_RE.split(text)[-1]
-        text = ""
-        match = _LABEL_RE.search(tail)
-        if not match:
-            continue
-        words = match.group("label").strip(" -./").split()[-4:]
-        label = " ".join(words)
-        if not label or is_counter_label(label):
-            continue
-        sep = match.group("sep")
-        result = looks_like_metric(label)
-        if not result:
-            continue  # block_size: 8, vocab_size: 65 are settings, not results
-        found.append((label, label_regex(label, sep), result))
-    return found
 
 
 # -- json-dumped metrics -------------------------------------------------------------------
@@ -266,6 +173,73 @@ def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str]]:
     return out
 
 
+#: How many import levels below an experiment's entry its printed metrics are looked for
+#: (``main.py`` -> ``experiments.py`` -> ``training.py`` prints the loss).
+IMPORT_DEPTH = 2
+
+
+def _reached_modules(ctx: DetectContext) -> dict[str, list[str]]:
+    """Repository modules each experiment entry imports, up to :data:`IMPORT_DEPTH`
+    levels, nearest first (resolved as :func:`~reprobridge.detect._select.resolve_import`
+    does)."""
+    index = ctx.index
+    paths = set(index.py_scan())
+    entries = sorted(
+        {
+            str(f.value.get("entry", ""))
+            for f in ctx.of_kind("experiment")
+            if str(f.value.get("entry", "")).endswith(".py")
+        }
+        & paths
+    )
+    reach: dict[str, list[str]] = {}
+    for entry in entries:
+        seen, level = {entry}, [entry]
+        found: list[str] = []
+        for _ in range(IMPORT_DEPTH):
+            nxt: list[str] = []
+            for path in level:
+                for module, names in index.imported_modules(path):
+                    for hit in sorted(resolve_import(paths, path, module, names) - seen):
+                        seen.add(hit)
+                        nxt.append(hit)
+            found += nxt
+            level = nxt
+        reach[entry] = found
+    return reach
+
+
+def _inherited_metrics(findings: list[Finding], reach: dict[str, list[str]]) -> list[Finding]:
+    """Metrics printed by a module an entry imports, declared for the entry too (the merge
+    attaches metrics to an experiment by its entry): a ``train()`` in another module
+    prints the loss. The entry's own metric of a name wins, then the nearest module's."""
+    by_file: dict[str, list[Finding]] = {}
+    for f in findings:
+        if f.kind == "metric":
+            by_file.setdefault(str(f.value["entry"]), []).append(f)
+    out: list[Finding] = []
+    for entry, modules in sorted(reach.items()):
+        have = {f.key for f in by_file.get(entry, [])}
+        for module in modules:
+            for f in by_file.get(module, []):
+                if f.key in have:
+                    continue
+                have.add(f.key)
+                out.append(
+                    Finding(
+                        kind="metric",
+                        key=f.key,
+                        value={**f.value, "entry": entry},
+                        evidence=f.evidence,
+                        detector=f.detector,
+                        confidence="low",
+                        note=f"printed by {module}, which {entry} imports"
+                        + (f"; {f.note}" if f.note else ""),
+                    )
+                )
+    return out
+
+
 class OutputsMetricsDetector(Detector):
     """Output files and metric candidates of Python sources (see module docstring)."""
 
@@ -274,7 +248,9 @@ class OutputsMetricsDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         index = ctx.index
         findings: list[Finding] = []
-        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name)):
+        reach = _reached_modules(ctx)
+        extra = {m for mods in reach.values() for m in mods}
+        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, extra=extra)):
             tree = index.parse_python(path)
             if tree is None:
                 continue
@@ -282,7 +258,7 @@ class OutputsMetricsDetector(Detector):
                 findings.extend(self._file(path, tree))
             except RecursionError:  # pathologically nested expressions (generated code)
                 ctx.warn("skipped: expressions nested too deeply to analyse", path)
-        return findings
+        return findings + _inherited_metrics(findings, reach)
 
     def _file(self, path: str, tree: ast.Module) -> list[Finding]:
         imports = import_map(tree)
@@ -291,24 +267,24 @@ class OutputsMetricsDetector(Detector):
         calls: list[ast.Call] = nodes_of(tree, ast.Call)
         dumps: list[ast.Call] = []
         logged: dict[str, tuple[int, str]] = {}
+        printed: list[PrintedMetric] = []
         for node in calls:
             self._output(node, imports, outputs)
-            tokens = _print_tokens(node, imports)
-            if tokens is not None:
-                for label, regex, result in printed_metrics(tokens):
-                    name = metric_name(label)
-                    if name and name not in metrics:
-                        metrics[name] = _Metric(
-                            name,
-                            {"regex": regex},
-                            node.lineno,
-                            "medium" if result else "low",
-                            "printed",
-                        )
+            shown = printed_line(node, imports)
+            if shown is not None:
+                printed.extend(line_metrics(shown))
             if call_name(node, imports) == "json.dump" and len(node.args) >= 2:
                 dumps.append(node)
             for name, sink in _logged(node, imports):
                 logged.setdefault(name, (node.lineno, sink))
+        for m in keep_metrics(sorted(printed, key=lambda m: (m.line, m.name))):
+            metrics[m.name] = _Metric(
+                m.name,
+                {"regex": m.regex},
+                m.line,
+                "medium" if m.labelled else "low",
+                "printed" if m.labelled else "printed without a label: named after the value",
+            )
         # Only the scopes that dump JSON are walked again, for their file handles and dicts.
         functions = nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)
         scopes: dict[int, tuple[list[ast.stmt], list[ast.Call]]] = {}

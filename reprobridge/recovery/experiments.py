@@ -9,6 +9,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
+from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
@@ -290,6 +291,19 @@ def _entry_description(by_kind: dict[str, list[Finding]], entry: str) -> Finding
     )
 
 
+_HELD_OUT_RE = re.compile(r"(?:^|_)(?:test|eval|evaluation|val|valid|validation|final|best)(?:_|$)")
+_TRAIN_RE = re.compile(r"(?:^|_)(?:train|training|running|batch)(?:_|$)")
+
+
+def metric_rank(name: str) -> int:
+    """Where a metric goes among an experiment's: held-out results (``test_acc``,
+    ``val_loss``, ``final_score``) first, then plain names (``loss``), then training-set
+    and running values (``train_loss``, ``running_avg_loss``)."""
+    if _HELD_OUT_RE.search(name):
+        return 0
+    return 2 if _TRAIN_RE.search(name) else 1
+
+
 def _for_entry(findings: list[Finding], entry: str) -> list[Finding]:
     return [f for f in findings if f.value.get("entry") == entry]
 
@@ -478,7 +492,7 @@ def _one_experiment(
         key=lambda m: ("regex" not in m.value["source"], m.sources()),
     ):
         metrics.setdefault(m.key, m)
-    for name, m in sorted(metrics.items()):
+    for name, m in sorted(metrics.items(), key=lambda kv: (metric_rank(kv[0]), kv[0])):
         source = {k: str(v) for k, v in m.value["source"].items() if k in {"regex", "file", "key"}}
         if "file" in source:
             clean = clean_rel_path(source["file"])
@@ -486,6 +500,16 @@ def _one_experiment(
                 continue  # a file outside the workdir is not evidence the auditor may read
             source["file"] = clean
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+        better = direction(name.replace("_", " "))
+        if better is not None:
+            # Claims compare experiments by it ("a.loss < b.loss"); a paper column's own
+            # direction, merged later, replaces this guess.
+            b.put(
+                f"{p}.metrics.{name}.higher_is_better",
+                better,
+                [f"rb rule: the name `{name}` says {'higher' if better else 'lower'} is better"],
+                "low",
+            )
     tracked = [x for x in _for_entry(by_kind["logged_metric"], entry) if x.key not in metrics]
     if tracked and not metrics:
         names = ", ".join(f"{x.key} ({x.value['sink']}, {x.sources()[0]})" for x in tracked[:5])

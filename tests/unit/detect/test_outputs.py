@@ -6,8 +6,8 @@ import ast
 import re
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect._printed import line_metrics, printed_line
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.outputs import _print_tokens, printed_metrics
 from reprobridge.detect.registry import detectors
 from reprobridge.manifest.schema import METRIC_PATTERN, MetricSource
 
@@ -18,10 +18,11 @@ def run(make_repo, files: dict[str, str | bytes]):
 
 
 def metrics_of(src: str) -> list[tuple[str, str, bool]]:
+    """(name, regex, labelled) of what the one call in ``src`` prints."""
     call = ast.parse(src).body[0]
     assert isinstance(call, ast.Expr) and isinstance(call.value, ast.Call)
-    tokens = _print_tokens(call.value, {})
-    return printed_metrics(tokens or [])
+    printed = printed_line(call.value, {})
+    return [(m.name, m.regex, m.labelled) for m in (line_metrics(printed) if printed else [])]
 
 
 def test_printed_regexes_match_what_the_program_prints() -> None:
@@ -44,7 +45,7 @@ def test_settings_printed_with_a_separator_are_not_metrics() -> None:
     """Issue 9: block_size and vocab_size were taken as metrics."""
     assert metrics_of('print(f"block_size: {b} vocab_size: {v} n_embd={n}")') == []
     assert metrics_of('print(f"loss_weight={w} score_threshold: {t}")') == []
-    assert [m[0] for m in metrics_of('print(f"vocab size {v} val loss: {l:.4f}")')] == ["val loss"]
+    assert [m[0] for m in metrics_of('print(f"vocab size {v} val loss: {l:.4f}")')] == ["val_loss"]
 
 
 def test_counters_and_unlabelled_values_are_not_metrics() -> None:
