@@ -39,6 +39,7 @@ from reprobridge.audit.hostenv import (
     choose_index,
     interpreter_candidates,
     pip_inputs,
+    step_network_env,
 )
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError
@@ -744,7 +745,12 @@ class HostBackend:
         return SetupStep(
             what="uv (building packages without a wheel)",
             argv=tuple(argv),
-            env={**env, "UV_CACHE_DIR": str(ctx.cache), "UV_LINK_MODE": "copy"},
+            env={
+                **env,
+                **step_network_env(),
+                "UV_CACHE_DIR": str(ctx.cache),
+                "UV_LINK_MODE": "copy",
+            },
             network=True,
             ro_binds=(binary,),
             rw_binds=(ctx.cache, workspace / PYTHON_DIR / ".venv"),

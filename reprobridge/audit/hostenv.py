@@ -16,6 +16,8 @@ Contract:
   pyenv's and uv's installed interpreters by path (a pyenv shim for a version that is not
   the global one exits 127 although the interpreter exists).
 * :func:`built_from_source` reads the packages uv built from its log.
+* :func:`step_network_env` is what of the operator's network settings a sandboxed uv step
+  gets (TLS roots, proxies, indexes), never a credential: the step runs build code.
 """
 
 from __future__ import annotations
@@ -39,6 +41,26 @@ from reprobridge.manifest.schema import Manifest
 INDEX_PROBE_TIMEOUT = 5.0
 #: Proxy variables under which a direct connection says nothing about reachability.
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+#: Network settings a sandboxed uv step may get (values with credentials are dropped).
+_STEP_NETWORK_VARS = (
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "UV_NATIVE_TLS",
+    "UV_INDEX",
+    "UV_INDEX_URL",
+    "UV_DEFAULT_INDEX",
+    "UV_EXTRA_INDEX_URL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+    "NO_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "no_proxy",
+)
+#: A URL with a user (and password) in it: ``scheme://user:pass@host``.
+_USERINFO = re.compile(r"://[^/@\s]*@")
 #: uv's line for a package it built (``Built name==1.0``, ``Built name @ file:///...``).
 _BUILT = re.compile(r"^\s*Built ([A-Za-z0-9][A-Za-z0-9._-]*)(?:==| @ )", re.M)
 
@@ -187,3 +209,16 @@ def interpreter_candidates(version: str, path_env: str | None = None) -> list[Pa
 def built_from_source(log: str) -> list[str]:
     """Canonical names of the packages uv says it built (``Built X==1.0``), sorted."""
     return sorted({canonicalize_name(m) for m in _BUILT.findall(log)})
+
+
+def step_network_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+    """The operator's TLS, proxy and index settings for a sandboxed uv step: without them a
+    step behind a TLS-inspecting proxy fails (``invalid peer certificate``). A value that
+    carries credentials (``user:pass@``) is left out: the step runs a package's build code.
+    Certificate paths must lie where the sandbox binds them (``/etc/ssl``)."""
+    source = os.environ if environ is None else environ
+    return {
+        k: source[k]
+        for k in _STEP_NETWORK_VARS
+        if source.get(k) and not _USERINFO.search(source[k])
+    }

@@ -51,6 +51,10 @@ GOOGLE_SUBPACKAGES: Final[dict[str, str | None]] = {
 }
 #: Imports whose PyPI namesake is another project: the requirement to use instead.
 NOT_ON_PYPI: Final[dict[str, str]] = _str_map(_DATA["not_on_pypi"])
+#: Placeholder requirement names on PyPI -> the distribution to install instead.
+RENAMED_REQUIREMENTS: Final[dict[str, str]] = _str_map(_DATA["renamed_requirements"])
+#: Imports that are third-party even where the repository has a folder of that name.
+THIRD_PARTY: Final[frozenset[str]] = frozenset(_DATA["third_party"]["names"])
 #: Python 2 standard-library modules still imported by old research code.
 PY2_STDLIB: Final[frozenset[str]] = frozenset(_DATA["python2_stdlib"])
 

@@ -34,6 +34,7 @@ from reprobridge.detect._pkgmap import (
     PROVIDERS,
     PY2_STDLIB,
     SUBMODULE_DISTS,
+    THIRD_PARTY,
     submodule_dists,
 )
 from reprobridge.detect._text import is_support_path, skip_path
@@ -45,7 +46,13 @@ NOTE = "imported but not declared in any dependency file"
 #: Files re-read at most per undeclared import name, to confirm the scan's match.
 _MAX_CONFIRM = 5
 #: Import names the tables know as third-party: never taken for a nested repo module.
-_KNOWN = frozenset(IMPORT_TO_DIST) | frozenset(PROVIDERS) | frozenset(NOT_ON_PYPI) | {"google"}
+_KNOWN = (
+    frozenset(IMPORT_TO_DIST)
+    | frozenset(PROVIDERS)
+    | frozenset(NOT_ON_PYPI)
+    | THIRD_PARTY
+    | {"google"}
+)
 _STDLIB = frozenset(sys.stdlib_module_names) | PY2_STDLIB | {"__future__", "__main__"}
 _GOOGLE_RE = re.compile(r"^[ \t]*(?:from|import)[ \t]+google\.(\w+)", re.M)
 _DOTTED_RE = re.compile(
@@ -76,6 +83,8 @@ class _OwnModules:
 
     def __init__(self, ctx: DetectContext) -> None:
         self.global_names: set[str] = set()
+        #: Names at the repository's root (or under src/): what ``import X`` finds there.
+        self.top_level: set[str] = set()
         self.by_dir: dict[str, set[str]] = {}
         #: Every module and package name at any depth (for names no table knows).
         self.anywhere: set[str] = set()
@@ -95,6 +104,7 @@ class _OwnModules:
                 roots.append(parts[1:])
             for p in roots:
                 self.global_names.add(p[0] if len(p) > 1 else module)
+                self.top_level.add(p[0] if len(p) > 1 else module)
             if name == "__init__.py" and len(parts) > 1:
                 self.global_names.add(parts[-2])
         # Extension modules built by setup.py (CUDAExtension("fused_ops", ...)) import by a
@@ -107,6 +117,10 @@ class _OwnModules:
     def provides(self, name: str, importer: str) -> bool:
         """True when ``importer`` would find ``name`` in the repository itself."""
         parent = importer.rpartition("/")[0]
+        if name in THIRD_PARTY:
+            # A nested folder named like the library it wraps (autograd/scipy/) does not
+            # shadow it: only a module at the root, or beside a script, would.
+            return name in self.top_level or name in self.by_dir.get(parent, set())
         return name in self.global_names or name in self.by_dir.get(parent, set())
 
 

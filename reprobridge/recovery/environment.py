@@ -13,6 +13,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from reprobridge.detect._pkgmap import RENAMED_REQUIREMENTS
 from reprobridge.detect.base import Finding
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import RenderError
@@ -45,11 +46,19 @@ def merge_requirements(
     """One requirement per distribution (the more specific file wins; undeclared imports flagged); returns them by name."""
     groups: dict[str, list[Finding]] = defaultdict(list)
     for f in by_kind["python_requirement"]:
-        groups[canonicalize_name(f.key)].append(f)
+        key = canonicalize_name(f.key)
+        groups[RENAMED_REQUIREMENTS.get(key, key)].append(f)
     chosen: dict[str, Requirement] = {}
     for name in sorted(groups):
         ranked = best(groups[name], _REQ_PRIORITY)
-        ranked.sort(key=lambda f: (_REQ_PRIORITY.get(f.detector, 99), f.sources()))
+        # The real name before a placeholder's, then the more specific file.
+        ranked.sort(
+            key=lambda f: (
+                canonicalize_name(f.key) != name,
+                _REQ_PRIORITY.get(f.detector, 99),
+                f.sources(),
+            )
+        )
         top = ranked[0]
         try:
             req = Requirement(str(top.value["requirement"]))
@@ -58,6 +67,12 @@ def merge_requirements(
                 f"{top.sources()[0]}: ignored invalid requirement {top.value['requirement']!r}"
             )
             continue
+        if canonicalize_name(req.name) != name:
+            res.warnings.append(
+                f"{top.sources()[0]}: {req.name} is a placeholder on PyPI; "
+                f"using {name} instead (without the placeholder's version specifier)"
+            )
+            req = _renamed(req, name)
         chosen[name] = req
         specs = {str(f.value["requirement"]) for f in ranked}
         if len(specs) > 1:
@@ -95,6 +110,14 @@ def merge_requirements(
             [s for f in by_kind["python_index"] for s in f.sources()],
         )
     return chosen
+
+
+def _renamed(req: Requirement, name: str) -> Requirement:
+    """``req`` for distribution ``name``: its extras and markers kept, its versions (and
+    URL) dropped, since they were the placeholder's."""
+    extras = f"[{','.join(sorted(req.extras))}]" if req.extras else ""
+    marker = f"; {req.marker}" if req.marker else ""
+    return Requirement(f"{name}{extras}{marker}")
 
 
 #: What the way rb runs an experiment needs in the environment, by a word among the
@@ -269,10 +292,30 @@ def _py_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split("."))
 
 
+def _python_of_date(stamp: int | None) -> str | None:
+    """The newest Python ``X.Y`` released at least a year before ``stamp`` (the last
+    commit), from ``packages.toml``'s ``python_releases``; None without a date or before
+    the table starts."""
+    if stamp is None:
+        return None
+    from reprobridge.data import load_packages
+
+    year_before = datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
+    released = [v for v, day in load_packages()["python_releases"].items() if day <= year_before]
+    return max(released, key=_py_key) if released else None
+
+
 def merge_python(
-    b: Builder, by_kind: dict[str, list[Finding]], reqs: dict[str, Requirement], res: MergeResult
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    reqs: dict[str, Requirement],
+    res: MergeResult,
+    head: tuple[str, int] | None = None,
 ) -> str:
-    """The Python ``X.Y`` of the environment (exact version files first, then the specifiers)."""
+    """The Python ``X.Y`` of the environment: exact version files first, then the
+    specifiers (framework pins included), the newest admitted, at most the default, and
+    at most the newest Python released a year before the last commit (``head``): a 2022
+    repository resolved as of its date has no wheels for a Python of late 2022."""
     exact = [f for f in by_kind["python_version"] if "exact" in f.value]
     specs: list[tuple[SpecifierSet, Finding | str]] = []
     for f in by_kind["python_version"]:
@@ -328,6 +371,19 @@ def merge_python(
         admitted = [
             v for v in candidates if all(s.contains(f"{v}.0", prereleases=True) for s, _ in specs)
         ]
+        dated = _python_of_date(head[1]) if head else None
+        if dated is not None:
+            by_date = [v for v in admitted if _py_key(v) <= _py_key(dated)]
+            if by_date and by_date != admitted:
+                admitted = by_date
+                day = datetime.fromtimestamp(head[1], UTC).strftime("%Y-%m-%d") if head else ""
+                specs.append(
+                    (
+                        SpecifierSet(f"<={dated}.99"),
+                        f"git: last commit {day}; Python {dated} is the newest released a "
+                        "year before it",
+                    )
+                )
         if specs and admitted:
             choice = admitted[-1]
             sources = sorted(

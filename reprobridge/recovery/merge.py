@@ -90,7 +90,7 @@ def merge_findings(
     _project(b, by_kind, repo_name, paper_path)
     _scope_environment(ctx, by_kind, res)
     requirements = merge_requirements(b, by_kind, res)
-    python = merge_python(b, by_kind, requirements, res)
+    python = merge_python(b, by_kind, requirements, res, ctx.index.head)
     cuda = merge_cuda(b, by_kind, res)
     merge_environment(b, by_kind, python, cuda, python_lock, res)
     merge_exclude_newer(b, ctx.index.head, res)
