@@ -19,7 +19,6 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
-from importlib.resources import files
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
@@ -28,7 +27,7 @@ from reprobridge._fs import Changes, apply_changes
 from reprobridge._log import emit
 from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
-from reprobridge.artifacts.launchers import render_launcher
+from reprobridge.artifacts.launchers import render_check_script, render_launcher
 from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
 from reprobridge.constants import (
     CHECK_SCRIPT,
@@ -286,7 +285,7 @@ def init_repository(
         text, manifest, report = _build_manifest(root, merged, existing)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
-    out[FLAKE_FILE] = render_flake(manifest, version=__version__).encode()
+    out[FLAKE_FILE] = render_flake(manifest).encode()
     out[FLAKE_LOCK_FILE] = render_flake_lock(manifest).encode()
     for rel, content in project_files.items():
         out[rel] = content.encode()
@@ -296,7 +295,7 @@ def init_repository(
         out[f"{LAUNCHERS_DIR}/{exp_id}.sh"] = render_launcher(
             manifest, exp_id, version=__version__
         ).encode()
-    out[CHECK_SCRIPT] = files("reprobridge.artifacts").joinpath("check.py").read_bytes()
+    out[CHECK_SCRIPT] = render_check_script().encode()
     out[f"{REPRO_DIR}/.gitignore"] = _GITIGNORE.encode()
     notes = GuideNotes(
         decisions=merged.decisions,

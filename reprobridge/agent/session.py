@@ -8,7 +8,7 @@ Contract:
   see it) and is redacted, with every secret of the environment, from what the model and
   the transcript see. Patches that do not apply to the original repository are dropped
   with a note.
-* :func:`session_files` returns the files to write (patches under ``repro/patches/``, the
+* :func:`session_files` returns the files to write (patches under :data:`~reprobridge.constants.PATCHES_DIR`, the
   appended ledger and the transcript under ``.reprobridge/``) and the guide's agent section;
   the initializer writes them with everything else, all or nothing.
 """
@@ -31,7 +31,7 @@ from reprobridge.agent.loop import AgentConfig, AgentResult, run_agent, stable_c
 from reprobridge.agent.tools import Tools
 from reprobridge.agent.transcript import Transcript
 from reprobridge.agent.workspace import Workspace, existing
-from reprobridge.constants import REPRO_DIR
+from reprobridge.constants import PATCHES_DIR
 from reprobridge.errors import RecoveryError
 from reprobridge.evidence.redact import Redactor, secrets_from_env
 from reprobridge.manifest.io import manifest_data, render_new_manifest
@@ -148,12 +148,12 @@ def session_files(
 ) -> tuple[dict[str, bytes], str]:
     """The agent's files (patches, ledger, transcript) and the guide's agent section."""
     out: dict[str, bytes] = {}
-    pdir = root / REPRO_DIR / "patches"
+    pdir = root / PATCHES_DIR
     taken = len(list(pdir.glob("[0-9][0-9][0-9][0-9]-*.patch"))) if pdir.is_dir() else 0
     listed: list[str] = []
     for i, patch in enumerate(result.patches, taken + 1):
         slug = re.sub(r"[^a-z0-9]+", "-", patch.path.lower()).strip("-")[:50] or "change"
-        rel = f"{REPRO_DIR}/patches/{i:04d}-{slug}.patch"
+        rel = f"{PATCHES_DIR}/{i:04d}-{slug}.patch"
         header = "".join(
             "# " + line.replace("\n", " ") + "\n"
             for line in (

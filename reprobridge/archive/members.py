@@ -27,7 +27,7 @@ import tarfile
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -63,18 +63,6 @@ class Audit:
     def commit(self) -> str | None:
         value = self.plan.get("commit")
         return value if isinstance(value, str) else None
-
-
-@dataclass
-class Collection:
-    """The members of an archive, and where they came from."""
-
-    root: Path
-    commit: str
-    commit_time: int
-    audits: list[Audit]
-    members: list[Member] = field(default_factory=list)
-    with_source: bool = False
 
 
 def _regular_or_dir(path: Path, shown: str) -> os.stat_result:

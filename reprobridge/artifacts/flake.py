@@ -16,15 +16,29 @@ from __future__ import annotations
 
 import json
 import re
+from importlib import resources
 from typing import Any
 
-from reprobridge.artifacts._render import PLACEHOLDER, load_template
 from reprobridge.constants import FLAKE_FILE, MANIFEST_FILE
 from reprobridge.errors import RenderError
 from reprobridge.manifest.schema import Manifest, NixpkgsPin
 
 TEMPLATE = "flake.nix"
 _URL_LINE = re.compile(r'^(  inputs\.nixpkgs\.url = )"[^"\n]*";$', re.M)
+
+
+def load_template(name: str) -> str:
+    """The text of ``reprobridge/templates/<name>`` (package data).
+
+    Raises :class:`RenderError` when the file is not shipped with the package.
+    """
+    try:
+        return resources.files("reprobridge").joinpath("templates", name).read_text("utf-8")
+    except (FileNotFoundError, NotADirectoryError) as exc:
+        raise RenderError(
+            f"template {name!r} is missing from the installed package",
+            hint="reinstall reprobridge; templates are package data",
+        ) from exc
 
 
 def _pin(manifest: Manifest) -> NixpkgsPin:
@@ -52,12 +66,12 @@ def nixpkgs_url(pin: NixpkgsPin) -> str:
     return f"github:NixOS/nixpkgs/{pin.rev}"
 
 
-def render_flake(manifest: Manifest, *, version: str) -> str:
-    """The text of ``flake.nix`` for ``manifest`` (``version`` is accepted for symmetry with
-    the other renderers; the flake deliberately does not carry it).
+def render_flake(manifest: Manifest) -> str:
+    """The text of ``flake.nix`` for ``manifest`` (it carries no rb version, so
+    ``nix flake init`` and ``rb init`` write the same bytes).
 
     Raises :class:`RenderError` when the manifest has no nixpkgs pin, or when the template
-    and the values given here disagree about placeholders.
+    lost its one nixpkgs input line.
     """
     pin = _pin(manifest)
     text, count = _URL_LINE.subn(
@@ -65,9 +79,6 @@ def render_flake(manifest: Manifest, *, version: str) -> str:
     )
     if count != 1:
         raise RenderError(f"{FLAKE_FILE} template: expected one nixpkgs input line, found {count}")
-    leftover = PLACEHOLDER.search(text)
-    if leftover:
-        raise RenderError(f"{FLAKE_FILE} template: unfilled placeholder {leftover.group(0)}")
     return text
 
 

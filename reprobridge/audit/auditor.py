@@ -125,7 +125,6 @@ class AuditOptions:
     echo: bool = False
     sample_interval: float = 0.5
     grace: float = 30.0
-    keep_workspaces: bool = False
     #: Where runs execute (default: this machine, sandboxed when possible); the cluster seam.
     executor: Executor | None = None
     #: Where run workspaces are made (default: TMPDIR); a cluster needs a shared path.
@@ -791,10 +790,6 @@ def _one_run(
             run=_step_runner(executor, workspace, ctx.scratch, (*setup.ro_binds, *extra), run.key),
         )
         bundle.write_json(f"{rel(run_dir)}/packages.json", listing)
-        if opts.keep_workspaces:
-            kept = bundle.path.parent / f".workspaces/{bundle.path.name}/{run.experiment}-{run.k}"
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            shutil.move(str(workspace), kept)
     finally:
         if not detached:
             shutil.rmtree(tmp, ignore_errors=True)

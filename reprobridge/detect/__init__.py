@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from reprobridge._log import emit
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.index import RepoIndex
@@ -32,8 +30,3 @@ def detect_repo(
         found = det.detect(ctx)
         ctx.findings.extend(found)
     return ctx
-
-
-def index_repository(path: Path) -> RepoIndex:
-    """The index of the git work tree at ``path`` (see RepoIndex.from_git)."""
-    return RepoIndex.from_git(path)

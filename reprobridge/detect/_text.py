@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
-from collections.abc import Iterable
 from dataclasses import dataclass
 
 #: A printed number as one capturing group (sign, decimals, exponent).
@@ -205,11 +204,6 @@ def first_line(text: str, max_len: int = 200) -> str:
         if line.strip():
             return line.strip()[:max_len]
     return ""
-
-
-def sorted_unique(items: Iterable[str]) -> list[str]:
-    """Unique strings in sorted order (deterministic output)."""
-    return sorted(set(items))
 
 
 # -- shell command lines (README code blocks, *.sh, Makefile recipes) ---------------------

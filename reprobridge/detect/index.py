@@ -182,10 +182,6 @@ class RepoIndex:
     def python_files(self) -> list[str]:
         return self.with_suffix(".py")
 
-    def top_level_names(self) -> set[str]:
-        """First path components (files and directories) at the repository root."""
-        return {f.path.split("/", 1)[0] for f in self.files}
-
     # -- reading ------------------------------------------------------------------------
     def read_bytes(self, path: str, *, limit: int = MAX_TEXT_BYTES) -> bytes:
         """Raw bytes of ``path``. Raises DetectionError/UnsafePathError naming the file."""
@@ -314,7 +310,7 @@ class RepoIndex:
 
         :data:`MARKERS` come from the one pass. Any other word costs one more read of every
         Python file (cached per word): prefer testing it only in files you already selected
-        (:meth:`files_containing`).
+        (:meth:`py_bytes`).
         """
         scan = self.py_scan()
         indexed = set(markers) & set(MARKERS)
@@ -332,10 +328,6 @@ class RepoIndex:
             if m not in indexed:
                 found |= self._lazy_markers[m]
         return sorted(found)
-
-    def files_containing(self, paths: Iterable[str], pattern: re.Pattern[bytes]) -> list[str]:
-        """Those of ``paths`` (Python files) whose bytes match ``pattern``, sorted."""
-        return sorted(p for p, data in self.py_bytes(paths) if pattern.search(data))
 
     def imported_modules(self, path: str) -> list[tuple[str, tuple[str, ...]]]:
         """``(module, names)`` of every import statement in ``path`` (cheap, textual).

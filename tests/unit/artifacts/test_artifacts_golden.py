@@ -22,7 +22,7 @@ CASE = GOLDEN / "fastmix"
 
 def rendered(manifest: Manifest) -> dict[str, str]:
     files = {
-        "flake.nix": render_flake(manifest, version=VERSION),
+        "flake.nix": render_flake(manifest),
         "flake.lock": render_flake_lock(manifest),
         "repro/launchers/exp3.sh": render_launcher(manifest, "exp3", version=VERSION),
         "repro/launchers/baseline.sh": render_launcher(manifest, "baseline", version=VERSION),
@@ -52,7 +52,7 @@ def test_golden_flake_is_the_template(sample_manifest: Manifest) -> None:
     from importlib import resources
 
     template = resources.files("reprobridge").joinpath("templates", "flake.nix").read_text()
-    flake = render_flake(sample_manifest, version=VERSION)
+    flake = render_flake(sample_manifest)
     assert len(template.splitlines()) == len(flake.splitlines())
     differing = [
         (a, b) for a, b in zip(template.splitlines(), flake.splitlines(), strict=True) if a != b

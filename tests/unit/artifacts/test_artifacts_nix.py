@@ -98,7 +98,7 @@ def write_repo(repo: Path, data: dict[str, Any]) -> Manifest:
     manifest = Manifest.model_validate(data)
     files = {
         MANIFEST_FILE: manifest_toml(manifest),
-        FLAKE_FILE: render_flake(manifest, version=VERSION),
+        FLAKE_FILE: render_flake(manifest),
         FLAKE_LOCK_FILE: render_flake_lock(manifest),
         CHECK_SCRIPT: render_check_script(),
         "train.py": TRAIN,
@@ -266,7 +266,7 @@ def test_generated_flake_parses_without_the_stub(tmp_path: Path) -> None:
         pytest.skip("nix-instantiate is not installed")
     manifest = Manifest.model_validate(manifest_data())
     path = tmp_path / "flake.nix"
-    path.write_text(render_flake(manifest, version=VERSION))
+    path.write_text(render_flake(manifest))
     from importlib import resources
 
     raw = tmp_path / "raw.nix"
