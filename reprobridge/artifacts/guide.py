@@ -122,6 +122,12 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
         "",
     ]
     smoke = exp.tiers.get("smoke")
+    if exp.main:
+        out += [
+            "The main experiment: `rb audit --tier smoke` runs this one (name others on its",
+            "command line: `rb audit <id> --tier smoke`).",
+            "",
+        ]
     if smoke is None:
         out += [
             "No smoke tier: `rb audit --tier smoke` skips this experiment. Add",
@@ -380,7 +386,7 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         "",
         "```bash",
         "rb audit --runs 3            # each experiment three times, each run from a clean copy",
-        "rb audit --tier smoke        # the reduced settings, minutes on a CPU",
+        "rb audit --tier smoke        # the main experiment, reduced settings, minutes on a CPU",
         "rb verify repro/evidence/<audit-id>",
         "```",
         "",

@@ -26,22 +26,31 @@ class PlannedRun:
         return f"{self.experiment}/{self.k}"
 
 
+def default_reduced(manifest: Manifest, tier: Tier) -> list[str]:
+    """The experiments a reduced tier audits when none is named: those marked ``main`` that
+    have the tier, else every experiment that has it (a hand-written manifest without
+    ``main``). A smoke audit is a quick check of *the* experiment; running every tutorial
+    of a repository one after another is not quick. Raises AuditError when none has it."""
+    with_tier = [e for e, exp in manifest.experiments.items() if tier in exp.tiers]
+    if not with_tier:
+        raise AuditError(
+            f"no experiment has a {tier} tier", path="reprobridge.toml", field="experiments"
+        )
+    return [e for e in with_tier if manifest.experiments[e].main] or with_tier
+
+
 def plan_runs(
     manifest: Manifest, selected: list[str] | None, *, runs: int, tier: Tier
 ) -> list[PlannedRun]:
     """Repeat ``k`` of an experiment uses its tier's seeds in turn (``seeds[k % len]``): with
     seeds [0, 1, 2] and three runs each seed runs once; with [0] the same seed runs three
-    times, which checks determinism. Raises AuditError for unknown ids or a missing tier."""
+    times, which checks determinism. Without ``selected``, the full tier covers every
+    experiment and a reduced one :func:`default_reduced`'s. Raises AuditError for unknown ids or a missing tier."""
     if runs < 1:
         raise AuditError("--runs must be at least 1", field="runs")
     ids = selected or list(manifest.experiments)
     if not selected and tier != "full":
-        # Without an explicit selection, a reduced tier covers the experiments that have it.
-        ids = [e for e in ids if tier in manifest.experiments[e].tiers]
-        if not ids:
-            raise AuditError(
-                f"no experiment has a {tier} tier", path="reprobridge.toml", field="experiments"
-            )
+        ids = default_reduced(manifest, tier)
     if not ids:
         raise AuditError(
             "the manifest has no experiments to audit", path="reprobridge.toml", field="experiments"

@@ -374,8 +374,9 @@ def audit_command(
     root: Path,
     as_json: bool,
 ) -> None:
-    """Run EXPERIMENTS (default: all) RUNS times each in isolation, record evidence under
-    repro/evidence/<audit-id>/ and judge it against reprobridge.toml.
+    """Run EXPERIMENTS (default: all; with --tier smoke, those marked `main`) RUNS times
+    each in isolation, record evidence under repro/evidence/<audit-id>/ and judge it
+    against reprobridge.toml.
 
     Exit 0 (PASS) only when every experiment had metrics with thresholds and all held; 1
     (FAIL) when a verdict fails; 20 (INCOMPLETE) when nothing failed but something was not

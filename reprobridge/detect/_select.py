@@ -21,11 +21,13 @@ vendored and build directories are never selected.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import PurePosixPath
 
 from reprobridge.detect._text import is_test_path, skip_path
 from reprobridge.detect.base import DetectContext
+from reprobridge.detect.index import import_statements
+from reprobridge.detect.notebooks import notebook_code
 
 #: Files one procedure detector parses at most.
 MAX_PARSED = 200
@@ -61,6 +63,31 @@ def resolve_import(
             if norm in index_paths:
                 found.add(norm)
     return found
+
+
+def import_closure(
+    ctx: DetectContext, entry: str, py_paths: set[str], limit: int
+) -> Iterator[tuple[str, str]]:
+    """(path, code) of ``entry`` (a script, or a notebook's code cells) and then of the
+    repository modules it imports, transitively, breadth first, at most ``limit`` files;
+    a file that cannot be read is skipped. A caller may stop early (it is a generator)."""
+    queue, seen = [entry], {entry}
+    while queue and len(seen) <= limit:
+        path = queue.pop(0)
+        code = ctx.index.try_read_text(path)
+        if code is not None and path.endswith(".ipynb"):
+            code = notebook_code(code)
+        if code is None:
+            continue
+        yield path, code
+        for frm, names in import_statements(code.encode("utf-8", "surrogateescape")):
+            for module, imported in (
+                [(n, ()) for n in names] if frm is None else [(frm, tuple(names))]
+            ):
+                for found in sorted(resolve_import(py_paths, path, module, imported)):
+                    if found not in seen:
+                        seen.add(found)
+                        queue.append(found)
 
 
 def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:

@@ -28,10 +28,9 @@ import io
 import re
 import tokenize
 
-from reprobridge.detect._select import resolve_import
+from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.index import import_statements
-from reprobridge.detect.notebooks import json_line_of, notebook_code
+from reprobridge.detect.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60
@@ -99,29 +98,12 @@ class GpuDetector(Detector):
         py_paths: set[str],
         verdicts: dict[str, Evidence | None],
     ) -> Evidence | None:
-        queue, seen = [entry], {entry}
-        while queue and len(seen) <= MAX_FILES:
-            path = queue.pop(0)
-            code = self._code(ctx, path)
-            if code is None:
-                continue
+        for path, code in import_closure(ctx, entry, py_paths, MAX_FILES):
             if path not in verdicts:
                 verdicts[path] = self._use(ctx, path, code)
             if verdicts[path] is not None:
                 return verdicts[path]
-            for module, names in _statements(code):
-                for found in sorted(resolve_import(py_paths, path, module, names)):
-                    if found not in seen:
-                        seen.add(found)
-                        queue.append(found)
         return None
-
-    @staticmethod
-    def _code(ctx: DetectContext, path: str) -> str | None:
-        text = ctx.index.try_read_text(path)
-        if text is None or not path.endswith(".ipynb"):
-            return text
-        return notebook_code(text)
 
     @staticmethod
     def _use(ctx: DetectContext, path: str, code: str) -> Evidence | None:
@@ -165,13 +147,3 @@ def _without_prose(code: str) -> str:
             hi = end_col if r == end_row else len(line.rstrip("\r\n"))
             lines[r - 1] = line[:lo] + " " * (hi - lo) + line[hi:]
     return "".join(lines)
-
-
-def _statements(code: str) -> list[tuple[str, tuple[str, ...]]]:
-    out: list[tuple[str, tuple[str, ...]]] = []
-    for frm, names in import_statements(code.encode("utf-8", "surrogateescape")):
-        if frm is None:
-            out += [(n, ()) for n in names]
-        else:
-            out.append((frm, tuple(names)))
-    return out

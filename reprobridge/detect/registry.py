@@ -39,6 +39,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.params:ParamsDetector",
     "reprobridge.detect.configs:ConfigsDetector",
     "reprobridge.detect.datasets:DatasetsDetector",
+    "reprobridge.detect.fetch:FetchDetector",
     "reprobridge.detect.outputs:OutputsMetricsDetector",
     "reprobridge.detect.paper:PaperDetector",
 )

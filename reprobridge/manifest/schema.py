@@ -406,6 +406,13 @@ class Experiment(StrictModel):
         None,
         description="Why the command would not end on its own and which flag bounds it.",
     )
+    main: bool = Field(
+        False,
+        description="The experiment a smoke audit runs when none is named: *the* experiment "
+        "of the repository (rb init marks the best-ranked one that runs on a CPU from the "
+        "repository's own data). Without any, a smoke audit runs every experiment with a "
+        "smoke tier.",
+    )
 
     @field_validator("command")
     @classmethod

@@ -13,7 +13,7 @@ from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
-from reprobridge.recovery.ranking import rank
+from reprobridge.recovery.ranking import Ranked, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, smoke_value
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
@@ -205,7 +205,13 @@ def merge_experiments(
             continue
         covered_entries.add(entry)
         kept.append((f, cmd, entry, params))
-    chosen, others = rank([k[0] for k in kept], by_kind["mention"], by_kind["target"])
+    fetching = frozenset(str(f.key) for f in by_kind["fetch"])
+    gpu = frozenset(
+        e for e in (k[2] for k in kept) if any(_gpus(h) > 0 for h in _hardware(by_kind, e))
+    )
+    chosen, others = rank(
+        [k[0] for k in kept], by_kind["mention"], by_kind["target"], fetching, gpu
+    )
     for r in others:
         cmd = " ".join(str(r.finding.value["command"]).split())
         entry = str(r.finding.value.get("entry") or r.finding.key)
@@ -214,6 +220,7 @@ def merge_experiments(
         )
     picked = {id(r.finding) for r in chosen}
     kept = [k for k in kept if id(k[0]) in picked]  # in the merge rules' order
+    kept, main_why = _main_first(kept, chosen, by_kind, res)
     for rej in sorted(by_kind["rejected"], key=lambda f: f.key):
         res.dropped_experiments.append(f"{rej.key}: {rej.value['reason']} ({rej.sources()[0]})")
     if not kept:
@@ -233,7 +240,55 @@ def merge_experiments(
         while exp_id in used_ids:
             exp_id, n = f"{base[:60]}-{n}", n + 1
         used_ids.add(exp_id)
+        if main_why:
+            b.put(f"experiments.{exp_id}.main", True, [f"rb rule: {main_why}"], "medium")
+            res.decisions.append(
+                f"{exp_id} is the main experiment, the one `rb audit --tier smoke` runs: {main_why}"
+            )
+            main_why = ""
         _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+
+
+def _main_first(
+    kept: list[tuple[Finding, str, str, dict[str, Any]]],
+    chosen: list[Ranked],
+    by_kind: dict[str, list[Finding]],
+    res: MergeResult,
+) -> tuple[list[tuple[Finding, str, str, dict[str, Any]]], str]:
+    """``kept`` with the main experiment first — the best-ranked of ``chosen`` (the
+    ranking puts one that needs a GPU or data the repository lacks below one that needs
+    neither) — and why it is the main one ("" when nothing was kept). Each kept entry that
+    needs data the repository lacks is reported, so the guide says so (the audit is
+    offline)."""
+    if not kept:
+        return kept, ""
+    fetches = {str(f.key): f for f in by_kind["fetch"]}
+    for _f, _cmd, entry, _params in kept:
+        if entry in fetches:
+            fetch = fetches.pop(entry)  # one line per entry, however many commands run it
+            res.warnings.append(
+                f"{entry}: reads data the repository does not contain "
+                f"({', '.join(fetch.value['datasets'])}; {fetch.sources()[0]}): the audit "
+                "runs offline, so provide it first (see [datasets]); the main experiment is "
+                "one that needs no download where there is one"
+            )
+    best = chosen[0]
+    main = next(k for k in kept if k[0] is best.finding)
+    why = f"the best-ranked experiment ({best.why()})"
+    return [main, *(k for k in kept if k is not main)], why
+
+
+def _gpus(h: Finding) -> int:
+    return int(h.value.get("gpus", 1))
+
+
+def _hardware(by_kind: dict[str, list[Finding]], entry: str) -> list[Finding]:
+    """The ``hardware`` findings (GPU evidence) of the experiment whose entry is ``entry``."""
+    return [
+        h
+        for h in by_kind["hardware"]
+        if entry and (h.key == entry or h.value.get("entry") == entry)
+    ]
 
 
 def _run_key(f: Finding, cmd: str) -> str:
@@ -401,10 +456,14 @@ def _one_experiment(
     if smoke is not None and smoke[0] in params:
         name, value, sources = smoke
         b.put(f"{p}.tiers.smoke.params.{name}", value, sources)
-        b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
+        b.put(
+            f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium"
+        )
     elif tier_args:
         b.put(f"{p}.tiers.smoke.args", tier_args, [f"rb rule: smoke tier sets {bound}"], "medium")
-        b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
+        b.put(
+            f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium"
+        )
     elif bound is not None and bound in params:
         small = smoke_value(bound)
         value = params[bound]
@@ -416,7 +475,12 @@ def _one_experiment(
                 [f"rb rule: smoke tier lowers {bound}"],
                 "medium",
             )
-            b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
+            b.put(
+                f"{p}.tiers.smoke.timeout",
+                SMOKE_TIME_LIMIT,
+                ["rb default for smoke tiers"],
+                "medium",
+            )
     if not b.has(f"{p}.tiers.smoke"):
         # Nothing to shorten: the smoke tier is the run itself, stopped at the smoke limit.
         # Many such runs (notebooks, small scripts) finish in minutes; one that does not
@@ -430,8 +494,10 @@ def _one_experiment(
         b.put(
             f"{p}.tiers.smoke.timeout",
             SMOKE_TIME_LIMIT,
-            [f"rb rule: {why}; the smoke tier is the full command, stopped after "
-             f"{SMOKE_TIME_LIMIT}"],
+            [
+                f"rb rule: {why}; the smoke tier is the full command, stopped after "
+                f"{SMOKE_TIME_LIMIT}"
+            ],
             "low",
         )
         res.decisions.append(
@@ -453,16 +519,12 @@ def _one_experiment(
                     "the command"
                 )
         b.put(f"{p}.unbounded", text, u.sources(), u.confidence)
-    hw = [
-        h
-        for h in by_kind["hardware"]
-        if entry and (h.key == entry or h.value.get("entry") == entry)
-    ]
+    hw = _hardware(by_kind, entry)
     if hw:
         # A GPU only on evidence (a launcher's process count, CUDA use in the code), never
         # because environment.cuda is set: a pinned torch wheel says nothing about the run.
-        top = max(hw, key=lambda h: (int(h.value.get("gpus", 1)), -CONF_RANK[h.confidence]))
-        b.put(f"{p}.hardware.gpus", int(top.value.get("gpus", 1)), top.sources(), top.confidence)
+        top = max(hw, key=lambda h: (_gpus(h), -CONF_RANK[h.confidence]))
+        b.put(f"{p}.hardware.gpus", _gpus(top), top.sources(), top.confidence)
     ds_ids = sorted(
         i for i, d in datasets.items() if entry and any(e.path == entry for e in d.evidence)
     )

@@ -31,7 +31,9 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   against their workdir, not as text); a script's or notebook's own candidate yields to a
   command written for it; the candidates are then ranked
   (:mod:`reprobridge.recovery.ranking`): declared ones and strong ones are kept, the rest
-  are listed in the guide as other candidates, with why. Literal ``--flag value`` arguments
+  are listed in the guide as other candidates, with why. The best-ranked one that runs on a
+  CPU from the repository's own data is ``main`` and comes first: what a smoke audit runs
+  (an experiment whose data is downloaded at run time is reported). Literal ``--flag value`` arguments
   become ``{param}`` placeholders; the seed flag becomes ``{seed}``; an epochs/steps flag
   gives the ``smoke`` tier.
 * **Targets and claims**: paper table rows are matched to experiments and columns to
@@ -108,7 +110,7 @@ def _scope_environment(
     ctx: DetectContext, by_kind: dict[str, list[Finding]], res: MergeResult
 ) -> None:
     """Scope a monorepo's environment to the primary experiment's sub-project (see
-    :mod:`reprobridge.recovery.scope`); the primary experiment is the first the merge rules
+    :mod:`reprobridge.recovery.scope`); the primary experiment is the main one (first) the merge rules
     choose, found on a scratch builder."""
     config_dir = env_scope(ctx.index).config_dir
     declaring = declaring_folders(by_kind, config_dir)

@@ -17,7 +17,12 @@ person can promote one by copying its command into the manifest.
 The score (see :func:`score`): where it was found (README > Makefile > shell > entry point >
 notebook), confidence, an experiment-like name, a mention in the README's prose, a paper
 table row that names it, minus a tutorial/example/docs folder, a helper-like name
-(plot, download, ...) and depth in the tree. The weights are data (:data:`WEIGHTS`).
+(plot, download, ...) and depth in the tree. The weights are data (:data:`WEIGHTS`). The
+order is by score less a handicap (:data:`HANDICAPS`) for data the repository lacks (a
+download at run time: the audit is offline) and for a GPU; a handicap never drops a
+candidate that qualifies by declaration or score. The first kept candidate is the *main* experiment, the one a smoke
+audit runs: of README commands that tie, one that runs on a CPU from the repository's own
+data.
 """
 
 from __future__ import annotations
@@ -45,6 +50,12 @@ WEIGHTS: dict[str, int] = {
     "under a tutorial/example/docs folder": -15,
     "helper-like name": -20,
     "per folder level": -3,
+}
+#: What running a candidate here costs, by signal: it orders candidates (a CPU run from the
+#: repository's own data first) but never drops one that qualifies.
+HANDICAPS: dict[str, int] = {
+    "reads data the repository lacks": 20,
+    "needs a GPU": 10,
 }
 #: A candidate scoring at least this is kept even when it is not declared.
 KEEP_SCORE = 35
@@ -76,6 +87,8 @@ class Ranked:
     finding: Finding
     score: int
     reasons: tuple[str, ...]
+    #: What running it here costs (:data:`HANDICAPS`); the order is by ``score - handicap``.
+    handicap: int = 0
 
     @property
     def declared(self) -> bool:
@@ -84,7 +97,8 @@ class Ranked:
 
     def why(self) -> str:
         """The score and its signals, for the guide."""
-        return f"score {self.score}: " + ", ".join(self.reasons)
+        cost = f", ordered as {self.score - self.handicap}" if self.handicap else ""
+        return f"score {self.score}{cost}: " + ", ".join(self.reasons)
 
 
 def _entry(f: Finding) -> str:
@@ -95,8 +109,15 @@ def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower().replace("_", " "))) - _STOP
 
 
-def score(f: Finding, mentioned: set[str], row_labels: list[set[str]]) -> Ranked:
-    """The :class:`Ranked` of one candidate (see the module docstring)."""
+def score(
+    f: Finding,
+    mentioned: set[str],
+    row_labels: list[set[str]],
+    fetching: frozenset[str] = frozenset(),
+    gpu: frozenset[str] = frozenset(),
+) -> Ranked:
+    """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` and
+    ``gpu`` are the entries whose data is fetched at run time and that need a GPU."""
     entry = _entry(f)
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -112,6 +133,14 @@ def score(f: Finding, mentioned: set[str], row_labels: list[set[str]]) -> Ranked
         signals.append("under a tutorial/example/docs folder")
     if _HELPER_NAME.search(pure.stem):
         signals.append("helper-like name")
+    costs = [
+        c
+        for c, hit in (
+            ("reads data the repository lacks", entry in fetching),
+            ("needs a GPU", entry in gpu),
+        )
+        if hit
+    ]
     total = sum(WEIGHTS.get(s, 0) for s in signals)
     depth = len(folders)
     total += WEIGHTS["per folder level"] * depth
@@ -120,26 +149,32 @@ def score(f: Finding, mentioned: set[str], row_labels: list[set[str]]) -> Ranked
     ]
     if depth:
         reasons.append(f"{depth} folder(s) deep")
-    return Ranked(f, total, tuple(reasons))
+    return Ranked(f, total, (*reasons, *costs), sum(HANDICAPS[c] for c in costs))
 
 
 def rank(
-    candidates: list[Finding], mentions: list[Finding], targets: list[Finding]
+    candidates: list[Finding],
+    mentions: list[Finding],
+    targets: list[Finding],
+    fetching: frozenset[str] = frozenset(),
+    gpu: frozenset[str] = frozenset(),
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, others) of ``candidates`` (already deduplicated), each best first.
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
-    paper's ``target`` findings, whose row labels may name an experiment.
+    paper's ``target`` findings, whose row labels may name an experiment; ``fetching`` and
+    ``gpu`` as in :func:`score`.
     """
     mentioned = {m.key for m in mentions}
     rows = [_words(str(t.value.get("row", ""))) for t in targets]
     ranked = sorted(
-        (score(f, mentioned, rows) for f in candidates),
-        key=lambda r: (-r.score, r.finding.sources(), r.finding.key),
+        (score(f, mentioned, rows, fetching, gpu) for f in candidates),
+        key=lambda r: (r.handicap - r.score, r.finding.sources(), r.finding.key),
     )
     kept = [r for r in ranked if r.declared or r.score >= KEEP_SCORE][:MAX_KEPT]
     if not kept and ranked:
         # Only undistinguished candidates (96 tutorial notebooks): the best, not all.
-        kept = [r for r in ranked if r.score == ranked[0].score][:FALLBACK_KEPT]
+        top = ranked[0].score - ranked[0].handicap
+        kept = [r for r in ranked if r.score - r.handicap == top][:FALLBACK_KEPT]
     chosen = {id(r) for r in kept}
     return kept, [r for r in ranked if id(r) not in chosen]
