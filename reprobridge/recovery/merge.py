@@ -141,7 +141,7 @@ def _scope_environment(
     primary = subproject(experiment_folder(finding), declaring) if finding else None
     if primary is None:
         return
-    dropped = scope_findings(by_kind, primary, declaring, config_dir)
+    dropped = scope_findings(by_kind, primary, declaring, config_dir, ctx.index)
     res.dropped_experiments += [d for d in dropped if d.startswith("experiment ")]
     if dropped:
         res.decisions.append(

@@ -11,7 +11,10 @@ one sub-project's placeholder package). Rule, applied before the environment is 
 * experiments inside *another* declaring folder are left out of the manifest (each
   sub-project is its own reproduction: run ``rb init`` there), and listed in the guide;
 * only the declarations of the sub-project, its parents and the root count, and only
-  imports seen there or at the root.
+  imports seen there or at the root;
+* a package that only another folder declares, but that a Python file of the sub-project
+  imports, stays, as an import of that file: a sub-project's requirements file that omits
+  ``torch`` (every file there imports it) must not lose it.
 
 Nothing is scoped when the primary experiment's folder declares nothing of its own (an
 experiment at the root, say).
@@ -21,7 +24,11 @@ from __future__ import annotations
 
 import posixpath
 
-from reprobridge.detect.base import Finding
+from packaging.utils import canonicalize_name
+
+from reprobridge.detect._pkgmap import IMPORT_TO_DIST, PROVIDERS
+from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect.index import RepoIndex, scan_imports
 
 #: Detectors whose findings come from declaration files (scoped by the file's folder).
 _DECLARED = frozenset(
@@ -89,13 +96,39 @@ def drop_support_only(by_kind: dict[str, list[Finding]], folders: list[str]) -> 
     return dropped
 
 
+def _import_names(dist: str) -> set[str]:
+    """The top-level import names that distribution ``dist`` (canonical) provides."""
+    names = {dist.replace("-", "_")}
+    names |= {i for i, d in IMPORT_TO_DIST.items() if canonicalize_name(d) == dist}
+    names |= {i for i, ds in PROVIDERS.items() if dist in ds}
+    return names
+
+
+def _imported_in(index: RepoIndex, folder: str, dist: str) -> str | None:
+    """The first Python file under ``folder`` that imports ``dist`` (None: none does)."""
+    names = _import_names(dist)
+    for entry in index:
+        if entry.suffix != ".py" or not _inside(entry.path.rpartition("/")[0], folder):
+            continue
+        text = index.try_read_text(entry.path)
+        if text is not None and names & scan_imports(text.encode()):
+            return entry.path
+    return None
+
+
 def scope_findings(
-    by_kind: dict[str, list[Finding]], primary: str, declaring: set[str], config_dir: str
+    by_kind: dict[str, list[Finding]],
+    primary: str,
+    declaring: set[str],
+    config_dir: str,
+    index: RepoIndex | None = None,
 ) -> list[str]:
     """Keep, in place, only the experiments and environment findings of sub-project
     ``primary`` (plus the root's); return one line per left-out experiment, declaration file
-    or import, for the guide."""
+    or import, for the guide. With ``index``, a requirement only another folder declares
+    stays when a file of ``primary`` imports it (see the module docstring)."""
     dropped: dict[str, None] = {}
+    readded: dict[str, Finding] = {}
 
     def related(folder: str) -> bool:
         return folder in ("", config_dir) or _inside(folder, primary) or _inside(primary, folder)
@@ -114,6 +147,25 @@ def scope_findings(
             if any(related(_folder(e.path)) for e in f.evidence):
                 return True
             dropped.update(dict.fromkeys(sorted({e.path for e in f.evidence})))
+            key = canonicalize_name(f.key)
+            importer = (
+                _imported_in(index, primary, key)
+                if index is not None and f.kind == "python_requirement"
+                else None
+            )
+            if importer is not None:
+                readded.setdefault(
+                    key,
+                    Finding(
+                        kind="python_requirement",
+                        key=key,
+                        value={"requirement": key, "declared": False, "importers": [importer]},
+                        evidence=(Evidence(importer),),
+                        detector="imports",
+                        confidence="medium",
+                        note=f"imported in {primary}/, declared only in another folder",
+                    ),
+                )
             return False
         if f.detector == "imports":
             importers = [str(p) for p in f.value.get("importers", [])] or [
@@ -127,4 +179,9 @@ def scope_findings(
     for kind in SCOPED_KINDS:
         if kind in by_kind:
             by_kind[kind] = [f for f in by_kind[kind] if keep(f)]
+    kept = {canonicalize_name(f.key) for f in by_kind.get("python_requirement", [])}
+    by_kind["python_requirement"] = [
+        *by_kind.get("python_requirement", []),
+        *(f for k, f in sorted(readded.items()) if k not in kept),
+    ]
     return list(dropped)
