@@ -34,6 +34,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from reprobridge import _proc
 from reprobridge.artifacts.pyenv import TorchRouting, torch_routing
 from reprobridge.manifest.schema import Manifest
 
@@ -41,23 +42,12 @@ from reprobridge.manifest.schema import Manifest
 INDEX_PROBE_TIMEOUT = 5.0
 #: Proxy variables under which a direct connection says nothing about reachability.
 _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
-#: Network settings a sandboxed uv step may get (values with credentials are dropped).
-_STEP_NETWORK_VARS = (
-    "SSL_CERT_FILE",
-    "SSL_CERT_DIR",
-    "UV_NATIVE_TLS",
-    "UV_INDEX",
-    "UV_INDEX_URL",
-    "UV_DEFAULT_INDEX",
-    "UV_EXTRA_INDEX_URL",
-    "HTTP_PROXY",
-    "HTTPS_PROXY",
-    "ALL_PROXY",
-    "NO_PROXY",
-    "http_proxy",
-    "https_proxy",
-    "all_proxy",
-    "no_proxy",
+#: Network settings a sandboxed uv step may get (values with credentials are dropped): what
+#: rb passes to uv on the host, less its cache (the step's is private) and local paths.
+_STEP_NETWORK_VARS = tuple(
+    v
+    for v in _proc.UV_PASSTHROUGH
+    if v not in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "UV_FIND_LINKS")
 )
 #: A URL with a user (and password) in it: ``scheme://user:pass@host``.
 _USERINFO = re.compile(r"://[^/@\s]*@")
