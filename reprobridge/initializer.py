@@ -20,7 +20,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from reprobridge import __version__, _proc
 from reprobridge._fs import Changes, apply_changes
@@ -79,6 +79,41 @@ class InitResult:
     lock_warning: str | None = None
     #: Set when ``--agent auto`` fell back to static recovery (AgentOptions.fallback_static).
     agent_fallback: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The `rb init --json` document (stable keys, for scripts)."""
+        m = self.manifest
+        doc: dict[str, Any] = {
+            "root": str(self.root),
+            "dry_run": self.dry_run,
+            "manifest": m.model_dump(
+                mode="json", by_alias=True, exclude_none=True, exclude={"derived"}
+            ),
+            "files": {
+                "created": self.changes.created,
+                "changed": self.changes.changed,
+                "unchanged": self.changes.unchanged,
+                "removed": self.changes.removed,
+            },
+            "conflicts": [str(c) for c in self.merge.conflicts],
+            "flagged_imports": self.merge.flagged_imports,
+            "unmatched_targets": self.merge.unmatched_targets,
+            "dropped_experiments": self.merge.dropped_experiments,
+            "warnings": self.merge.warnings,
+            "kept_edits": self.refresh.kept_edits if self.refresh else [],
+            "lock": self.lock_note,
+            "lock_warning": self.lock_warning,
+            "agent_fallback": self.agent_fallback,
+        }
+        if self.agent is not None:
+            # What the recovery cost (rb bench tabulates it).
+            ledger = self.agent.ledger
+            doc["agent"] = {
+                "calls": len(ledger.entries),
+                "cost_usd": ledger.cost_usd,
+                "stopped_by": self.agent.stopped_by,
+            }
+        return doc
 
 
 def _resolve_paper(root: Path, paper: str | Path | None, given_root: Path) -> str | None:

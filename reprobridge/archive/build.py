@@ -86,6 +86,19 @@ class ArchiveResult:
     manifest_sha256: str
     signed: bool
 
+    def to_json(self) -> dict[str, Any]:
+        """The `rb archive --json` document (stable keys)."""
+        return {
+            "path": str(self.path),
+            "size": self.size,
+            "files": self.files,
+            "commit": self.commit,
+            "source_date_epoch": self.epoch,
+            "audits": self.audits,
+            "manifest_sha256": self.manifest_sha256,
+            "signed": self.signed,
+        }
+
 
 def default_name(project: str, commit: str, fmt: Format) -> str:
     """``<project>-<commit12>.tar.gz`` (or ``.tar.zst``)."""

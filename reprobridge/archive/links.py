@@ -49,7 +49,8 @@ class LinkResult:
     covered: bool
     covered_by: str | None = None
 
-    def as_dict(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, Any]:
+        """One row of `rb check-links --json`: every field."""
         return asdict(self)
 
 

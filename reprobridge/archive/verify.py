@@ -82,6 +82,17 @@ class ArchiveReport:
     def ok(self) -> bool:
         return not self.problems
 
+    def to_json(self) -> dict[str, Any]:
+        """The `rb archive verify --json` document (stable keys)."""
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "format": self.format,
+            "files": len(self.files),
+            "problems": self.problems,
+            "signature": self.signature,
+        }
+
 
 @contextlib.contextmanager
 def open_tar(path: Path) -> Iterator[tuple[tarfile.TarFile, str]]:

@@ -41,6 +41,19 @@ class VerifyOutcome:
     def ok(self) -> bool:
         return not self.problems
 
+    def to_json(self) -> dict[str, Any]:
+        """The `rb verify --json` document (stable keys)."""
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "problems": self.problems,
+            "signature": self.signature,
+            "runs": self.runs,
+            "passed": self.passed,
+            "verdict": self.verdict,
+            "incomplete": self.incomplete,
+        }
+
 
 _MAX_DIFFERENCES = 8
 #: audit.json keys added with the INCOMPLETE verdict (absent from older bundles).

@@ -39,42 +39,6 @@ def progress_sink(verbosity: int) -> Any:
     return _sink
 
 
-def init_doc(result: InitResult) -> dict[str, Any]:
-    """The `rb init --json` document (stable keys, for scripts)."""
-    m = result.manifest
-    doc: dict[str, Any] = {
-        "root": str(result.root),
-        "dry_run": result.dry_run,
-        "manifest": m.model_dump(
-            mode="json", by_alias=True, exclude_none=True, exclude={"derived"}
-        ),
-        "files": {
-            "created": result.changes.created,
-            "changed": result.changes.changed,
-            "unchanged": result.changes.unchanged,
-            "removed": result.changes.removed,
-        },
-        "conflicts": [str(c) for c in result.merge.conflicts],
-        "flagged_imports": result.merge.flagged_imports,
-        "unmatched_targets": result.merge.unmatched_targets,
-        "dropped_experiments": result.merge.dropped_experiments,
-        "warnings": result.merge.warnings,
-        "kept_edits": result.refresh.kept_edits if result.refresh else [],
-        "lock": result.lock_note,
-        "lock_warning": result.lock_warning,
-        "agent_fallback": result.agent_fallback,
-    }
-    if result.agent is not None:
-        # What the recovery cost (rb bench tabulates it).
-        ledger = result.agent.ledger
-        doc["agent"] = {
-            "calls": len(ledger.entries),
-            "cost_usd": ledger.cost_usd,
-            "stopped_by": result.agent.stopped_by,
-        }
-    return doc
-
-
 def _src(result: InitResult, path: str) -> str:
     d = result.manifest.derived.get(path)
     return (

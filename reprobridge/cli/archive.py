@@ -7,7 +7,14 @@ from typing import cast
 
 import click
 
-from reprobridge.cli.options import common_options, parse_overrides, print_json, repo_option, state
+from reprobridge.cli.options import (
+    common_options,
+    key_option,
+    parse_overrides,
+    print_json,
+    repo_option,
+    state,
+)
 
 
 @click.group("archive", invoke_without_command=True)
@@ -93,18 +100,7 @@ def archive_command(
     )
     res = build_archive(root, output, opts)
     if as_json:
-        print_json(
-            {
-                "path": str(res.path),
-                "size": res.size,
-                "files": res.files,
-                "commit": res.commit,
-                "source_date_epoch": res.epoch,
-                "audits": res.audits,
-                "manifest_sha256": res.manifest_sha256,
-                "signed": res.signed,
-            }
-        )
+        print_json(res)
         return
     click.echo(f"archive: {res.path} ({res.size} bytes, {res.files} files)")
     click.echo(f"commit: {res.commit}  mtime: {res.epoch}")
@@ -113,31 +109,24 @@ def archive_command(
 
 
 @archive_command.command("verify")
-@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--key",
-    "public_key",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The signer's public key (PEM); without it the archive's own signer.pub is used.",
-)
+@click.argument("file", type=click.Path(exists=True, path_type=Path))
+@key_option("The signer's public key (PEM); without it the archive's own signer.pub is used.")
 @common_options
 def verify_archive_command(file: Path, public_key: Path | None, as_json: bool) -> None:
     """Check FILE: member safety, every hash against MANIFEST.json, the manifest, the
     RO-Crate and the signature. Exit 0 when all hold, 1 otherwise."""
     from reprobridge.archive.verify import verify_archive
+    from reprobridge.errors import ArchiveError
 
+    if file.is_dir():
+        raise ArchiveError(
+            "is a directory, not an archive file",
+            path=str(file),
+            hint=f"an evidence bundle is checked with `rb verify {file}`",
+        )
     rep = verify_archive(file, public_key)
     if as_json:
-        print_json(
-            {
-                "path": str(rep.path),
-                "ok": rep.ok,
-                "format": rep.format,
-                "files": len(rep.files),
-                "problems": rep.problems,
-                "signature": rep.signature,
-            }
-        )
+        print_json(rep)
     else:
         for p in rep.problems:
             click.echo(f"problem: {p}")

@@ -30,7 +30,7 @@ def check_links_command(path: Path, offline: bool, timeout: float, as_json: bool
     results = check_links(path, offline=offline, timeout=timeout)
     lost = [r for r in results if r.status == "broken" and not r.covered]
     if as_json:
-        print_json([r.as_dict() for r in results])
+        print_json([r.to_json() for r in results])
     else:
         for r in results:
             cov = f"  [covered: {r.covered_by}]" if r.covered else ""

@@ -10,7 +10,7 @@ from typing import cast
 import click
 
 from reprobridge._log import sink
-from reprobridge.cli._render import init_doc, print_init_summary, progress_sink
+from reprobridge.cli._render import print_init_summary, progress_sink
 from reprobridge.cli.options import backend_option, common_options, print_json, state
 
 
@@ -52,7 +52,7 @@ def demo_command(
         result = init_repository(repo, paper=repo / "paper.md")
     if no_run:
         if as_json:
-            print_json({"repository": str(repo), "init": init_doc(result)})
+            print_json({"repository": str(repo), "init": result.to_json()})
         else:
             print_init_summary(result)
         return
@@ -62,7 +62,7 @@ def demo_command(
         click.echo(
             click.style(f"\nAuditing: rb audit --runs {runs} --tier {tier} (in {repo})", bold=True)
         )
-    extra = {"repository": str(repo), "init": init_doc(result)}
+    extra = {"repository": str(repo), "init": result.to_json()}
     try:
         run_and_render(repo, opts, as_json=as_json, quiet=quiet, extra=extra)
     finally:

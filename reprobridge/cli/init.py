@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import click
 
 from reprobridge._log import sink
-from reprobridge.cli._render import init_doc, print_init_summary, progress_sink
+from reprobridge.cli._render import print_init_summary, progress_sink
 from reprobridge.cli.options import common_options, print_json, state
 
 if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays fast
@@ -145,7 +145,7 @@ def init_command(
                     err=True,
                 )
     if as_json:
-        print_json(init_doc(result))
+        print_json(result)
     else:
         print_init_summary(result, _next_step(result))
         if result.agent is not None:

@@ -10,10 +10,10 @@ with :func:`state`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import click
 
@@ -92,8 +92,16 @@ def json_option(f: F) -> F:
     )(f)
 
 
-def print_json(doc: Any) -> None:
-    """The one printer of ``--json`` results: indented, sorted keys, paths as strings."""
+class JsonResult(Protocol):
+    """A verb's result: its ``--json`` document is ``to_json()`` (stable keys)."""
+
+    def to_json(self) -> Any: ...
+
+
+def print_json(result: JsonResult | Mapping[str, Any] | Sequence[Any]) -> None:
+    """The one printer of ``--json`` results: a result's :meth:`JsonResult.to_json` (or a
+    document a verb assembles), indented, sorted keys, paths as strings."""
+    doc = result.to_json() if hasattr(result, "to_json") else result
     click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
 
 
@@ -139,6 +147,16 @@ def repo_argument(f: F) -> F:
         default=".",
         callback=_discoverer(True),
     )(f)
+
+
+def key_option(help_text: str) -> Callable[[F], F]:
+    """``--key PEM``: a signer's public key (the verbs that check a signature)."""
+    return click.option(
+        "--key",
+        "public_key",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help=help_text,
+    )
 
 
 def backend_option(f: F) -> F:

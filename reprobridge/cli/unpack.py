@@ -6,18 +6,13 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, print_json
+from reprobridge.cli.options import common_options, key_option, print_json
 
 
 @click.command("unpack")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
-@click.option(
-    "--key",
-    "public_key",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Require a signature by this public key (PEM).",
-)
+@key_option("Require a signature by this public key (PEM).")
 @common_options
 def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: bool) -> None:
     """Unpack FILE into DEST (new or empty) after verifying it completely; a refused archive

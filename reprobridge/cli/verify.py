@@ -1,4 +1,9 @@
-"""`rb verify BUNDLE`: re-check hashes and signature, re-derive every verdict."""
+"""`rb verify BUNDLE`: re-check hashes and signature, re-derive every verdict.
+
+Two verbs verify, one per kind of evidence: `rb verify` takes one audit's bundle (a
+directory, ``repro/evidence/<audit-id>``); `rb archive verify` takes an archive file
+(``rb archive``'s tarball). Each names the other when handed the wrong kind.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +11,31 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, print_json
+from reprobridge.cli.options import common_options, key_option, print_json
 
 
 @click.command("verify")
-@click.argument("bundle", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option(
-    "--key",
-    "public_key",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="The signer's public key (PEM). Without it a signature is checked only against "
-    "the key inside the bundle, which proves nothing about who signed.",
+@click.argument("bundle", type=click.Path(exists=True, path_type=Path))
+@key_option(
+    "The signer's public key (PEM). Without it a signature is checked only against "
+    "the key inside the bundle, which proves nothing about who signed."
 )
 @common_options
 def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None:
     """Verify an evidence BUNDLE (repro/evidence/<audit-id>): exit 0 when every hash, the
     signature and every re-derived verdict agree, 1 otherwise."""
     from reprobridge.audit.verify import verify_audit
+    from reprobridge.errors import AuditError
 
+    if not bundle.is_dir():
+        raise AuditError(
+            "is a file, not an evidence bundle (a directory)",
+            path=str(bundle),
+            hint=f"an archive is checked with `rb archive verify {bundle}`",
+        )
     out = verify_audit(bundle, public_key)
     if as_json:
-        print_json(
-            {
-                "path": str(out.path),
-                "ok": out.ok,
-                "problems": out.problems,
-                "signature": out.signature,
-                "runs": out.runs,
-                "passed": out.passed,
-                "verdict": out.verdict,
-                "incomplete": out.incomplete,
-            }
-        )
+        print_json(out)
     else:
         for p in out.problems:
             click.echo(f"problem: {p}")

@@ -158,3 +158,22 @@ def test_broken_user_config_still_stops_a_verb_that_runs(tmp_path: Path) -> None
         [*run, "init", "--help"], capture_output=True, text=True, env=env, check=False
     )
     assert helped.returncode == 0 and "Usage: rb init" in helped.stdout
+
+
+def test_each_verify_verb_names_the_other_for_the_wrong_kind(tmp_path: Path) -> None:
+    """`rb verify` takes a bundle (directory), `rb archive verify` an archive (file): each
+    refuses the other's input in one line whose hint is the right command."""
+    archive = tmp_path / "x.tar.gz"
+    archive.write_bytes(b"not really")
+    got = rb("verify", str(archive))
+    assert got.returncode == 9, got.stderr
+    assert got.stderr.splitlines() == [
+        f"error: {archive}: is a file, not an evidence bundle (a directory)",
+        f"hint: an archive is checked with `rb archive verify {archive}`",
+    ]
+    got = rb("archive", "verify", str(tmp_path))
+    assert got.returncode == 10, got.stderr
+    assert (
+        got.stderr.splitlines()[1]
+        == f"hint: an evidence bundle is checked with `rb verify {tmp_path}`"
+    )
