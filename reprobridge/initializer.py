@@ -454,3 +454,26 @@ def _intent_to_add(root: Path, paths: list[str]) -> None:
     new = [p for p in untracked.stdout.decode().split("\0") if p]
     if new:
         _proc.git(root, "add", "--intent-to-add", "--", *new, check=False)
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """``stale``: every artifact `rb init` would create, change or remove (sorted)."""
+
+    manifest: Manifest
+    stale: list[str]
+
+
+def check_artifacts(root: Path) -> SyncReport:
+    """`rb check`: compare every file `rb init` writes with what it would write now.
+
+    The rendering is `rb init --dry-run`'s own (:func:`init_repository` with
+    ``dry_run=True``), so the two cannot disagree: the manifest refresh, ``flake.nix``,
+    ``flake.lock``, ``repro/python/*``, the launchers, ``repro/check.py`` and
+    ``REPRODUCE.md``. Nothing is written, nothing in the repository runs, no network: the
+    lock mode ``keep`` compares against the existing ``uv.lock`` instead of running uv.
+    Raises the manifest's errors (invalid manifest: exit 3).
+    """
+    result = init_repository(root, lock="keep", dry_run=True, git_add=False)
+    ch = result.changes
+    return SyncReport(result.manifest, sorted({*ch.created, *ch.changed, *ch.removed}))

@@ -21,8 +21,8 @@ def check_command(path: Path, as_json: bool) -> None:
     Exits 3 when the manifest is invalid, 1 when an artifact is stale (run `rb init` to
     refresh), 0 when everything is in sync.
     """
-    from reprobridge.artifacts.sync import check_artifacts
     from reprobridge.constants import MANIFEST_FILE
+    from reprobridge.initializer import check_artifacts
 
     report = check_artifacts(path)
     stale = report.stale

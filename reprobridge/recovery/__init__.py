@@ -1,1 +1,4 @@
-"""Recovery: findings become one manifest (static rules), optionally refined by an agent."""
+"""The static merge: findings become one manifest by stated rules (:mod:`.merge`).
+
+The recovery agent that may refine it is :mod:`reprobridge.agent`.
+"""

@@ -269,7 +269,7 @@ def test_init_locks_without_building_and_says_so(
 def test_rerun_and_check_use_the_recorded_paper(make_repo) -> None:
     """`rb init --paper p.md`, then `rb init` / `rb check` without --paper: the paper's
     targets stay (they used to vanish, and rb check reported the manifest stale)."""
-    from reprobridge.artifacts.sync import check_artifacts
+    from reprobridge.initializer import check_artifacts
 
     root = make_repo({"train.py": TRAIN, "README.md": README, "paper.md": PAPER})
     first = init_repository(root, paper=root / "paper.md", lock="never")
