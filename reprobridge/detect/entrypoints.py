@@ -6,7 +6,10 @@ from the module path). It is reported as an experiment when its name says so (tr
 run, main, experiment, benchmark, finetune, ...) or it declares a command line (argparse,
 click, typer, fire, hydra, absl, or its own parser reading ``sys.argv``, such as a
 yacs/CfgNode-style ``--section.key=value`` merge): medium confidence with both, low with
-one. A guarded file with neither is reported as a ``rejected`` candidate, with the reason.
+one. A guarded file with neither is an experiment too (low confidence) when it sits at the
+root or in an ``example(s)/``, ``projects/`` or ``scripts/`` folder and imports a numerical
+library (``example/time_series_classification.py`` calling ``main()``); any other is
+reported as a ``rejected`` candidate, with the reason.
 
 A *script without a guard* is an entry point too when it does its work at import time —
 a module-level loop, or a module-level call of a function it defines (``main()``) or of a
@@ -126,13 +129,14 @@ class EntryPointsDetector(Detector):
             imports = import_map(tree)
             has_cli = _has_cli(index, path, imports)
             named = looks_like_experiment_name(path)
-            if not (named or has_cli):
+            if not (named or has_cli or _example_script(path, imports)):
                 findings.append(
                     _rejected(
                         path,
                         guard.lineno if guard else 1,
-                        "has a __main__ block but neither an experiment-like name nor a "
-                        "command line",
+                        "has a __main__ block but neither an experiment-like name, a "
+                        "command line, nor numerical imports in an examples/projects/scripts "
+                        "folder or the root",
                     )
                 )
                 continue
@@ -266,6 +270,18 @@ class EntryPointsDetector(Detector):
             confidence="medium" if both else "low",
             note="; ".join(notes),
         )
+
+
+#: Folders whose guarded scripts are meant to be run (``example/time_series_classification.py``).
+_RUNNABLE_DIRS = frozenset({"example", "examples", "projects", "scripts"})
+
+
+def _example_script(path: str, imports: dict[str, str]) -> bool:
+    """A guarded script at the root or in an examples/projects/scripts folder that imports a
+    numerical library: run as it is, with no name or command line to go by."""
+    folders = PurePosixPath(path).parts[:-1]
+    in_place = not folders or any(p.lower() in _RUNNABLE_DIRS for p in folders)
+    return in_place and bool({v.split(".")[0] for v in imports.values()} & _NUMERIC_MODULES)
 
 
 def _has_cli(index: RepoIndex, path: str, imports: dict[str, str]) -> bool:

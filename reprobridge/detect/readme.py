@@ -444,6 +444,25 @@ class ReadmeCommandsDetector(Detector):
             )
             exp_id = unique_id(base, taken)
             entry, exists = entry_path(index, cmd.run, cmd.workdir)
+            if not exists and cmd.run.kind in {"script", "shell", "notebook"}:
+                # `python train.py` from the root where the file is src/train.py, or a
+                # placeholder folder (`cd PATH_TO_PROJECT`): the command cannot run as
+                # written, so it is a rejected candidate, not an experiment.
+                findings.append(
+                    Finding(
+                        kind="rejected",
+                        key=entry,
+                        value={
+                            "entry": entry,
+                            "reason": f"`{cmd.run.command}` runs {entry}, which is not in "
+                            "the repository",
+                        },
+                        evidence=(Evidence(cmd.path, cmd.line),),
+                        detector=self.name,
+                        confidence="low",
+                    )
+                )
+                continue
             description = ": ".join(p for p in (cmd.heading, cmd.comment) if p)
             notes: list[str] = []
             if not exists:

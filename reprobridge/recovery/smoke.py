@@ -60,6 +60,7 @@ NOT_BOUNDS = frozenset(
         "save", "saving", "ckpt", "checkpoint", "print", "display", "report", "sample",
         "decay", "patience", "accum", "accumulation", "gradient", "grad", "lr", "scheduler",
         "snapshot", "plot", "viz", "early", "stop", "burnin", "burn", "cooldown", "per",
+        "anneal", "annealing", "kl", "pause",
     }
 )  # fmt: skip
 

@@ -41,7 +41,7 @@ def test_skips_tests_vendored_docs_and_broken_files(make_repo) -> None:
     assert exps[0].confidence == "low"
     rejected = {f.key: f.value["reason"] for f in ctx.findings if f.kind == "rejected"}
     assert list(rejected) == ["utils.py"]
-    assert "neither an experiment-like name nor a command line" in rejected["utils.py"]
+    assert "neither an experiment-like name, a command line" in rejected["utils.py"]
 
 
 def test_generic_names_take_their_directory(make_repo) -> None:

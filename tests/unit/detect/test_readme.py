@@ -37,11 +37,21 @@ def test_rst_readme_literal_and_code_blocks(make_repo) -> None:
     assert len(found) == 2
 
 
-def test_missing_script_is_medium_with_a_note(make_repo) -> None:
-    ctx = run(make_repo, {"README.md": "## Go\n```bash\npython nowhere.py\n```\n"})
-    (finding,) = experiments(ctx).values()
-    assert finding.confidence == "medium"
-    assert "not in the repository" in finding.note
+def test_missing_script_is_a_rejected_candidate(make_repo) -> None:
+    # issue 9: `python train.py` from the root where the file is src/train.py cannot run as
+    # written; it is listed with the reason, never an experiment.
+    ctx = run(
+        make_repo,
+        {
+            "README.md": "## Go\n```bash\npython train.py\npython src/train.py\n```\n",
+            "src/train.py": "",
+        },
+    )
+    assert [f.value["entry"] for f in experiments(ctx).values()] == ["src/train.py"]
+    (rejected,) = [f for f in ctx.findings if f.kind == "rejected"]
+    assert rejected.key == "train.py"
+    assert "train.py, which is not in the repository" in rejected.value["reason"]
+    assert rejected.sources() == ["README.md:3"]
 
 
 def test_exports_are_noted_and_non_commands_ignored(make_repo) -> None:

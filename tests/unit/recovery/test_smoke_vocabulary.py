@@ -31,7 +31,9 @@ def test_names_that_bound_a_run(name: str, value: int) -> None:
 @pytest.mark.parametrize(
     "name",
     ["warmup_steps", "eval_iters", "--save-epochs", "log_steps", "lr", "batch_size",
-     "block_size", "gradient_accumulation_steps", "epoch_time", "steps_per_epoch"],
+     "block_size", "gradient_accumulation_steps", "epoch_time", "steps_per_epoch",
+     # torchsde's latent_sde: a KL-annealing schedule length, the loop is --train-iters
+     "--kl-anneal-iters", "anneal_steps", "--pause-iters"],
 )  # fmt: skip
 def test_names_that_do_not(name: str) -> None:
     assert smoke_value(name) is None
