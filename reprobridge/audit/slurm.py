@@ -58,6 +58,7 @@ from reprobridge.errors import AuditError, MachineError
 #: Slurm states after which the job is gone for infrastructure reasons: resubmitted.
 INFRA_STATES = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
 #: Pending reasons that never clear by waiting: reported at once instead of waited on.
+#: (Not ``ReqNodeNotAvail``: nodes down or drained for maintenance come back.)
 NEVER_SCHEDULED = frozenset(
     {
         "BadConstraints",
@@ -70,7 +71,6 @@ NEVER_SCHEDULED = frozenset(
         "QOSMaxCpuPerJobLimit",
         "QOSMaxMemoryPerJob",
         "QOSMaxWallDurationPerJobLimit",
-        "ReqNodeNotAvail, UnavailableNodes",
         "DependencyNeverSatisfied",
     }
 )
@@ -143,6 +143,9 @@ def batch_header(
         f"#SBATCH --signal=B:TERM@{max(30, int(resources.grace_s) + 30)}",
         # The job's environment is the run's, from the spec; nothing of the submitter's.
         "#SBATCH --export=NONE",
+        # A job the node lost is resubmitted by rb (bounded, each attempt recorded), never
+        # requeued by Slurm under the same id, unbounded and unrecorded.
+        "#SBATCH --no-requeue",
     ]
     if resources.cpus:
         lines.append(f"#SBATCH --cpus-per-task={resources.cpus}")
@@ -579,13 +582,15 @@ class SlurmExecutor:
             self._adopt_workspace(run.adopt, run.request.workspace)
             run.adopt = None
         stopped = run.request.stop_event.is_set()
-        if (run.job_dir / "run" / "result.json").is_file():
+        result = run.job_dir / "run" / "result.json"
+        # A node that failed (or a preemption) stops the run through the node side, which
+        # still writes its result: a run stopped so did not fail on its own merits.
+        lost = final.state in INFRA_STATES and (
+            not result.is_file() or _result_kind(result) == "interrupted"
+        )
+        if result.is_file() and not lost:
             self._finish(run, self._collect(run, final))
-        elif (
-            final.state in INFRA_STATES
-            and len(run.attempts) <= self.options.max_resubmits
-            and not stopped
-        ):
+        elif lost and len(run.attempts) <= self.options.max_resubmits and not stopped:
             emit("run-resubmit", run=run.key, job_id=run.job_id, state=final.state)
             run.job_id = None
             resubmit.append(run)
@@ -602,8 +607,7 @@ class SlurmExecutor:
         result = job_dir / "run" / "result.json"
         if result.is_file():
             # A run the interrupted auditor stopped is run again, not collected.
-            data = json.loads(result.read_text())
-            return bool(data["completed"]["termination"]["kind"] != "interrupted")
+            return _result_kind(result) != "interrupted"
         return self.query(job_id).state in {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING"}
 
     @staticmethod
@@ -698,6 +702,11 @@ class SlurmExecutor:
         return RunOutput(
             completed, None, "slurm", _placement(run.job_id, final.node, final, run.attempts)
         )
+
+
+def _result_kind(result: Path) -> str:
+    """The termination kind in a node's ``result.json``."""
+    return str(json.loads(result.read_text())["completed"]["termination"]["kind"])
 
 
 def completed_to_json(completed: Completed) -> dict[str, Any]:

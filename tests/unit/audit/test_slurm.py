@@ -50,6 +50,7 @@ def test_header_maps_the_manifest_hardware_and_the_operator_flags() -> None:
         "#SBATCH --time=13",  # (600 + 30 + 120) / 60, rounded up
         "#SBATCH --signal=B:TERM@60",
         "#SBATCH --export=NONE",
+        "#SBATCH --no-requeue",
         "#SBATCH --cpus-per-task=8",
         "#SBATCH --mem=32256M",
         "#SBATCH --gres=gpu:2",
@@ -340,6 +341,40 @@ def test_detach_submits_an_array_and_attach_collects_it_later(tiny_repo) -> None
     records = _records(root)
     assert sorted(r["placement"]["job_id"] for r in records) == job_ids  # type: ignore[index]
     assert all(len(r["placement"]["attempts"]) == 1 for r in records)  # type: ignore[index]
+
+
+def _set_node(state: str) -> None:
+    node = subprocess.run(
+        ["sinfo", "-h", "-o", "%N"], capture_output=True, text=True, check=True
+    ).stdout.split()[0]
+    subprocess.run(
+        ["scontrol", "update", f"nodename={node}", f"state={state}", "reason=rbtest"],
+        capture_output=True,
+        check=False,
+    )
+
+
+@needs_slurm
+def test_a_run_the_node_lost_is_resubmitted_and_both_attempts_are_recorded(tiny_repo) -> None:
+    root = tiny_repo("sleep 4; echo acc=0.9\n")
+    proc = subprocess.Popen(
+        _audit_argv(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
+    )
+    try:
+        (job_id,) = _job_ids(root, 1)
+        _wait_for(lambda: _job_state(job_id) == "RUNNING")
+        _set_node("down")  # Slurm ends the job NODE_FAIL (and TERMs it on the node)
+        _wait_for(lambda: _job_state(job_id) == "", 30)
+    finally:
+        _set_node("resume")
+    _, err = proc.communicate(timeout=180)
+    assert proc.returncode == 0, err
+    assert "ended NODE_FAIL; resubmitting" in err
+    (record,) = _records(root)
+    attempts = record["placement"]["attempts"]  # type: ignore[index]
+    assert [a["state"] for a in attempts] == ["NODE_FAIL", "COMPLETED"]
+    assert attempts[0]["job_id"] == job_id != attempts[1]["job_id"]
+    assert record["termination"]["description"] == "exit(0)"  # type: ignore[index]
 
 
 @needs_slurm
