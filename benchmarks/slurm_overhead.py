@@ -7,6 +7,11 @@ side, in the same process, alternating so the cluster's state is shared:
 
 - ``srun``: ``srun -N1 bash repro/launchers/main.sh`` in the repository, what a person would
   type on a login node; time to its first line of output and to its end;
+- ``sbatch``: ``sbatch --wrap 'bash repro/launchers/main.sh'``, the same launcher as a batch
+  job (what rb submits is a batch job too): time to the first byte of its output file and to
+  the end of the launcher (a line it writes last), which separates the batch queue's own
+  latency (the controller starts batch jobs on its scheduling cycle, where ``srun`` gets an
+  allocation at once) from rb's;
 - ``rb``: ``rb audit --executor slurm --runs 1`` of the same experiment; time from the start
   of the command to the first byte of the job's ``stdout.log`` (the node writes it while the
   run streams) and to the command's end (submission, sandbox, evidence, seal, verdict).
@@ -18,10 +23,12 @@ this host's clock, so the one-node cluster measures them exactly):
   start -> submitted    rb's start, plan, environment, workspace, setup (the array script)
   submitted -> started  Slurm: sbatch and the controller scheduling the task (the task's
                         Slurm output file, which slurmd creates when the task starts)
-  started -> node ready the node side: Python, importing rb, the node's fingerprint (node.json)
-  node ready -> output  the sandbox and the launcher up to its first byte (stdout.log)
+  started -> output     the node side (Python, importing rb; the node's fingerprint runs
+                        beside the run), the sandbox, the launcher up to its first byte
   output -> run done    the run and the node side's end (result.json)
-  run done -> sealed    noticing the end (polling), collecting, package listing, sealing
+  run done -> noticed   the executor noticing the end and Slurm's final state (job.json is
+                        rewritten then): the result-file watch and the queue polls
+  noticed -> sealed     collecting, the package listing (in the sandbox), sealing the run
   sealed -> exit        the verdict, the bundle's seal, exit
 """
 
@@ -44,10 +51,10 @@ from benchmarks.audit_overhead import make_repo
 PHASES = (
     "start -> submitted",
     "submitted -> started",
-    "started -> node ready",
-    "node ready -> output",
+    "started -> output",
     "output -> run done",
-    "run done -> sealed",
+    "run done -> noticed",
+    "noticed -> sealed",
     "sealed -> exit",
 )
 
@@ -65,6 +72,31 @@ def _srun(root: Path) -> tuple[float, float]:
     first = time.monotonic() - t0
     proc.communicate()
     return first, time.monotonic() - t0
+
+
+def _sbatch(root: Path, out: Path) -> tuple[float, float]:
+    t0 = time.monotonic()
+    subprocess.run(
+        [
+            "sbatch",
+            "--parsable",
+            "-o",
+            str(out),
+            "--wrap",
+            "bash repro/launchers/main.sh; echo __end__",
+        ],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    )
+    first = float("nan")
+    while True:
+        text = out.read_bytes() if out.exists() else b""
+        if text and first != first:
+            first = time.monotonic() - t0
+        if b"__end__" in text:
+            return first, time.monotonic() - t0
+        time.sleep(0.01)
 
 
 def _rb(root: Path) -> tuple[float, float, list[float]]:
@@ -112,9 +144,9 @@ def _rb(root: Path) -> tuple[float, float, list[float]]:
         wall0,
         script.stat().st_mtime,
         task_log.stat().st_ctime,
-        (job_dir / "run/node.json").stat().st_mtime,
         first_wall,
         (job_dir / "run/result.json").stat().st_mtime,
+        (job_dir / "job.json").stat().st_mtime,
         next(bundle.glob("runs/main/*/status.json")).stat().st_mtime,
         end_wall,
     ]
@@ -130,21 +162,29 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         root = make_repo(Path(tmp) / "repo")
-        srun, rb = [], []
-        for _ in range(args.runs):
+        srun, sbatch, rb = [], [], []
+        for i in range(args.runs):
             srun.append(_srun(root))
+            sbatch.append(_sbatch(root, Path(tmp) / f"sbatch-{i}.out"))
             rb.append(_rb(root))
     s_first = statistics.median(x[0] for x in srun)
     s_total = statistics.median(x[1] for x in srun)
+    b_first = statistics.median(x[0] for x in sbatch)
+    b_total = statistics.median(x[1] for x in sbatch)
     r_first = statistics.median(x[0] for x in rb)
     r_total = statistics.median(x[1] for x in rb)
     print(f"runs: {args.runs} each, alternating (medians)")
     print(f"{'':28}{'first output':>14}{'end':>10}")
     print(f"{'srun launcher':28}{s_first:>13.2f}s{s_total:>9.2f}s")
+    print(f"{'sbatch launcher':28}{b_first:>13.2f}s{b_total:>9.2f}s")
     print(f"{'rb audit --executor slurm':28}{r_first:>13.2f}s{r_total:>9.2f}s")
     print(
         f"{'ratio rb/srun':28}{r_first / s_first:>13.1f}x{r_total / s_total:>9.1f}x"
         f"   overhead per run {r_total - s_total:+.2f}s"
+    )
+    print(
+        f"{'ratio rb/sbatch':28}{r_first / b_first:>13.1f}x{r_total / b_total:>9.1f}x"
+        f"   overhead per run {r_total - b_total:+.2f}s"
     )
     print("\nwhere rb's run spends its time (medians; file times on this host):")
     for i, name in enumerate(PHASES):

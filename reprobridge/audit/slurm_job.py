@@ -57,18 +57,25 @@ def main(argv: list[str]) -> int:
         reason = sandbox_unusable()
         if reason:
             unsandboxed = f"not sandboxed on node {node}: {reason}"
-    write_atomic(
-        out_dir / "node.json",
-        (
-            json.dumps(
-                {"node": node, "host": fp.host_fingerprint(), "gpu": fp.gpu_fingerprint()},
-                indent=1,
-                sort_keys=True,
-                default=str,
-            )
-            + "\n"
-        ).encode(),
-    )
+
+    def fingerprint() -> None:
+        write_atomic(
+            out_dir / "node.json",
+            (
+                json.dumps(
+                    {"node": node, "host": fp.host_fingerprint(), "gpu": fp.gpu_fingerprint()},
+                    indent=1,
+                    sort_keys=True,
+                    default=str,
+                )
+                + "\n"
+            ).encode(),
+        )
+
+    # Taken while the run starts, not before it: the probes (NVML, /proc) only read, and
+    # the run's first output no longer waits for them (benchmarks/slurm_overhead.py).
+    fingerprinting = threading.Thread(target=fingerprint, name="rb-node-fingerprint")
+    fingerprinting.start()
     request = RunRequest(
         argv=tuple(spec["argv"]),
         workspace=Path(spec["workspace"]),
@@ -87,6 +94,7 @@ def main(argv: list[str]) -> int:
         sample_interval=float(spec["sample_interval"]),
     )
     output = LocalExecutor(unsandboxed=unsandboxed).execute(request)
+    fingerprinting.join()  # node.json is written before result.json, which marks the end
     peaks = output.peaks
     result = {
         "node": node,
