@@ -137,7 +137,7 @@ def _rb(root: Path) -> tuple[float, float, list[float]]:
     end, end_wall = time.monotonic() - t0, time.time()
     (run_out,) = set(slurm.rglob("run/stdout.log")) - before
     job_dir = run_out.parent.parent
-    script = max(job_dir.parent.glob("array-*.sh"), key=lambda p: p.stat().st_mtime)
+    script = max(job_dir.parent.glob("job-*.sh"), key=lambda p: p.stat().st_mtime)
     task_log = max(job_dir.parent.glob("slurm-*.out"), key=lambda p: p.stat().st_mtime)
     bundle = max((root / "repro/evidence").glob("2*"), key=lambda p: p.stat().st_mtime)
     marks = [

@@ -166,7 +166,8 @@ def batch_header(
 
 def job_script(header: list[str], specs: Sequence[Path]) -> str:
     """The whole job script of an array: the header, then the node-side executor on the
-    spec of task ``SLURM_ARRAY_TASK_ID`` (task ``i`` runs ``specs[i]``)."""
+    spec of task ``SLURM_ARRAY_TASK_ID`` (task ``i`` runs ``specs[i]``; a plain job, which
+    has no task id, runs ``specs[0]``)."""
     package_parent = Path(__file__).resolve().parents[2]
     return "\n".join(
         [
@@ -178,7 +179,7 @@ def job_script(header: list[str], specs: Sequence[Path]) -> str:
             *(f"  {shlex.quote(str(spec))}" for spec in specs),
             ")",
             f"exec {shlex.quote(sys.executable)} -m reprobridge.audit.slurm_job "
-            '"${specs[$SLURM_ARRAY_TASK_ID]}"',
+            '"${specs[${SLURM_ARRAY_TASK_ID:-0}]}"',
             "",
         ]
     )
@@ -360,12 +361,17 @@ class SlurmExecutor:
         where = Path(os.path.commonpath([str(run.job_dir.parent) for run in runs]))
         audit = runs[0].request.marker.partition(":")[0]
         name = f"rb-{audit[:12]}-{where.name}"[:64]
-        header = batch_header(name, resources, self.options, where / "slurm-%A_%a.out")
-        text = job_script(header, specs)
-        script = where / f"array-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sh"
+        # One run is a plain job: the controller starts a plain batch job when it is
+        # submitted, an array only on its next scheduling cycle (seconds later;
+        # benchmarks/slurm_overhead.py).
+        plain = len(runs) == 1
+        log = where / ("slurm-%j.out" if plain else "slurm-%A_%a.out")
+        text = job_script(batch_header(name, resources, self.options, log), specs)
+        script = where / f"job-{hashlib.sha256(text.encode()).hexdigest()[:12]}.sh"
         write_atomic(script, text.encode(), mode=0o700)
         array = f"0-{len(runs) - 1}" + (f"%{self.options.jobs}" if self.options.jobs else "")
-        proc = self.runner(["sbatch", "--parsable", f"--array={array}", str(script)])
+        argv = ["sbatch", "--parsable", *([] if plain else [f"--array={array}"]), str(script)]
+        proc = self.runner(argv)
         if proc.returncode != 0:
             message = (proc.stderr.strip().splitlines() or ["sbatch failed"])[-1]
             message = message.removeprefix("sbatch: error: ")
@@ -380,9 +386,9 @@ class SlurmExecutor:
                     run, self._outcome(run, Termination("scheduler", None, None, text), final)
                 )
             return
-        array_id = proc.stdout.strip().split(";")[0]
+        submitted = proc.stdout.strip().split(";")[0]
         for index, run in enumerate(runs):
-            run.job_id = f"{array_id}_{index}"
+            run.job_id = submitted if plain else f"{submitted}_{index}"
             run.log = where / f"slurm-{run.job_id}.out"
             run.state = ""
             run.pending_since = time.monotonic()

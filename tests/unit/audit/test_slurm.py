@@ -84,7 +84,9 @@ def test_job_script_runs_the_spec_of_its_array_task(tmp_path: Path) -> None:
     lines = script.splitlines()
     assert lines[:2] == ["#!/bin/bash", "#SBATCH --nodes=1"]
     assert f"  '{tmp_path}/a b/spec.json'" in lines  # quoted: paths reach bash
-    assert lines[-1].endswith('-m reprobridge.audit.slurm_job "${specs[$SLURM_ARRAY_TASK_ID]}"')
+    assert lines[-1].endswith(
+        '-m reprobridge.audit.slurm_job "${specs[${SLURM_ARRAY_TASK_ID:-0}]}"'
+    )
     # Task i runs spec i, as bash reads it.
     shown = subprocess.run(
         ["bash", "-c", script.split("exec ")[0] + 'printf "%s\\n" "${specs[1]}"'],
@@ -94,6 +96,20 @@ def test_job_script_runs_the_spec_of_its_array_task(tmp_path: Path) -> None:
         env={**_env(), "SLURM_ARRAY_TASK_ID": "1"},
     ).stdout
     assert shown == f"{tmp_path}/c.json\n"
+    # A plain job (one run: no array) has no task id and runs the first spec.
+    env = {k: v for k, v in _env().items() if k != "SLURM_ARRAY_TASK_ID"}
+    first = subprocess.run(
+        [
+            "bash",
+            "-c",
+            script.split("exec ")[0] + 'printf "%s" "${specs[${SLURM_ARRAY_TASK_ID:-0}]}"',
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    ).stdout
+    assert first == f"{tmp_path}/a b/spec.json"
 
 
 @pytest.mark.parametrize("flag", [["--jobs", "2"], ["--detach"], ["--attach", "x"]])
@@ -174,6 +190,7 @@ def test_passing_audit_runs_as_a_job_and_verifies(tiny_repo) -> None:
     placement = record["placement"]
     assert isinstance(placement, dict)
     assert placement["job_id"] and placement["node"] and placement["state"] == "COMPLETED"
+    assert "_" not in placement["job_id"]  # one run: a plain job, not an array of one
     run_dir = next((root / "repro/evidence").glob("*/runs/main/*"))
     node = json.loads((run_dir / "node.json").read_text())
     assert node["node"] == placement["node"]
