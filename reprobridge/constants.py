@@ -13,6 +13,8 @@ PATCHES_DIR = "repro/patches"
 CHECK_SCRIPT = "repro/check.py"
 EVIDENCE_DIR = "repro/evidence"
 LOGS_DIR = "repro/logs"
+#: An archive's wheels (``rb archive --with-wheels``), a find-links directory for uv/pip.
+WHEELS_DIR = "wheels"
 #: A run's stdout and stderr as one stream in arrival order (what regex metrics search).
 COMBINED_LOG = "output.log"
 

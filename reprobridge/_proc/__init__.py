@@ -12,13 +12,16 @@ capture and timeouts with kill of the whole tree, which ``sh``'s threaded model 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
 import subprocess
-from collections.abc import Mapping, Sequence
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from reprobridge.errors import CommandFailed, MachineError, UnsafePathError
 
@@ -235,6 +238,54 @@ def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) 
         argv += ["-c", item]
     argv += ["-C", str(repo), *args]
     return run(argv, env=git_env(), check=check, timeout=timeout)
+
+
+@contextlib.contextmanager
+def git_stream(repo: str | Path, *args: str, timeout: float = 600) -> Iterator[IO[bytes]]:
+    """``git -C repo ARGS`` (hardened as :func:`git`; read-only subcommands only) with its
+    stdout as a pipe to read while it runs (``git archive`` straight into a writer).
+
+    On leaving the context the command must have exited 0 (else :class:`CommandFailed`
+    with its stderr); when the body raises, the command is killed. ``timeout`` bounds the
+    wait for its exit once the body is done.
+    """
+    argv = ["git"]
+    for item in _GIT_SAFE_CONFIG:
+        argv += ["-c", item]
+    argv += ["-C", str(repo), *args]
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                argv, stdout=subprocess.PIPE, stderr=err, env=git_env(), bufsize=1 << 20
+            )
+        except FileNotFoundError as exc:
+            raise MachineError("git is not installed or not on PATH") from exc
+        assert proc.stdout is not None
+        try:
+            yield proc.stdout
+        except BaseException:
+            proc.kill()
+            proc.wait()
+            raise
+        finally:
+            proc.stdout.close()
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.wait()
+            raise CommandFailed(
+                f"`{' '.join(argv)}` did not finish within {timeout:g}s", argv=argv
+            ) from exc
+        if code != 0:
+            err.seek(0)
+            tail = err.read().decode("utf-8", "replace").strip().splitlines()[-5:]
+            raise CommandFailed(
+                f"`{' '.join(argv)}` exited with {code}: {' | '.join(tail)[:300]}",
+                argv=argv,
+                returncode=code,
+                stderr_tail="\n".join(tail),
+            )
 
 
 def git_filter_overrides(repo: str | Path) -> list[str]:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,13 +47,69 @@ PREDICATE_TYPE = "https://reprobridge.dev/archive/v1"
 CACHE_DIR = "nix-cache"
 #: Members outside MANIFEST.json: itself and the signature over it.
 UNLISTED = frozenset({MANIFEST_JSON, SIGNATURE_FILE, SIGNER_PUB})
+#: Top-level names only rb writes.
+RESERVED = UNLISTED | {CRATE_FILE}
 
 
 def canonical(data: Any) -> bytes:
-    """Sorted keys, indent 2, UTF-8, trailing newline, no NaN: the archive's one JSON form."""
-    return (
-        json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
-    ).encode()
+    """Sorted keys, indent 2, UTF-8, trailing newline, no NaN: the archive's one JSON form.
+
+    The bytes of ``json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False,
+    allow_nan=False) + "\\n"`` (a unit test compares them), written by :func:`_canon`:
+    with ``indent`` the standard library falls back to its generator-based Python encoder,
+    which took seconds for the 20k-entry MANIFEST.json and RO-Crate of a source tree."""
+    out: list[str] = []
+    _canon(data, "\n", out)
+    out.append("\n")
+    return "".join(out).encode()
+
+
+def _canon(o: Any, nl: str, out: list[str]) -> None:
+    """Append ``o`` in :func:`canonical`'s form; ``nl`` is the newline plus the indent of
+    the line ``o`` starts on."""
+    t = type(o)
+    if t is str:
+        out.append(_enc_str(o))
+    elif t is dict:
+        if not o:
+            out.append("{}")
+            return
+        inner = nl + "  "
+        sep = "{" + inner
+        for key in sorted(o):
+            if type(key) is not str:
+                raise TypeError(f"canonical JSON keys are strings, not {type(key).__name__}")
+            value = o[key]
+            vt = type(value)
+            if vt is str:
+                out.append(sep + _enc_str(key) + ": " + _enc_str(value))
+            elif vt is int:
+                out.append(sep + _enc_str(key) + ": " + int.__repr__(value))
+            else:
+                out.append(sep + _enc_str(key) + ": ")
+                _canon(value, inner, out)
+            sep = "," + inner
+        out.append(nl + "}")
+    elif t is list or t is tuple:
+        if not o:
+            out.append("[]")
+            return
+        inner = nl + "  "
+        sep = "[" + inner
+        for item in o:
+            out.append(sep)
+            _canon(item, inner, out)
+            sep = "," + inner
+        out.append(nl + "]")
+    elif t is int:
+        out.append(int.__repr__(o))
+    else:
+        # Other scalars (float, bool, None, subclasses) through json itself: the same
+        # spelling, and the same refusal of NaN and infinities.
+        out.append(json.dumps(o, allow_nan=False))
+
+
+_enc_str = json.encoder.encode_basestring
 
 
 @dataclass
@@ -71,6 +127,18 @@ class ArchiveOptions:
     nix_binary: str = "nix"
     nix_overrides: dict[str, str] = field(default_factory=dict)
     nix_env: Mapping[str, str] | None = None
+    #: Offline reproduction (:mod:`reprobridge.archive.supplement`): the wheels of
+    #: uv.lock for ``platforms`` (default: this machine), datasets, repro/DATA.md.
+    with_wheels: bool = False
+    platforms: tuple[str, ...] = ()
+    with_data: bool = False
+    data_md: bool = False
+    wheel_cache: Path | None = None
+    #: Refuse an archive larger than this many bytes (before packing when the wheels and
+    #: data alone exceed it, else once compressed).
+    max_size: int | None = None
+    #: Told the estimated size before packing (the CLI prints it).
+    announce: Callable[[str], None] | None = None
 
 
 @dataclass
@@ -137,8 +205,23 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
         import contextlib
 
         with contextlib.ExitStack() as stack:
+            source: Iterable[Member] = ()
             if opts.with_source:
-                groups.append(stack.enter_context(mem.source_members(root, commit)))
+                from reprobridge.archive.source import source_stream
+
+                source = _refuse_reserved(stack.enter_context(source_stream(root, commit)))
+            from reprobridge.archive.supplement import collect_supplement
+
+            extra = collect_supplement(
+                root,
+                manifest,
+                with_wheels=opts.with_wheels,
+                with_data=opts.with_data,
+                data_md=opts.data_md,
+                platforms=tuple(opts.platforms),
+                cache=opts.wheel_cache,
+            )
+            groups.append(extra.members)
             groups.append(mem.artifact_members(root))
             for a in audits:
                 groups.append(
@@ -161,10 +244,13 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                 )
                 groups.append(mem.tree_members(cache, CACHE_DIR))
             members = mem.merge(*groups)
-            top_dirs = sorted({m.path.split("/", 1)[0] for m in members if "/" in m.path})
+            listed_dirs = {m.path.split("/", 1)[0] for m in members if "/" in m.path}
             state: dict[str, Any] = {}
 
             def trailer(records: list[FileRecord]) -> list[Member]:
+                top_dirs = sorted(
+                    listed_dirs | {r.path.split("/", 1)[0] for r in records if "/" in r.path}
+                )
                 crate = canonical(
                     build_crate(
                         manifest,
@@ -185,6 +271,9 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                     "audits": [a.audit_id for a in audits],
                     "with_source": opts.with_source,
                     "with_closure": opts.with_closure,
+                    "with_wheels": opts.with_wheels,
+                    "with_data": opts.with_data,
+                    **({"offline": extra.doc} if extra.doc else {}),
                     "files": [
                         {"path": r.path, "sha256": r.sha256, "size": r.size}
                         for r in sorted(
@@ -206,14 +295,16 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                     ]
                 return out_members
 
-            for m in members:
-                if m.path in UNLISTED or m.path == CRATE_FILE:
-                    raise ArchiveError(
-                        f"the repository has a file named {m.path}, which the archive reserves",
-                        path=m.path,
-                    )
+            _refuse_reserved_list(members)
+            _check_size(root, commit, members, extra, opts)
             result: PackResult = write_archive(
-                members, out, mtime=epoch, fmt=opts.fmt, trailer=trailer
+                members,
+                out,
+                mtime=epoch,
+                fmt=opts.fmt,
+                trailer=trailer,
+                ordered=source,
+                max_size=opts.max_size,
             )
     return ArchiveResult(
         path=result.path,
@@ -225,6 +316,52 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
         manifest_sha256=state["manifest_sha256"],
         signed=opts.sign_key is not None,
     )
+
+
+def _check_size(
+    root: Path, commit: str, members: list[Member], extra: Any, opts: ArchiveOptions
+) -> None:
+    """Tell ``opts.announce`` what is about to be packed; refuse ``--max-size`` early when
+    the wheels and data (already compressed, as a rule) alone exceed it."""
+    from reprobridge.archive.supplement import source_size, tar_size
+
+    src_files, src_bytes = source_size(root, commit) if opts.with_source else (0, 0)
+    total = tar_size(members) + src_bytes + 512 * src_files
+    if opts.announce is not None:
+        parts = [f"wheels {extra.wheel_bytes / 1e6:.1f} MB"] if opts.with_wheels else []
+        parts += [f"data {extra.data_bytes / 1e6:.1f} MB"] if opts.with_data else []
+        parts += [f"source {src_bytes / 1e6:.1f} MB in {src_files} files"] if src_files else []
+        opts.announce(
+            f"packing {len(members) + src_files} entries, {total / 1e6:.1f} MB before "
+            f"compression" + (f" ({', '.join(parts)})" if parts else "")
+        )
+    floor = extra.wheel_bytes + extra.data_bytes
+    if opts.max_size is not None and floor > opts.max_size:
+        raise ArchiveError(
+            f"the wheels and data alone are {floor} bytes, more than --max-size "
+            f"({opts.max_size} bytes); nothing was written",
+            hint="leave out data (--with-data) or wheels (--no-wheels), or raise --max-size",
+        )
+
+
+def _reserved(path: str) -> ArchiveError:
+    return ArchiveError(
+        f"the repository has a file named {path}, which the archive reserves", path=path
+    )
+
+
+def _refuse_reserved_list(members: Iterable[Member]) -> None:
+    for m in members:
+        if m.path in RESERVED:
+            raise _reserved(m.path)
+
+
+def _refuse_reserved(members: Iterable[Member]) -> Iterator[Member]:
+    """``members``, lazily, stopping with an ArchiveError at a reserved top-level name."""
+    for m in members:
+        if m.path in RESERVED:
+            raise _reserved(m.path)
+        yield m
 
 
 def sign_manifest(

@@ -8,10 +8,10 @@ Contract of :func:`collect`:
   ignored caches stay out), except ``repro/evidence/`` and ``repro/logs/``;
 * evidence: whole sealed bundles (``SHA256SUMS`` present) from ``repro/evidence/<id>/``,
   kept at that path, without the lock files; an unsealed bundle is refused;
-* ``with_source``: ``git archive`` of the audited commit (the ``commit`` of the selected
-  audits' ``plan.json``, which must agree; HEAD when no audit is selected), extracted to a
-  temporary directory with rb's own member checks and writer (:mod:`reprobridge._tarsafe`,
-  no reliance on tarfile's filters); the artifacts above win where both have a path;
+* the source (``with_source``): :mod:`reprobridge.archive.source` streams ``git
+  archive`` of the audited commit (the ``commit`` of the selected audits' ``plan.json``,
+  which must agree; HEAD when no audit is selected) into the writer; the artifacts above
+  win where both have a path;
 * anything that is not a regular file or a directory (a symlink, a FIFO, a device, a
   socket) is an :class:`~reprobridge.errors.ArchiveError` naming it: an archive that
   silently drops or follows links would not be the tree that was audited.
@@ -23,16 +23,12 @@ import json
 import os
 import re
 import stat
-import tarfile
-import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reprobridge import _proc
-from reprobridge._tarsafe import member_problem, write_plain
 from reprobridge.archive.pack import Member
 from reprobridge.constants import (
     EVIDENCE_DIR,
@@ -217,39 +213,6 @@ def artifact_members(root: Path) -> list[Member]:
             continue  # deleted in the working tree but still in the index
         out.append(_file_member(path, rel))
     return out
-
-
-@contextmanager
-def source_members(root: Path, commit: str) -> Iterator[list[Member]]:
-    """The tree of ``commit`` (``git archive``), extracted to a temporary directory.
-
-    The directory lives as long as the context. A symlink or other non-regular entry in
-    the commit is an ArchiveError naming it.
-    """
-    with tempfile.TemporaryDirectory(prefix="rb-archive-src-") as tmp:
-        tar_path = Path(tmp) / "source.tar"
-        _proc.git(root, "archive", "--format=tar", f"--output={tar_path}", commit, timeout=600)
-        tree = Path(tmp) / "tree"
-        tree.mkdir()
-        with tarfile.open(tar_path) as tar:
-            for info in tar:
-                if info.name == "pax_global_header" or info.type == tarfile.XGLTYPE:
-                    continue
-                if not (info.isreg() or info.isdir()) or info.issparse():
-                    raise ArchiveError(
-                        "is a link or special file in the commit; archives hold regular files only",
-                        path=info.name,
-                        hint="replace the link by the file it points to and commit",
-                    )
-                problem = member_problem(info)
-                if problem is not None:
-                    raise ArchiveError(f"unsafe entry in the commit: {problem}", path=info.name)
-                write_plain(tar, info, tree)
-        # tree_members names everything under a prefix; the source belongs at the top.
-        yield [
-            Member(m.path.removeprefix("__src__/"), m.kind, m.source, m.data, m.executable)
-            for m in tree_members(tree, "__src__")[1:]
-        ]
 
 
 def merge(*groups: Sequence[Member]) -> list[Member]:

@@ -27,6 +27,7 @@ not the archive.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 import queue
@@ -36,9 +37,9 @@ import tarfile
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Literal, Protocol
 
 from reprobridge.errors import ArchiveError
@@ -78,15 +79,25 @@ def parse_source_date_epoch(environ: Mapping[str, str] | None = None) -> int | N
     return value
 
 
+class Reader(Protocol):
+    """Where a streamed member's bytes come from (a pipe): ``read(n)`` returns at most
+    ``n`` bytes, fewer only at the end."""
+
+    def read(self, n: int, /) -> bytes: ...
+
+
 @dataclass(frozen=True)
 class Member:
-    """One archive entry: a directory, or a file from ``source`` (disk) or ``data`` (memory)."""
+    """One archive entry: a directory, or a file from ``source`` (disk), ``data`` (memory)
+    or ``stream`` (``size`` bytes read once from a pipe, e.g. ``git archive``)."""
 
     path: str
     kind: Literal["file", "dir"] = "file"
     source: Path | None = None
     data: bytes | None = None
     executable: bool = False
+    stream: Reader | None = None
+    size: int = 0
 
 
 @dataclass(frozen=True)
@@ -109,16 +120,26 @@ class PackResult:
 
 def check_member_path(path: str) -> str:
     """``path`` as a clean relative POSIX path, or ArchiveError (absolute, ``..``, empty, NUL)."""
-    if not path or "\x00" in path or "\\" in path:
+    # String checks only (no pathlib: this runs once per member). A path with no empty,
+    # "." or ".." component is not absolute and is already in its normal form.
+    if (
+        not path
+        or "\x00" in path
+        or "\\" in path
+        or any(part in ("..", ".", "") for part in path.split("/"))
+    ):
         raise ArchiveError(f"member path {path!r} is not a clean relative path")
-    p = PurePosixPath(path)
-    if p.is_absolute() or any(part in ("..", ".", "") for part in path.split("/")):
-        raise ArchiveError(f"member path {path!r} is not a clean relative path")
-    return str(p)
+    return path
 
 
-def _sort_key(path: str) -> bytes:
-    return path.encode("utf-8", "surrogateescape")
+def _sort_key(path: str, kind: str = "file") -> bytes:
+    """The archive order: UTF-8 bytes of the path, a directory's with a trailing ``/``.
+
+    That is ``git archive``'s order (git sorts a tree's entries by name, a subtree's name
+    with ``/`` appended), so a ``git archive`` stream merges into the archive as it comes,
+    and a directory always precedes its contents."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return raw + b"/" if kind == "dir" else raw
 
 
 def _octal(value: int, width: int) -> bytes:
@@ -300,9 +321,7 @@ def _with_parents(members: Iterable[Member]) -> list[Member]:
         path = check_member_path(m.path)
         if path in by_path:
             raise ArchiveError(f"two members named {path!r}")
-        by_path[path] = (
-            m if path == m.path else Member(path, m.kind, m.source, m.data, m.executable)
-        )
+        by_path[path] = m if path == m.path else dataclasses.replace(m, path=path)
     for path in list(by_path):
         parent = path
         while "/" in parent:
@@ -314,7 +333,58 @@ def _with_parents(members: Iterable[Member]) -> list[Member]:
                 raise ArchiveError(f"{parent!r} is a file and also a directory of {path!r}")
             else:
                 break  # its own parents were added when it was seen
-    return [by_path[p] for p in sorted(by_path, key=_sort_key)]
+    return sorted(by_path.values(), key=lambda m: _sort_key(m.path, m.kind))
+
+
+def _merge_ordered(listed: list[Member], ordered: Iterable[Member]) -> Iterator[Member]:
+    """``listed`` (sorted by :func:`_with_parents`) and ``ordered`` (already in archive
+    order, consumed lazily: a pipe) as one sequence in archive order. For a path in both,
+    ``listed`` wins (rb's artifacts over the committed source). A missing parent directory
+    of an ``ordered`` member is added; a file that is also a directory is an ArchiveError.
+    """
+    i, n = 0, len(listed)
+    names: set[str] = set()
+    files: set[str] = set()
+    prev = b""
+
+    def emit(m: Member) -> Member:
+        names.add(m.path)
+        if m.kind == "file":
+            files.add(m.path)
+        return m
+
+    for m in ordered:
+        path = check_member_path(m.path)
+        key = _sort_key(path, m.kind)
+        if key <= prev:
+            raise ArchiveError(f"streamed member {path!r} is out of order (or twice)")
+        prev = key
+        while i < n and _sort_key(listed[i].path, listed[i].kind) < key:
+            yield emit(listed[i])
+            i += 1
+        if i < n and listed[i].path == path:
+            if listed[i].kind != m.kind:
+                raise ArchiveError(f"{path!r} is a file in one source and a directory in another")
+            continue  # the listed member wins; it is emitted by the loop above next time
+        if path in names:
+            raise ArchiveError(f"{path!r} is a file in one source and a directory in another")
+        parent = path.rpartition("/")[0]
+        missing: list[str] = []
+        while parent and parent not in names:
+            missing.append(parent)
+            parent = parent.rpartition("/")[0]
+        if parent in files:
+            raise ArchiveError(f"{parent!r} is a file and also a directory of {path!r}")
+        for d in reversed(missing):
+            yield emit(Member(d, kind="dir"))
+        yield emit(m if path == m.path else dataclasses.replace(m, path=path))
+    while i < n:
+        m = listed[i]
+        parent = m.path.rpartition("/")[0]
+        if m.path in names or (parent and parent in files):
+            raise ArchiveError(f"{m.path!r}: a file and a directory of one name")
+        yield emit(m)
+        i += 1
 
 
 # O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer forever; the
@@ -325,6 +395,8 @@ _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEX
 def _write_file(framer: _Framer, m: Member, mtime: int) -> FileRecord:
     # Plain os.* calls, not file objects: for the many small files of a source tree the
     # per-file Python overhead is the whole cost (see benchmarks/archive.py).
+    if m.stream is not None:
+        return _write_stream(framer, m, mtime)
     if m.data is not None:
         data = m.data
         framer.write(_header(m.path, kind="file", size=len(data), mode=_mode(m), mtime=mtime))
@@ -384,6 +456,24 @@ def _write_file(framer: _Framer, m: Member, mtime: int) -> FileRecord:
     return FileRecord(m.path, digest, size)
 
 
+def _write_stream(framer: _Framer, m: Member, mtime: int) -> FileRecord:
+    assert m.stream is not None
+    size = m.size
+    framer.write(_header(m.path, kind="file", size=size, mode=_mode(m), mtime=mtime))
+    h = hashlib.sha256()
+    left = size
+    while left:
+        chunk = m.stream.read(min(CHUNK, left))
+        if not chunk:
+            raise ArchiveError(f"the stream ended {left} bytes short", path=m.path)
+        h.update(chunk)
+        framer.write(chunk)
+        left -= len(chunk)
+    if -size % BLOCK:
+        framer.write(b"\0" * (-size % BLOCK))
+    return FileRecord(m.path, h.hexdigest(), size)
+
+
 def _mode(m: Member) -> int:
     return 0o755 if m.kind == "dir" or m.executable else 0o644
 
@@ -395,15 +485,20 @@ def write_archive(
     mtime: int,
     fmt: Format = DEFAULT_FORMAT,
     trailer: Callable[[list[FileRecord]], Sequence[Member]] | None = None,
+    ordered: Iterable[Member] = (),
+    max_size: int | None = None,
 ) -> PackResult:
     """Write ``members`` (sorted) then ``trailer(records)`` to ``out``; see the module doc.
 
-    ``trailer`` receives the records of every file written so far and returns members to
-    append in its order (the RO-Crate, ``MANIFEST.json``, a signature); their own records
-    are added to the result too. ``out`` is replaced atomically; on any error it is left
-    as it was and no temporary file remains.
+    ``ordered`` are more members already in archive order (:func:`_sort_key`), read
+    lazily and merged in (a ``git archive`` stream: never extracted to disk); for a path
+    in both, ``members`` wins. ``trailer`` receives the records of every file written so
+    far and returns members to append in its order (the RO-Crate, ``MANIFEST.json``, a
+    signature); their own records are added to the result too. With ``max_size``, a
+    compressed archive larger than that many bytes is an ArchiveError. ``out`` is
+    replaced atomically; on any error it is left as it was and no temporary file remains.
     """
-    ordered = _with_parents(members)
+    listed = _with_parents(members)
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=out.parent, prefix=f".{out.name}.", suffix=".tmp")
@@ -413,13 +508,14 @@ def write_archive(
             sink = _Sink(fh, fmt)
             try:
                 framer = _Framer(sink)
-                for m in ordered:
+                names: set[str] = set()
+                for m in _merge_ordered(listed, ordered):
+                    names.add(m.path)
                     if m.kind == "dir":
                         framer.write(_header(m.path, kind="dir", size=0, mode=0o755, mtime=mtime))
                     else:
                         records.append(_write_file(framer, m, mtime))
                 if trailer is not None:
-                    names = {m.path for m in ordered}
                     for m in trailer(list(records)):
                         path = check_member_path(m.path)
                         if path in names or "/" in path or m.kind != "file":
@@ -432,6 +528,13 @@ def write_archive(
                 framer.write(b"\0" * (-framer.offset % RECORD))
                 framer.flush()
                 sink.close()
+                if max_size is not None and sink.size > max_size:
+                    raise ArchiveError(
+                        f"the archive would be {sink.size} bytes, more than --max-size "
+                        f"({max_size} bytes); nothing was written",
+                        path=str(out),
+                        hint="leave out wheels, data or evidence, or raise --max-size",
+                    )
             except BaseException:
                 sink.abort()
                 raise

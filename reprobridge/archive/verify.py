@@ -58,7 +58,15 @@ from reprobridge.errors import ArchiveError
 
 #: Members whose bytes are kept in memory during the scan (all small).
 _KEEP = frozenset(
-    {MANIFEST_JSON, SIGNATURE_FILE, SIGNER_PUB, CRATE_FILE, MANIFEST_FILE, "flake.lock"}
+    {
+        MANIFEST_JSON,
+        SIGNATURE_FILE,
+        SIGNER_PUB,
+        CRATE_FILE,
+        MANIFEST_FILE,
+        "flake.lock",
+        "repro/python/uv.lock",  # `rb archive --check` plans the wheels from it
+    }
 )
 _KEEP_LIMIT = 32 << 20
 GZIP_MAGIC = b"\x1f\x8b"

@@ -64,6 +64,7 @@ from reprobridge.constants import (
     FLAKE_LOCK_FILE,
     LAUNCHERS_DIR,
     MANIFEST_FILE,
+    WHEELS_DIR,
 )
 from reprobridge.errors import AuditError, MachineError
 from reprobridge.manifest.io import load_manifest
@@ -132,6 +133,9 @@ class AuditOptions:
     #: Refuse to build packages that have no wheel. Without it the host backend builds
     #: them in the run's sandbox when runs are sandboxed (never without a sandbox).
     no_build: bool = False
+    #: Install Python packages only from the unpacked supplement's ``wheels/`` and never
+    #: touch the network (:mod:`reprobridge.audit.offline`); host backend only.
+    offline: bool = False
     #: Most processes a run (and each setup step) may have at once; None: no limit.
     max_processes: int | None = DEFAULT_MAX_PROCESSES
 
@@ -198,7 +202,10 @@ def choose_backend(
         has_requirements=fetch,
         builds=build_policy(opts, sandbox_off),
         install=HostInstall.from_manifest(manifest),
+        offline=root / WHEELS_DIR if opts.offline else None,
     )
+    if opts.offline:
+        return _offline_host(opts, host, root)
     if opts.backend == "host":
         return host, host.prepare(root)
     version = nix_version(opts.nix_binary)
@@ -218,6 +225,24 @@ def choose_backend(
         )
         return host, fallback
     return nix, state
+
+
+def _offline_host(
+    opts: AuditOptions, host: HostBackend, root: Path
+) -> tuple[AuditBackend, EnvironmentState]:
+    """``--offline``: the host backend from the supplement's wheels. The Nix backend from
+    its ``nix-cache/`` is not wired yet, so ``--backend nix`` is refused rather than left
+    to download."""
+    if opts.backend == "nix":
+        raise AuditError(
+            "--offline supports the host backend only (the Nix backend from an archive's "
+            "nix-cache/ is not wired into rb audit yet)",
+            hint="use --backend host (or auto) with --offline",
+        )
+    state = host.prepare(root)
+    if opts.backend == "auto":
+        state.warnings.append("--offline: the host backend, from the archive's wheels/")
+    return host, state
 
 
 class _Interrupt:
@@ -274,6 +299,11 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     sandboxed = _sandbox_choice(opts)
     _check_operator_inputs(opts)
     evidence_root = root / EVIDENCE_DIR
+    if opts.offline and manifest.environment.python_requirements:
+        from reprobridge.audit.offline import offline_requirements
+
+        # Fail fast: a missing wheel is named before any evidence bundle is started.
+        offline_requirements(root, root / WHEELS_DIR, manifest.environment.python)
     if opts.resume:
         bundle_path = _resume_path(evidence_root, opts.resume)
         bundle = Bundle.open(bundle_path)

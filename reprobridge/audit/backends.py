@@ -566,11 +566,16 @@ class HostBackend:
         has_requirements: bool,
         builds: BuildPolicy = NO_BUILDS,
         install: HostInstall | None = None,
+        offline: Path | None = None,
     ) -> None:
         self.python_version = python_version
         self.has_requirements = has_requirements
         self.builds = builds
         self.install = install or HostInstall()
+        #: ``rb audit --offline``: install only from this wheels directory
+        #: (:mod:`reprobridge.audit.offline`); the pinned lines, checked in prepare.
+        self.offline = offline
+        self._offline_lines: list[str] = []
         #: Whether the torch family comes from its routed index (decided in prepare).
         self._routed = False
 
@@ -621,6 +626,12 @@ class HostBackend:
             if index.fallback:
                 state.warnings.append(index.fallback)
         self._routed = bool(index is not None and index.routed)
+        if self.offline is not None and self.has_requirements:
+            from reprobridge.audit.offline import offline_requirements
+
+            # Fail fast, before any run: everything must be in the wheels directory.
+            self._offline_lines = offline_requirements(root, self.offline, self.python_version)
+            state.fingerprint["offline_wheels"] = str(self.offline)
         state.reason = (
             "host environment (not hermetic: no Nix pin for Python, libraries or compilers)"
         )
@@ -690,6 +701,9 @@ class HostBackend:
             return RunSetup(env, (*state.ro_binds, prefix))
         uv = self._uv()
         venv = workspace / PYTHON_DIR / ".venv"
+        if self.offline is not None:
+            self._offline_install(uv, workspace, ctx.scratch, env, python)
+            return RunSetup(_with_venv(env, workspace), (*binds, venv))
         try:
             self._host_install(uv, workspace, ctx.scratch, env, python=python)
             # Hard links into the operator's cache: read-only to the run.
@@ -701,6 +715,26 @@ class HostBackend:
         aside = self._set_aside(uv, workspace, ctx.scratch, env, python, refused)
         step = self._build_step(uv, workspace, ctx, env, python)
         return RunSetup(_with_venv(env, workspace), binds, (step,), needs_build=tuple(aside))
+
+    def _offline_install(
+        self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], python: str
+    ) -> None:
+        """``--offline``: the venv from the wheels directory only (see audit/offline.py)."""
+        from reprobridge.audit.offline import offline_install_argv
+
+        assert self.offline is not None
+        reqs = scratch / "offline-requirements.txt"
+        reqs.write_text("".join(f"{line}\n" for line in self._offline_lines), encoding="utf-8")
+        project = workspace / PYTHON_DIR
+        host_env = _proc.uv_env({**env, "UV_OFFLINE": "1"})
+        for argv in offline_install_argv(uv, project, python, self.offline, reqs):
+            try:
+                _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
+            except CommandFailed as exc:
+                raise AuditError(
+                    f"--offline: the Python environment could not be made from "
+                    f"{self.offline}: {exc.message}"
+                ) from exc
 
     def _set_aside(
         self,

@@ -26,7 +26,46 @@ from reprobridge.cli.options import (
     help="Audits to include (repeatable; default: latest).",
 )
 @click.option(
-    "--with-source", is_flag=True, help="Add the source at the audited commit (git archive)."
+    "--supplement",
+    is_flag=True,
+    help="A paper supplement that reproduces offline: turns on --with-source, --with-wheels "
+    "and repro/DATA.md (turn one off with --no-source / --no-wheels).",
+)
+@click.option(
+    "--with-source/--no-source",
+    default=None,
+    help="Add the source at the audited commit (git archive). Default: on with --supplement.",
+)
+@click.option(
+    "--with-wheels/--no-wheels",
+    default=None,
+    help="Add every wheel of repro/python/uv.lock for the target platforms under wheels/ "
+    "(sha256-checked; fetched into rb's cache). Default: on with --supplement.",
+)
+@click.option(
+    "--platform",
+    "platforms",
+    multiple=True,
+    metavar="TAG",
+    help="Target machine for --with-wheels as a platform tag, e.g. manylinux_2_28_x86_64 "
+    "(repeatable; default: this machine).",
+)
+@click.option(
+    "--with-data",
+    is_flag=True,
+    help="Carry datasets that declare a sha256 and a licence allowing redistribution; "
+    "repro/DATA.md says how to get and verify the others.",
+)
+@click.option(
+    "--max-size",
+    metavar="SIZE",
+    help="Refuse an archive larger than SIZE (e.g. 500M, 2G); nothing is written.",
+)
+@click.option(
+    "--check",
+    "check_file",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Report what the archive FILE lacks for offline reproduction; packs nothing.",
 )
 @click.option(
     "--with-closure",
@@ -68,7 +107,13 @@ from reprobridge.cli.options import (
 def archive_command(
     ctx: click.Context,
     evidence: tuple[str, ...],
-    with_source: bool,
+    supplement: bool,
+    with_source: bool | None,
+    with_wheels: bool | None,
+    platforms: tuple[str, ...],
+    with_data: bool,
+    max_size: str | None,
+    check_file: Path | None,
     with_closure: bool,
     fmt: str,
     output: Path | None,
@@ -84,15 +129,25 @@ def archive_command(
     `rb archive verify FILE` checks an archive."""
     if ctx.invoked_subcommand is not None:
         return
+    if check_file is not None:
+        _check(check_file, as_json=as_json)
+        return
     from reprobridge.discovery import find_repository
 
     root = find_repository(root)  # packing does: found upwards, or the one-line error
     from reprobridge.archive.build import ArchiveOptions, build_archive
     from reprobridge.archive.pack import Format
+    from reprobridge.archive.supplement import parse_size
 
     opts = ArchiveOptions(
         evidence=evidence or ("latest",),
-        with_source=with_source,
+        with_source=supplement if with_source is None else with_source,
+        with_wheels=supplement if with_wheels is None else with_wheels,
+        platforms=platforms,
+        with_data=with_data,
+        data_md=supplement or with_data,
+        max_size=parse_size(max_size) if max_size is not None else None,
+        announce=lambda text: click.echo(text, err=True),
         with_closure=with_closure,
         fmt=cast(Format, fmt),
         sign_key=state().operator.sign_key(sign_key),
@@ -106,6 +161,24 @@ def archive_command(
     click.echo(f"commit: {res.commit}  mtime: {res.epoch}")
     click.echo(f"audits: {', '.join(res.audits) or 'none'}")
     click.echo(f"MANIFEST.json sha256: {res.manifest_sha256}{'  (signed)' if res.signed else ''}")
+
+
+def _check(file: Path, *, as_json: bool) -> None:
+    from reprobridge.archive.check import check_offline
+
+    rep = check_offline(file)
+    if as_json:
+        print_json(rep.as_json())
+    else:
+        for item in rep.items:
+            click.echo(f"{item.status:8s} {item.what}: {item.detail}")
+        click.echo(
+            "offline: complete"
+            if rep.complete
+            else f"offline: {sum(1 for i in rep.items if i.status == 'lacks')} item(s) lacking"
+        )
+    if not rep.complete:
+        raise click.exceptions.Exit(1)
 
 
 @archive_command.command("verify")

@@ -267,6 +267,12 @@ _common = [
         "the run's sandbox when runs are sandboxed; never without a sandbox).",
     ),
     click.option(
+        "--offline",
+        is_flag=True,
+        help="Install Python packages only from ./wheels (an unpacked `rb archive "
+        "--supplement`) and never download; fails first, naming what is missing.",
+    ),
+    click.option(
         "--allow-build",
         is_flag=True,
         hidden=True,
@@ -370,6 +376,7 @@ def audit_command(
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
     no_build: bool,
+    offline: bool,
     allow_build: bool,
     root: Path,
     as_json: bool,
@@ -409,6 +416,7 @@ def audit_command(
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         no_build=no_build,
+        offline=offline,
     )
     if executor == "slurm":
         from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
@@ -443,6 +451,7 @@ def run_command(
     overrides: tuple[str, ...],
     ro_binds: tuple[Path, ...],
     no_build: bool,
+    offline: bool,
     allow_build: bool,
     root: Path,
     as_json: bool,
@@ -462,6 +471,7 @@ def run_command(
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         no_build=no_build,
+        offline=offline,
         echo=not as_json,
     )
     run_and_render(root, opts, as_json=as_json, quiet=st.quiet)

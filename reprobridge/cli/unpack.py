@@ -15,13 +15,27 @@ from reprobridge.cli.options import common_options, key_option, print_json
 @key_option("Require a signature by this public key (PEM).")
 @common_options
 def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: bool) -> None:
-    """Unpack FILE into DEST (new or empty) after verifying it completely; a refused archive
+    """Unpack FILE into DEST (new or empty) after verifying it completely (an archive with
+    the source becomes a git repository with one commit, ready for `rb audit`); a refused archive
     (exit 10, with the reasons) leaves DEST untouched."""
+    from reprobridge.archive.restore import make_repository
     from reprobridge.archive.verify import unpack
 
     rep = unpack(file, dest, public_key=public_key)
+    head = make_repository(dest, rep.manifest or {})
     if as_json:
-        print_json({"path": str(dest), "files": len(rep.files), "signature": rep.signature})
+        print_json(
+            {
+                "path": str(dest),
+                "files": len(rep.files),
+                "signature": rep.signature,
+                "git_commit": head,
+            }
+        )
         return
     click.echo(f"unpacked {len(rep.files)} files into {dest}")
     click.echo(f"signature: {rep.signature}")
+    if head is not None:
+        click.echo(f"git repository: {dest} at {head[:12]} (the archived source)")
+        if (dest / "wheels").is_dir():
+            click.echo(f"reproduce offline: cd {dest} && rb audit --offline")

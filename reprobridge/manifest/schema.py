@@ -225,6 +225,11 @@ class Dataset(StrictModel):
     )
     name: str | None = Field(None, description="Library dataset name, e.g. torchvision CIFAR10.")
     generated: bool = Field(False, description="The code generates it; nothing to download.")
+    license: str | None = Field(
+        None,
+        description="SPDX licence id of the data; `rb archive --with-data` carries the dataset "
+        "only when it allows redistribution (e.g. CC-BY-4.0, CC0-1.0).",
+    )
     description: str | None = None
 
 

@@ -179,7 +179,6 @@ def test_rb_init_declares_the_range_of_a_percentage_from_the_paper(tmp_path) -> 
     assert metrics["train_loss"].range is None
 
 
-
 def test_values_near_the_float_limit_do_not_crash_the_summary() -> None:
     """A run controls the numbers it prints: finite values whose sum or spread leaves the
     float range (fsum and stdev raise OverflowError) still get finite statistics, and an

@@ -87,9 +87,17 @@ def test_pack_verify_unpack_and_rerun(packed: Path, tmp_path: Path) -> None:
     ):
         assert (dest / name).is_file(), name
     assert list((dest / "repro" / "evidence").iterdir())
-    # The auditor needs a git repository: make the unpacked tree one again, then rerun.
-    subprocess.run(["git", "init", "-q", "-b", "main", str(dest)], check=True)
-    _commit(dest, "unpacked")
+    # An archive with the source unpacks as a git repository (one commit, the evidence
+    # left out of it), so the audit reruns there as is.
+    head = subprocess.run(
+        ["git", "-C", str(dest), "log", "--format=%s", "-1"], capture_output=True, text=True
+    )
+    assert head.stdout.startswith("Unpacked by rb: the source of "), head.stderr
+    tracked = subprocess.run(
+        ["git", "-C", str(dest), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "train.py" in tracked
+    assert not [t for t in tracked if t.startswith("repro/evidence/")]
     result = run_audit(dest, AuditOptions(runs=1, backend="host"))
     assert result.passed, json.dumps(result.summary, indent=1)
 

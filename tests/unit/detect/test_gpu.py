@@ -36,8 +36,11 @@ def test_without_prose_untokenizable_drops_comment_lines_only() -> None:
 @pytest.mark.parametrize(
     ("body", "gpus"),
     [
-        ('device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
-         "x = torch.ones(1).to(device)\n", 0),
+        (
+            'device = torch.device("cuda" if torch.cuda.is_available() else "cpu")\n'
+            "x = torch.ones(1).to(device)\n",
+            0,
+        ),
         ("device = 'cuda' if torch.cuda.is_available() else 'cpu'\n", 0),
         ('device = torch.device("cuda:0") if args.use_gpu else torch.device("cpu")\n', 0),
         ('p.add_argument("--device", default="cpu")\nx = torch.ones(1).to(args.device)\n', 0),

@@ -1,0 +1,170 @@
+"""Benchmark: `rb archive --with-source` as users run it, against `tar` and `git archive`
+of the same tree, in the same run (issue 14's archive rows, issue 13's supplement).
+
+Trees:
+
+* ``synthetic``: ``--files`` (default 20000) small Python-like files in 100 packages,
+  committed to a fresh git repository;
+* ``--real DIR``: a git clone (e.g. ``/work/corpus/examples``), copied with
+  ``git clone --local`` so the original is never written.
+
+Each tree gets a minimal ``reprobridge.toml`` (committed), then per format (gz, zst),
+interleaved, ``--repeat`` times:
+
+* rb: ``python -m reprobridge archive --evidence none --with-source --format F -o OUT``
+  (a new process: imports, manifest validation, git, packing, RO-Crate, MANIFEST.json);
+* ``tar czf`` / ``tar --zstd -cf`` of the committed files (``git ls-files``), and
+  ``git archive --format=tar | gzip -n`` / ``| zstd -3 -T1``;
+
+and ``rb unpack`` against ``tar xzf`` / ``tar --zstd -xf`` of the same archive. Prints
+medians, sizes and the ratios rb / baseline (targets: pack <= 1.2x gz, <= 1.5x zst).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+GIT = ["git", "-c", "user.name=b", "-c", "user.email=b@b.invalid", "-c", "commit.gpgsign=false"]
+MANIFEST = 'schema = 1\n[project]\nname = "bench"\n'
+WORDS = [
+    "model",
+    "loss",
+    "accuracy",
+    "epoch",
+    "batch",
+    "def",
+    "return",
+    "import",
+    "torch",
+    "self",
+    "train",
+    "seed",
+    "data",
+]
+
+
+def make_synthetic(root: Path, files: int, seed: int = 0) -> None:
+    rng = random.Random(seed)
+    for i in range(files):
+        d = root / "src" / f"pkg{i % 100:03d}"
+        d.mkdir(parents=True, exist_ok=True)
+        n = rng.randint(0, 4096)
+        text = " ".join(rng.choice(WORDS) for _ in range(n // 6 + 1))[:n]
+        (d / f"mod{i:05d}.py").write_text(text)
+
+
+def commit_all(root: Path) -> None:
+    (root / "reprobridge.toml").write_text(MANIFEST)
+    subprocess.run([*GIT, "-C", str(root), "add", "-A"], check=True)
+    subprocess.run([*GIT, "-C", str(root), "commit", "-qm", "bench"], check=True)
+
+
+def timed(cmd: str, cwd: Path) -> float:
+    t = time.perf_counter()
+    subprocess.run(
+        ["bash", "-o", "pipefail", "-c", cmd],
+        cwd=cwd,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        stdout=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - t
+
+
+def bench_tree(name: str, root: Path, work: Path, repeat: int, formats: list[str]) -> None:
+    files = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True
+    ).stdout
+    (work / "files.lst").write_bytes(files)
+    count = files.count(b"\0")
+    print(f"== {name}: {count} files")
+    py = sys.executable
+    for fmt in formats:
+        tar_flag = "z" if fmt == "gz" else "--zstd "
+        comp = "gzip -n -6" if fmt == "gz" else "zstd -q -3 -T1"
+        rb_out, tar_out, ga_out = (work / f"{k}.tar.{fmt}" for k in ("rb", "tar", "git"))
+        cmds = {
+            "rb archive": f"{py} -m reprobridge archive -C {root} --evidence none "
+            f"--with-source --format {fmt} -o {rb_out}",
+            "tar": f"tar -C {root} -c{tar_flag}f {tar_out} --null -T {work / 'files.lst'}"
+            if fmt == "gz"
+            else f"tar -C {root} --zstd -cf {tar_out} --null -T {work / 'files.lst'}",
+            "git archive": f"git -C {root} archive --format=tar HEAD | {comp} > {ga_out}",
+        }
+        times: dict[str, list[float]] = {k: [] for k in cmds}
+        for _ in range(repeat):
+            for k, c in cmds.items():  # interleaved: load changes hit every side alike
+                times[k].append(timed(c, work))
+        med = {k: statistics.median(v) for k, v in times.items()}
+        unpack: dict[str, list[float]] = {"rb unpack": [], "tar x": []}
+        for i in range(repeat):
+            dest = work / f"u{i}"
+            unpack["rb unpack"].append(timed(f"{py} -m reprobridge unpack {rb_out} {dest}", work))
+            shutil.rmtree(dest)
+            dest.mkdir()
+            xflag = "-xzf" if fmt == "gz" else "--zstd -xf"
+            unpack["tar x"].append(timed(f"tar -C {dest} {xflag} {rb_out}", work))
+            shutil.rmtree(dest)
+        umed = {k: statistics.median(v) for k, v in unpack.items()}
+        print(f"  [{fmt}] pack (median of {repeat}):")
+        for k, v in med.items():
+            size = {"rb archive": rb_out, "tar": tar_out, "git archive": ga_out}[k].stat().st_size
+            print(f"    {k:12s} {v:7.3f} s  {size / 1e6:8.2f} MB")
+        print(
+            f"    ratio rb/tar {med['rb archive'] / med['tar']:.2f}x, "
+            f"rb/git archive {med['rb archive'] / med['git archive']:.2f}x, "
+            f"size rb/tar {rb_out.stat().st_size / tar_out.stat().st_size:.3f}"
+        )
+        print(
+            f"  [{fmt}] unpack: rb {umed['rb unpack']:.3f} s, tar {umed['tar x']:.3f} s, "
+            f"ratio {umed['rb unpack'] / umed['tar x']:.2f}x"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--files", type=int, default=20000)
+    ap.add_argument("--real", type=Path, action="append", default=[])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--formats", default="gz,zst")
+    ap.add_argument("--no-synthetic", action="store_true")
+    args = ap.parse_args()
+    formats = args.formats.split(",")
+    try:
+        import zstandard  # noqa: F401
+    except ImportError:
+        if "zst" in formats:
+            print("zst: skipped (no zstandard module)")
+        formats = [f for f in formats if f != "zst"]
+    base = Path(tempfile.mkdtemp(prefix="rb-bench-src-"))
+    try:
+        if not args.no_synthetic:
+            tree = base / "synthetic"
+            tree.mkdir()
+            subprocess.run(["git", "init", "-q", str(tree)], check=True)
+            make_synthetic(tree, args.files)
+            commit_all(tree)
+            (base / "w0").mkdir()
+            bench_tree(f"synthetic {args.files}", tree, base / "w0", args.repeat, formats)
+        for i, real in enumerate(args.real):
+            tree = base / f"real{i}"
+            subprocess.run(["git", "clone", "-q", "--local", str(real), str(tree)], check=True)
+            commit_all(tree)
+            (base / f"w{i + 1}").mkdir()
+            bench_tree(f"real {real}", tree, base / f"w{i + 1}", args.repeat, formats)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
