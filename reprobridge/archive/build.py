@@ -323,16 +323,16 @@ def _check_size(
 ) -> None:
     """Tell ``opts.announce`` what is about to be packed; refuse ``--max-size`` early when
     the wheels and data (already compressed, as a rule) alone exceed it."""
-    from reprobridge.archive.supplement import source_size, tar_size
+    from reprobridge.archive.supplement import human_size, source_size, tar_size
 
     src_files, src_bytes = source_size(root, commit) if opts.with_source else (0, 0)
     total = tar_size(members) + src_bytes + 512 * src_files
     if opts.announce is not None:
-        parts = [f"wheels {extra.wheel_bytes / 1e6:.1f} MB"] if opts.with_wheels else []
-        parts += [f"data {extra.data_bytes / 1e6:.1f} MB"] if opts.with_data else []
-        parts += [f"source {src_bytes / 1e6:.1f} MB in {src_files} files"] if src_files else []
+        parts = [f"wheels {human_size(extra.wheel_bytes)}"] if opts.with_wheels else []
+        parts += [f"data {human_size(extra.data_bytes)}"] if opts.with_data else []
+        parts += [f"source {human_size(src_bytes)} in {src_files} files"] if src_files else []
         opts.announce(
-            f"packing {len(members) + src_files} entries, {total / 1e6:.1f} MB before "
+            f"packing about {len(members) + src_files} entries, {human_size(total)} before "
             f"compression" + (f" ({', '.join(parts)})" if parts else "")
         )
     floor = extra.wheel_bytes + extra.data_bytes

@@ -125,6 +125,16 @@ def tar_size(members: list[Member]) -> int:
     return total
 
 
+def human_size(n: int) -> str:
+    """``n`` bytes as ``812 B``, ``52.2 kB``, ``1.3 MB``, ``4.0 GB`` (powers of 1000)."""
+    value = float(n)
+    for unit in ("B", "kB", "MB", "GB"):
+        if value < 1000 or unit == "GB":
+            return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1000
+    raise AssertionError("unreachable")
+
+
 def parse_size(text: str) -> int:
     """``500M``, ``2G``, ``1.5GiB``, ``1000000``: bytes (K/M/G/T powers of 1000, KiB/MiB/
     GiB/TiB of 1024); ArchiveError for anything else."""
