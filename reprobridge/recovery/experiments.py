@@ -206,11 +206,12 @@ def merge_experiments(
         covered_entries.add(entry)
         kept.append((f, cmd, entry, params))
     fetching = frozenset(str(f.key) for f in by_kind["fetch"])
-    gpu = frozenset(
-        e for e in (k[2] for k in kept) if any(_gpus(h) > 0 for h in _hardware(by_kind, e))
-    )
     chosen, others = rank(
-        [k[0] for k in kept], by_kind["mention"], by_kind["target"], fetching, gpu
+        [k[0] for k in kept],
+        by_kind["mention"],
+        by_kind["target"],
+        fetching,
+        lambda f: any(_gpus(h) > 0 for h in _hardware(by_kind, f)),
     )
     for r in others:
         cmd = " ".join(str(r.finding.value["command"]).split())
@@ -282,12 +283,18 @@ def _gpus(h: Finding) -> int:
     return int(h.value.get("gpus", 1))
 
 
-def _hardware(by_kind: dict[str, list[Finding]], entry: str) -> list[Finding]:
-    """The ``hardware`` findings (GPU evidence) of the experiment whose entry is ``entry``."""
+def _hardware(by_kind: dict[str, list[Finding]], f: Finding) -> list[Finding]:
+    """The ``hardware`` findings (GPU evidence) of experiment ``f``: those of its entry's
+    code, and a launcher's process count only for the command it was found in (the README's
+    ``torchrun --nproc_per_node 8 train.py`` says nothing about its ``python train.py``)."""
+    entry = str(f.value.get("entry") or "")
+    launcher = {"readme", "makefile"}
     return [
         h
         for h in by_kind["hardware"]
-        if entry and (h.key == entry or h.value.get("entry") == entry)
+        if entry
+        and (h.key == entry or h.value.get("entry") == entry)
+        and (h.detector not in launcher or set(h.sources()) & set(f.sources()))
     ]
 
 
@@ -519,7 +526,7 @@ def _one_experiment(
                     "the command"
                 )
         b.put(f"{p}.unbounded", text, u.sources(), u.confidence)
-    hw = _hardware(by_kind, entry)
+    hw = _hardware(by_kind, f)
     if hw:
         # A GPU only on evidence (a launcher's process count, CUDA use in the code), never
         # because environment.cuda is set: a pinned torch wheel says nothing about the run.

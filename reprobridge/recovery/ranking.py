@@ -28,6 +28,7 @@ data.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -114,10 +115,11 @@ def score(
     mentioned: set[str],
     row_labels: list[set[str]],
     fetching: frozenset[str] = frozenset(),
-    gpu: frozenset[str] = frozenset(),
+    needs_gpu: Callable[[Finding], bool] = lambda _f: False,
 ) -> Ranked:
-    """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` and
-    ``gpu`` are the entries whose data is fetched at run time and that need a GPU."""
+    """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` are the
+    entries whose data is fetched at run time, ``needs_gpu`` says whether a run needs a GPU
+    (a command, not an entry: ``torchrun`` and ``python`` may run the same script)."""
     entry = _entry(f)
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -137,7 +139,7 @@ def score(
         c
         for c, hit in (
             ("reads data the repository lacks", entry in fetching),
-            ("needs a GPU", entry in gpu),
+            ("needs a GPU", needs_gpu(f)),
         )
         if hit
     ]
@@ -157,18 +159,18 @@ def rank(
     mentions: list[Finding],
     targets: list[Finding],
     fetching: frozenset[str] = frozenset(),
-    gpu: frozenset[str] = frozenset(),
+    needs_gpu: Callable[[Finding], bool] = lambda _f: False,
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, others) of ``candidates`` (already deduplicated), each best first.
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
     paper's ``target`` findings, whose row labels may name an experiment; ``fetching`` and
-    ``gpu`` as in :func:`score`.
+    ``needs_gpu`` as in :func:`score`.
     """
     mentioned = {m.key for m in mentions}
     rows = [_words(str(t.value.get("row", ""))) for t in targets]
     ranked = sorted(
-        (score(f, mentioned, rows, fetching, gpu) for f in candidates),
+        (score(f, mentioned, rows, fetching, needs_gpu) for f in candidates),
         key=lambda r: (r.handicap - r.score, r.finding.sources(), r.finding.key),
     )
     kept = [r for r in ranked if r.declared or r.score >= KEEP_SCORE][:MAX_KEPT]
