@@ -34,8 +34,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reprobridge import __version__
+from reprobridge import __version__, _proc, sandbox
 from reprobridge._log import emit
+from reprobridge._machine import MIN_NIX, nix_version
+from reprobridge._proc.monitored import Termination
+from reprobridge.audit import fingerprint as fp
+from reprobridge.audit import limits
 from reprobridge.audit.backends import (
     NO_BUILD_FLAG,
     SETUP_TIMEOUT,
@@ -47,16 +51,22 @@ from reprobridge.audit.backends import (
     RunSetup,
     SetupContext,
 )
+from reprobridge.audit.claims import ClaimError, evaluate_claim, references
+from reprobridge.audit.collect import collect_files
+from reprobridge.audit.datasets import check_datasets
 from reprobridge.audit.executors import (
     BatchExecutor,
     Executor,
     LocalExecutor,
     RunOutput,
     RunRequest,
+    StepRequest,
+    workload_cpu,
 )
+from reprobridge.audit.hostenv import HostInstall, built_from_source
+from reprobridge.audit.judge import claim_values, judge_experiment, judge_run
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
-
-__all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
+from reprobridge.audit.verdict import overall_verdict
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
 from reprobridge.constants import (
     COMBINED_LOG,
@@ -67,8 +77,14 @@ from reprobridge.constants import (
     WHEELS_DIR,
 )
 from reprobridge.errors import AuditError, MachineError
+from reprobridge.evidence.bundle import SUMS_FILE, Bundle
+from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.redact import Redactor, scrub_env, secrets_from_env
+from reprobridge.evidence.sign import load_private_key, sign_bundle
 from reprobridge.manifest.io import load_manifest
 from reprobridge.manifest.schema import Experiment, Manifest
+
+__all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
 
 Backend = Literal["auto", "nix", "host"]
 SandboxMode = Literal["auto", "on", "off"]
@@ -193,9 +209,6 @@ def choose_backend(
     """The backend and its prepared environment; ``auto`` falls back to the host when nix
     cannot materialize the devShell (and says why). ``sandbox_off`` is why runs are not
     sandboxed (None when they are)."""
-    from reprobridge._machine import MIN_NIX, nix_version
-    from reprobridge.audit.hostenv import HostInstall
-
     fetch = bool(manifest.environment.python_requirements)
     host = HostBackend(
         manifest.environment.python,
@@ -284,9 +297,6 @@ class AuditInterrupted(AuditError):
 def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     """See the module docstring. Raises AuditError/MachineError for what stops the audit
     itself; failing experiments are verdicts in the result, not exceptions."""
-    from reprobridge.audit import fingerprint as fp
-    from reprobridge.evidence.bundle import Bundle
-
     root = root.resolve()
     manifest_path = root / MANIFEST_FILE
     manifest, _ = load_manifest(manifest_path)
@@ -441,8 +451,6 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         )
         bundle.write_sha256sums()
         if opts.sign_key:
-            from reprobridge.evidence.sign import sign_bundle
-
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
         emit("audit-done", audit_id=audit_id, passed=summary["passed"], verdict=summary["verdict"])
         return AuditResult(audit_id, bundle.path, bool(summary["passed"]), summary)
@@ -508,8 +516,6 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
     can complete. A bundle dir without ``plan.json`` (killed right after it was created)
     is unfinished too; resuming it starts it afresh.
     """
-    from reprobridge.evidence.bundle import SUMS_FILE
-
     if which != "latest":
         path = evidence_root / which
         if not path.is_dir():
@@ -551,22 +557,16 @@ def _check_operator_inputs(opts: AuditOptions) -> None:
     """Refuse a bad ``--sign`` key or ``--ro-bind`` path before any bundle exists: found
     after the runs, they left a sealed unsigned bundle (which ``--resume`` refuses) or an
     unsealed one (which blocks ``rb archive``)."""
-    from reprobridge.sandbox import check_bind
-
     if opts.sign_key is not None:
-        from reprobridge.evidence.sign import load_private_key
-
         load_private_key(opts.sign_key)
     for path in opts.extra_ro_binds:
         if not path.exists():
             raise AuditError(f"--ro-bind {path} does not exist")
-        check_bind(path)
+        sandbox.check_bind(path)
 
 
 def _process_limit_by(limit: int | None, sandbox_off: str | None) -> list[str]:
     """What enforces the run's process limit here (recorded with the run)."""
-    from reprobridge.audit import limits
-
     if limit is None:
         return []
     return [
@@ -579,8 +579,6 @@ def _timeout_label(completed: Any, timeout_s: float) -> Any:
     """``completed`` with a SIGKILL at or after the experiment's timeout labelled as the
     timeout it is: the launcher's ``timeout`` TERMs the run, and KILLs it when it ignores
     TERM, which ends the launcher with 137, otherwise read as "killed-9 (possible OOM)"."""
-    from reprobridge._proc.monitored import Termination
-
     term = completed.termination
     if term.kind != "killed" or completed.wall_s < timeout_s:
         return completed
@@ -630,11 +628,9 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
 
 def _sandbox_choice(opts: AuditOptions) -> str | None:
     """None when runs go into bubblewrap, else why not."""
-    from reprobridge.sandbox import sandbox_unusable
-
     if opts.sandbox == "off":
         return "not sandboxed (--sandbox off)"
-    reason = sandbox_unusable()
+    reason = sandbox.sandbox_unusable()
     if reason and opts.sandbox == "on":
         raise MachineError(
             f"bubblewrap cannot run here: {reason}", hint="see `rb doctor`, or --sandbox off"
@@ -643,8 +639,6 @@ def _sandbox_choice(opts: AuditOptions) -> str | None:
 
 
 def _check_claim_references(manifest: Manifest) -> None:
-    from reprobridge.audit.claims import ClaimError, references
-
     for i, claim in enumerate(manifest.claims):
         try:
             refs = references(claim.expr)
@@ -737,7 +731,6 @@ def _one_run(
             f"(NVML: {gpu.get('state', 'unknown')})"
         )
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
-    from reprobridge.audit.datasets import check_datasets
 
     checks = check_datasets(manifest, run.experiment, root)
     bundle.write_json(f"{rel(run_dir)}/datasets.json", _jsonable(checks))
@@ -783,8 +776,6 @@ def _one_run(
             # The run's logs stream into the bundle; a full disk there ends the audit the
             # way a failed evidence write does (run_monitored has killed the run, which is
             # left unsealed, so --resume runs it again).
-            from reprobridge.evidence.errors import EvidenceError
-
             raise EvidenceError(
                 f"could not write the run's logs ({exc.strerror or exc}); the run is left unsealed",
                 path=rel(run_dir),
@@ -800,21 +791,17 @@ def _one_run(
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
         completed = _timeout_label(completed, run.timeout_s)
-        from reprobridge.audit.executors import workload_cpu
 
         cpu = workload_cpu(completed, peaks)
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
         # Only refusals are evidence (a missing file is reported by the output check).
         record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}
-        from reprobridge.audit.fingerprint import python_packages
-        from reprobridge.evidence.redact import scrub_env
-        from reprobridge.sandbox import offline_env
 
-        recorded = (*ENV_RECORD_ALLOWLIST, *offline_env())
+        recorded = (*ENV_RECORD_ALLOWLIST, *sandbox.offline_env())
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
         # The listing runs the run's python3, which the run could have replaced: in its
         # sandbox, never on the host.
-        listing = python_packages(
+        listing = fp.python_packages(
             "python3",
             run_env,
             run=_step_runner(executor, workspace, ctx.scratch, (*setup.ro_binds, *extra), run.key),
@@ -880,15 +867,12 @@ def _run_request(
 ) -> tuple[RunRequest, dict[str, str]]:
     """The run's request for the executor (cleared environment + allowlist, offline
     switches, marker) and that environment."""
-    from reprobridge.evidence.redact import Redactor, secrets_from_env
-    from reprobridge.sandbox import offline_env
-
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
     if not exp.network:
-        run_env.update(offline_env())
+        run_env.update(sandbox.offline_env())
     # The binds come from the backend, never from the environment (which a shellHook sets).
     ro = [*ro_binds, *opts.extra_ro_binds]
     request = RunRequest(
@@ -948,9 +932,6 @@ def _run_setup_steps(
 ) -> None:
     """Run the backend's setup steps in the run's sandbox; their logs are evidence of the
     run (``setup-<i>.stdout.log``). AuditError (an environment failure) when one fails."""
-    from reprobridge.audit.executors import StepRequest
-    from reprobridge.evidence.redact import Redactor, secrets_from_env
-
     for i, step in enumerate(setup.steps):
         marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:setup-{i}"
         done = executor.run_step(
@@ -981,8 +962,6 @@ def _run_setup_steps(
 def _built_from_source(setup: RunSetup, run_dir: Path) -> dict[str, list[str]]:
     """What the setup steps built from source: the packages set aside as having no wheel,
     and those uv's log of the steps says it built (``Built X==1.0``)."""
-    from reprobridge.audit.hostenv import built_from_source
-
     logs = sorted(run_dir.glob("setup-*.stderr.log")) + sorted(run_dir.glob("setup-*.stdout.log"))
     text = "\n".join(p.read_text(encoding="utf-8", errors="replace") for p in logs)
     return {"without_wheel": list(setup.needs_build), "built": built_from_source(text)}
@@ -993,9 +972,6 @@ def _step_runner(
 ) -> Any:
     """A :class:`reprobridge._machine.Runner` that runs its command in the run's
     sandbox (no network), from ``scratch`` instead of the ``cwd`` asked for."""
-    from reprobridge import _proc
-    from reprobridge.audit.executors import StepRequest
-    from reprobridge.evidence.redact import Redactor
 
     def run(argv: Any, *, timeout: float, cwd: Path | None = None, env: Any = None) -> _proc.Result:
         marker = f"{scratch.parent.name}:{key}:probe"
@@ -1030,8 +1006,6 @@ def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> di
     The workspace is the run's (untrusted): :func:`~reprobridge.audit.collect.collect_files`
     never follows a link in it. Returns ``{path: reason}`` for what was not copied.
     """
-    from reprobridge.audit.collect import collect_files
-
     metrics = exp.tier(tier).metrics or exp.metrics  # type: ignore[arg-type]
     wanted = {o.path for o in exp.outputs} | {
         m.source.file for m in metrics.values() if m.source.file
@@ -1065,8 +1039,6 @@ def _seal_failure(
 
 def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any]) -> Any:
     """The RunJudgement of a run from its stored evidence alone (also what `rb verify` does)."""
-    from reprobridge.audit.judge import judge_run
-
     not_started = record.get("not_started")
     if not_started:
         return judge_run(
@@ -1105,10 +1077,6 @@ def summarize(
     """Per-experiment verdicts at each level, claims, and the overall verdict
     (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
     ``incomplete`` lines, and ``passed``, true for PASS only)."""
-    from reprobridge.audit.claims import evaluate_claim, references
-    from reprobridge.audit.judge import claim_values, judge_experiment
-    from reprobridge.audit.verdict import overall_verdict
-
     experiments: dict[str, Any] = {}
     values: dict[str, dict[str, list[float]]] = {}
     for exp_id, runs in judgements.items():
