@@ -65,6 +65,7 @@ from reprobridge.audit.executors import (
 )
 from reprobridge.audit.hostenv import HostInstall, built_from_source
 from reprobridge.audit.judge import claim_values, judge_experiment, judge_run
+from reprobridge.audit.offline import offline_requirements
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 from reprobridge.audit.verdict import overall_verdict
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
@@ -310,8 +311,6 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     _check_operator_inputs(opts)
     evidence_root = root / EVIDENCE_DIR
     if opts.offline and manifest.environment.python_requirements:
-        from reprobridge.audit.offline import offline_requirements
-
         # Fail fast: a missing wheel is named before any evidence bundle is started.
         offline_requirements(root, root / WHEELS_DIR, manifest.environment.python)
     if opts.resume:
