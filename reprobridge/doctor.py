@@ -156,6 +156,12 @@ def _try(p: Probes, argv: Sequence[str]) -> _proc.Result | str:
     return _machine.try_run(p.run, argv, p.timeout)
 
 
+def _run_ok(p: Probes, argv: Sequence[str]) -> _proc.Result | str:
+    """The result of ``argv`` when it ran and exited 0, else a one-line reason why not."""
+    got = _try(p, argv)
+    return got if isinstance(got, str) or got.returncode == 0 else _err_line(got)
+
+
 def _first_line(result: _proc.Result) -> str:
     text = (result.stdout or result.stderr).decode("utf-8", "replace").strip()
     return text.splitlines()[0] if text else f"exit {result.returncode}"
@@ -205,9 +211,9 @@ def check_nix(p: Probes) -> list[Check]:
             Check("flakes", "missing", "needs nix", fix),
             Check("nix-store", "missing", "needs nix", fix),
         ]
-    got = _try(p, ["nix", "--version"])
-    if isinstance(got, str) or got.returncode != 0:
-        reason = got if isinstance(got, str) else _err_line(got)
+    got = _run_ok(p, ["nix", "--version"])
+    if isinstance(got, str):
+        reason = got
         return [Check("nix", "missing", f"{path} does not run: {reason}", _NIX_UPGRADE_FIX)]
     line = _first_line(got)
     version = parse_version(line)
@@ -299,9 +305,9 @@ def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
 def _nix_store_check(p: Probes, version: tuple[int, ...]) -> Check:
     # `nix store info` replaced `nix store ping` in 2.19.
     sub = "info" if version[:2] >= (2, 19) else "ping"
-    got = _try(p, ["nix", "--extra-experimental-features", "nix-command", "store", sub])
-    if isinstance(got, str) or got.returncode != 0:
-        reason = got if isinstance(got, str) else _err_line(got)
+    got = _run_ok(p, ["nix", "--extra-experimental-features", "nix-command", "store", sub])
+    if isinstance(got, str):
+        reason = got
         return Check(
             "nix-store",
             "missing",
@@ -324,9 +330,9 @@ def check_bwrap(p: Probes) -> Check:
             f"{BWRAP} not found: audits cannot isolate runs from the host",
             "apt-get install bubblewrap (or your distribution's bubblewrap package)",
         )
-    got = _try(p, [BWRAP, "--ro-bind", "/", "/", "true"])
-    if isinstance(got, str) or got.returncode != 0:
-        reason = got if isinstance(got, str) else _err_line(got)
+    got = _run_ok(p, [BWRAP, "--ro-bind", "/", "/", "true"])
+    if isinstance(got, str):
+        reason = got
         return Check(
             "bubblewrap",
             "warn",
@@ -350,9 +356,9 @@ def check_slurm(p: Probes) -> Check:
             "run rb on a cluster login node (or install slurm-client for a configured cluster)",
             {"available": False},
         )
-    got = _try(p, ["sinfo", "-h", "-o", "%P %a %D %G"])
-    if isinstance(got, str) or got.returncode != 0:
-        reason = got if isinstance(got, str) else _err_line(got)
+    got = _run_ok(p, ["sinfo", "-h", "-o", "%P %a %D %G"])
+    if isinstance(got, str):
+        reason = got
         return Check(
             "slurm",
             "warn",
@@ -383,8 +389,8 @@ def check_uv(p: Probes) -> Check:
     """The uv rb runs (:func:`reprobridge._machine.uv_binary`'s rule): the ``uv`` package's
     binary, else ``uv`` on PATH."""
     path = p.uv_package() or p.which("uv")
-    got = _try(p, [path, "--version"]) if path else "not found"
-    if path is None or isinstance(got, str) or got.returncode != 0:
+    got = _run_ok(p, [path, "--version"]) if path else "not found"
+    if path is None or isinstance(got, str):
         return Check(
             "uv",
             "missing",
@@ -400,8 +406,8 @@ def check_uv(p: Probes) -> Check:
 
 def check_git(p: Probes) -> Check:
     """git, which rb needs to index a repository and record its commit."""
-    got = _try(p, ["git", "--version"])
-    if isinstance(got, str) or got.returncode != 0:
+    got = _run_ok(p, ["git", "--version"])
+    if isinstance(got, str):
         return Check(
             "git",
             "missing",

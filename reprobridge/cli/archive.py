@@ -9,6 +9,7 @@ import click
 
 from reprobridge.cli.options import (
     common_options,
+    finish_verification,
     key_option,
     parse_overrides,
     print_json,
@@ -198,13 +199,5 @@ def verify_archive_command(file: Path, public_key: Path | None, as_json: bool) -
             hint=f"an evidence bundle is checked with `rb verify {file}`",
         )
     rep = verify_archive(file, public_key)
-    if as_json:
-        print_json(rep)
-    else:
-        for p in rep.problems:
-            click.echo(f"problem: {p}")
-        click.echo(f"format: {rep.format}, {len(rep.files)} files")
-        click.echo(f"signature: {rep.signature}")
-        click.echo("archive: OK" if rep.ok else f"archive: {len(rep.problems)} problem(s)")
-    if not rep.ok:
-        raise click.exceptions.Exit(1)
+    facts = [f"format: {rep.format}, {len(rep.files)} files", f"signature: {rep.signature}"]
+    finish_verification(rep, as_json, "archive", facts)

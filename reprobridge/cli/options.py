@@ -105,6 +105,35 @@ def print_json(result: JsonResult | Mapping[str, Any] | Sequence[Any]) -> None:
     click.echo(json.dumps(doc, indent=2, sort_keys=True, default=str))
 
 
+class Verification(JsonResult, Protocol):
+    """What a verify verb found: ``problems`` (none: ``ok``)."""
+
+    problems: list[str]
+
+    @property
+    def ok(self) -> bool: ...
+
+
+def finish_verification(
+    result: Verification, as_json: bool, subject: str, facts: Sequence[str]
+) -> None:
+    """The one ending of `rb verify` and `rb archive verify`: the result as JSON, or its
+    problems, ``facts`` and a last line ``<subject>: OK`` or ``<subject>: N problem(s)``;
+    then exit 1 when there was a problem."""
+    if as_json:
+        print_json(result)
+    else:
+        for p in result.problems:
+            click.echo(f"problem: {p}")
+        for line in facts:
+            click.echo(line)
+        click.echo(
+            f"{subject}: OK" if result.ok else f"{subject}: {len(result.problems)} problem(s)"
+        )
+    if not result.ok:
+        raise click.exceptions.Exit(1)
+
+
 def common_options(f: F) -> F:
     """What every verb accepts: ``--json`` and the verbosity flags."""
     return verbosity_options(json_option(f))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, key_option, print_json
+from reprobridge.cli.options import common_options, finish_verification, key_option
 
 
 @click.command("verify")
@@ -34,16 +34,11 @@ def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None
             hint=f"an archive is checked with `rb archive verify {bundle}`",
         )
     out = verify_audit(bundle, public_key)
-    if as_json:
-        print_json(out)
-    else:
-        for p in out.problems:
-            click.echo(f"problem: {p}")
-        click.echo(f"signature: {out.signature}")
-        click.echo(f"runs: {len(out.runs)} ({', '.join(sorted(set(out.runs.values()))) or 'none'})")
-        click.echo(f"re-derived verdict: {out.verdict or 'unknown'}")
-        for line in out.incomplete:
-            click.echo(f"  not judged: {line}")
-        click.echo("bundle: OK" if out.ok else f"bundle: {len(out.problems)} problem(s)")
-    if not out.ok:
-        raise click.exceptions.Exit(1)
+    states = ", ".join(sorted(set(out.runs.values()))) or "none"
+    facts = [
+        f"signature: {out.signature}",
+        f"runs: {len(out.runs)} ({states})",
+        f"re-derived verdict: {out.verdict or 'unknown'}",
+        *(f"  not judged: {line}" for line in out.incomplete),
+    ]
+    finish_verification(out, as_json, "bundle", facts)
