@@ -84,7 +84,9 @@ def test_cpu_burner_without_driver(tmp_path):
     nvml = FakeNvml(init_error=pynvml.NVMLError_LibraryNotFound())
     peaks, lines = sample(tmp_path, [PY, "-c", BURN.format(s=0.6)], nvml)
     assert peaks.samples > 0 and len(lines) == peaks.samples
-    assert peaks.cpu_percent_max > 50
+    # A busy loop gets a whole core on an idle machine, but under a loaded CI (load 15 on
+    # 2 cores gave it 46%) only a share: the bound says "the burner was seen working".
+    assert peaks.cpu_percent_max > 10
     assert peaks.rss_bytes_max > 1_000_000 and peaks.threads_max >= 1 and peaks.procs_max >= 1
     assert peaks.gpu == [] and peaks.gpu_state == NO_DRIVER
     assert peaks.sampler_cpu_s < 0.5
