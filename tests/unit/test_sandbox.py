@@ -9,6 +9,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from procs import alive_with_arg, unique_sleep
 
 from reprobridge import sandbox
 from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
@@ -20,28 +21,6 @@ _REASON = sandbox_unusable() if sandbox.bwrap_path() else "no bwrap"
 needs_sandbox = pytest.mark.skipif(_REASON is not None, reason=f"sandbox unusable: {_REASON}")
 
 HOST_PATH = "/usr/bin:/bin"
-
-
-def alive_with_arg(arg: str) -> list[int]:
-    """Live (non-zombie) pids whose command line holds ``arg``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        name = entry.name
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if arg.encode() in cmdline and state != b"Z":
-            found.append(int(name))
-    return found
-
-
-def unique_sleep() -> str:
-    """A `sleep` argument no other process has, to find our daemon by its command line."""
-    return f"{1000 + uuid.uuid4().int % 10**6 / 10**6:.6f}"
 
 
 def pairs(argv: list[str], flag: str) -> list[tuple[str, str]]:

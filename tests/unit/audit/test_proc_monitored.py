@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from procs import alive_with_arg, unique_sleep
 
 from reprobridge._proc.monitored import (
     MARKER_VAR,
@@ -47,28 +48,6 @@ def run(tmp_path: Path, argv: list[str], *, marker: str | None = None, **kw) -> 
         marker=marker,
         **kw,
     )
-
-
-def alive_with_arg(arg: str) -> list[int]:
-    """Live (non-zombie) pids whose command line holds ``arg``."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        name = entry.name
-        if not name.isdigit():
-            continue
-        try:
-            cmdline = Path(f"/proc/{name}/cmdline").read_bytes().split(b"\0")
-            state = Path(f"/proc/{name}/stat").read_bytes().rsplit(b")", 1)[1].split()[0]
-        except OSError:
-            continue
-        if arg.encode() in cmdline and state != b"Z":
-            found.append(int(name))
-    return found
-
-
-def unique_sleep() -> str:
-    """A `sleep` argument no other process has, to find our daemon by its command line."""
-    return f"{1000 + uuid.uuid4().int % 10**6 / 10**6:.6f}"
 
 
 # -- termination ----------------------------------------------------------------------------
