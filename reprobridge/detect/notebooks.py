@@ -2,8 +2,9 @@
 
 Every ``*.ipynb`` (outside vendored directories and ``.ipynb_checkpoints``) becomes an
 experiment of kind ``notebook`` run headless as ``jupyter nbconvert --to notebook
---execute --output <stem>.executed.ipynb <path>`` (nbconvert writes the output next to the
-notebook), medium confidence. A notebook that is not valid JSON (or not nbformat) is
+--execute --output-dir <folder> --output <stem>.executed.ipynb <path>`` (the executed copy
+lands next to the notebook under exactly that name, whatever the nbconvert version),
+medium confidence. A notebook that is not valid JSON (or not nbformat) is
 ``ctx.warn``-ed and skipped.
 
 Imports are left to the imports detector, which reads the code cells through
@@ -301,7 +302,14 @@ class NotebooksDetector(Detector):
                     title = heading[:200]
                     break
         output = shlex.quote(f"{pure.stem}.executed.ipynb")
-        command = f"jupyter nbconvert --to notebook --execute --output {output} {shlex.quote(path)}"
+        # --output-dir (the notebook's own folder): nbconvert before 7.17 appends
+        # ".nbconvert" to --output's name unless an output directory is given, so without
+        # it the declared output (<stem>.executed.ipynb) is never written.
+        folder = shlex.quote(str(pure.parent))
+        command = (
+            f"jupyter nbconvert --to notebook --execute --output-dir {folder} "
+            f"--output {output} {shlex.quote(path)}"
+        )
         findings = [
             Finding(
                 kind="experiment",

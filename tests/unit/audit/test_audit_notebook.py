@@ -34,13 +34,21 @@ from reprobridge.manifest.io import load_manifest
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/repos/notebook-with-outputs"
 
 FAKE_JUPYTER = r"""#!/usr/bin/env python3
-# Stands in for `jupyter nbconvert --to notebook --execute --output NAME NB` (see the
-# test module's docstring): writes NB's executed copy, with new outputs, next to NB.
+# Stands in for `jupyter nbconvert --to notebook --execute [--output-dir DIR] --output
+# NAME NB` (see the test module's docstring): writes NB's executed copy, with new outputs,
+# where nbconvert 7.0-7.16 would: NAME without its .ipynb, plus ".nbconvert" unless an
+# output directory is given, plus .ipynb, in DIR (default: next to NB).
 import json, os, sys
 args = sys.argv[1:]
 assert args[:1] == ["nbconvert"] and "--execute" in args, args
 name = args[args.index("--output") + 1]
 nb_path = [a for a in args if a.endswith(".ipynb") and a != name][-1]
+base = name[: -len(".ipynb")] if name.endswith(".ipynb") else name
+if "--output-dir" in args:
+    folder = args[args.index("--output-dir") + 1]
+else:
+    folder, base = os.path.dirname(nb_path), base + ".nbconvert"
+name = base + ".ipynb"
 nb = json.load(open(nb_path, encoding="utf-8"))
 for cell in nb["cells"]:
     if cell["cell_type"] == "code":
@@ -51,7 +59,7 @@ nb["cells"][-1]["outputs"] = [
     {"output_type": "execute_result", "execution_count": 3, "metadata": {},
      "data": {"text/plain": ["{'top1_acc=0.951'}"]}},
 ]
-out = os.path.join(os.path.dirname(nb_path), name)
+out = os.path.join(folder, name)
 with open(out, "w", encoding="utf-8") as fh:
     json.dump(nb, fh)
 print(f"[NbConvertApp] Writing {os.path.getsize(out)} bytes to {out}", file=sys.stderr)
@@ -100,7 +108,10 @@ def test_rb_init_declares_the_executed_notebook_as_output(notebook_repo: Path) -
     manifest, _ = load_manifest(notebook_repo / "reprobridge.toml")
     exp = manifest.experiments["linear_probe"]
     assert exp.kind == "notebook"
-    assert exp.command.startswith("jupyter nbconvert --to notebook --execute --output ")
+    assert exp.command == (
+        "jupyter nbconvert --to notebook --execute --output-dir notebooks "
+        "--output linear_probe.executed.ipynb notebooks/linear_probe.ipynb"
+    )
     assert [o.path for o in exp.outputs] == ["notebooks/linear_probe.executed.ipynb"]
 
 
