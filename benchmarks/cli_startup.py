@@ -13,6 +13,7 @@ summarised: the heaviest imports by cumulative time, so a regression names its i
 from __future__ import annotations
 
 import argparse
+import os
 import resource
 import shutil
 import statistics
@@ -21,6 +22,10 @@ import sys
 from pathlib import Path
 
 TARGET_MS = 150.0
+
+#: Users run rb from compiled .pyc files: with PYTHONDONTWRITEBYTECODE set (some shells and
+#: containers set it) every run would recompile every module it imports.
+_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def rb_argv() -> list[str]:
@@ -35,7 +40,7 @@ def rb_argv() -> list[str]:
 def child_cpu_ms(argv: list[str]) -> float:
     """CPU milliseconds (user + sys) one run of ``argv`` took; fails if it exits non-zero."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_ENV)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return ((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)) * 1000.0
 
@@ -56,6 +61,7 @@ def import_times(module: str) -> list[tuple[int, int, int, str]]:
     """(cumulative us, self us, depth, name) per import of ``python -X importtime``."""
     proc = subprocess.run(
         [sys.executable, "-X", "importtime", "-c", f"import {module}"],
+        env=_ENV,
         check=True,
         capture_output=True,
         text=True,

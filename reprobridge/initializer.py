@@ -45,10 +45,10 @@ from reprobridge.errors import CommandFailed, DetectionError, MachineError, Unsa
 from reprobridge.manifest.io import (
     RefreshReport,
     load_manifest,
-    parse_document,
+    parse_manifest_text,
+    read_manifest,
     refresh_document,
     render_new_manifest,
-    validate_document,
 )
 from reprobridge.manifest.schema import Manifest
 from reprobridge.recovery.merge import MergeResult, merge_findings
@@ -172,7 +172,9 @@ def _build_manifest(
         text = doc.as_string()
     else:
         text, report = render_new_manifest(merged.manifest, version=__version__), None
-    manifest = validate_document(parse_document(text, path=MANIFEST_FILE), path=MANIFEST_FILE)
+    # The text is what gets written: validate it as read back (tomllib: the tomlkit
+    # document was only needed to keep the person's comments and layout).
+    manifest = parse_manifest_text(text, path=MANIFEST_FILE)
     return text, manifest, report
 
 
@@ -286,7 +288,7 @@ def init_repository(
     existing = root / MANIFEST_FILE
     recorded: str | None = None
     if existing.exists():
-        current, _ = load_manifest(existing)  # a broken manifest stops us before any work
+        current = read_manifest(existing)  # a broken manifest stops us before any work
         recorded = current.project.paper.path if current.project.paper else None
     # Without --paper, the paper the manifest records: a re-run (and `rb check`, which is a
     # dry run) must not drop the targets and claims that came from it.

@@ -183,12 +183,12 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
     """
     import tempfile
 
-    from reprobridge.manifest.io import load_manifest
+    from reprobridge.manifest.io import read_manifest
 
     root = Path(root).resolve()
     epoch_env = parse_source_date_epoch(opts.environ)
     try:
-        manifest, _ = load_manifest(root / MANIFEST_FILE)
+        manifest = read_manifest(root / MANIFEST_FILE)
     except ManifestError as exc:
         raise ArchiveError(f"the manifest does not validate: {exc}", path=MANIFEST_FILE) from exc
     audits = mem.select_audits(root, opts.evidence)

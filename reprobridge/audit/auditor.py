@@ -82,7 +82,7 @@ from reprobridge.evidence.bundle import SUMS_FILE, Bundle
 from reprobridge.evidence.errors import EvidenceError
 from reprobridge.evidence.redact import Redactor, scrub_env, secrets_from_env
 from reprobridge.evidence.sign import load_private_key, sign_bundle
-from reprobridge.manifest.io import load_manifest
+from reprobridge.manifest.io import read_manifest
 from reprobridge.manifest.schema import Experiment, Manifest
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
@@ -300,7 +300,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     itself; failing experiments are verdicts in the result, not exceptions."""
     root = root.resolve()
     manifest_path = root / MANIFEST_FILE
-    manifest, _ = load_manifest(manifest_path)
+    manifest = read_manifest(manifest_path)
     manifest_bytes = manifest_path.read_bytes()
     plan = plan_runs(manifest, opts.experiments, runs=opts.runs, tier=opts.tier)
     _check_claim_references(manifest)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from collections.abc import Set as AbstractSet
 from pathlib import PurePosixPath
 
 from reprobridge.detect._text import is_test_path, skip_path
@@ -40,7 +41,7 @@ def _usable(path: str) -> bool:
 
 
 def resolve_import(
-    index_paths: set[str], importer: str, module: str, names: tuple[str, ...]
+    index_paths: AbstractSet[str], importer: str, module: str, names: tuple[str, ...]
 ) -> set[str]:
     """Repository files an import of ``module`` (``from module import names``) loads."""
     level = len(module) - len(module.lstrip("."))

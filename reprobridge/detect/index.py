@@ -21,9 +21,10 @@ import fnmatch
 import os
 import re
 import stat
+import sys
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
@@ -68,17 +69,20 @@ class FileEntry:
     path: str
     size: int
     symlink_escapes: bool = False
+    #: ``.py`` for ``a/b.PY``; "" without one. Computed once: detectors ask every file for
+    #: it, some once per entry point (millions of calls on a 20k-file repository).
+    suffix: str = field(init=False, repr=False, compare=False)
 
-    # String operations, not PurePosixPath: detectors ask every file for these.
+    def __post_init__(self) -> None:
+        name = self.path.rpartition("/")[2]
+        dot = name.rfind(".")
+        suffix = sys.intern(name[dot:].lower()) if 0 < dot < len(name) - 1 else ""
+        object.__setattr__(self, "suffix", suffix)
+
+    # A string operation, not PurePosixPath: detectors ask every file for it.
     @property
     def name(self) -> str:
         return self.path.rpartition("/")[2]
-
-    @property
-    def suffix(self) -> str:
-        name = self.path.rpartition("/")[2]
-        dot = name.rfind(".")
-        return name[dot:].lower() if 0 < dot < len(name) - 1 else ""
 
 
 @dataclass(frozen=True)
@@ -102,6 +106,7 @@ class RepoIndex:
         self._asts: OrderedDict[str, tuple[ast.Module | None, int]] = OrderedDict()
         self._ast_bytes = 0
         self._py: dict[str, PyScan] | None = None
+        self._py_paths: frozenset[str] | None = None
         self._lazy_markers: dict[str, frozenset[str]] = {}
         #: What detectors derive from the index and share (keyed by a name of their own).
         self.memo: dict[str, object] = {}
@@ -181,6 +186,12 @@ class RepoIndex:
 
     def python_files(self) -> list[str]:
         return self.with_suffix(".py")
+
+    def python_paths(self) -> frozenset[str]:
+        """The set of Python file paths, computed once (for membership tests)."""
+        if self._py_paths is None:
+            self._py_paths = frozenset(f.path for f in self.files if f.suffix == ".py")
+        return self._py_paths
 
     # -- reading ------------------------------------------------------------------------
     def read_bytes(self, path: str, *, limit: int = MAX_TEXT_BYTES) -> bytes:

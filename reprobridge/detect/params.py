@@ -866,7 +866,7 @@ def _imported_loop(
     from reprobridge.detect._select import resolve_import
 
     params = [p for p, _ in by_name.values()]
-    paths = {f.path for f in ctx.index.files if f.suffix == ".py"}
+    paths = ctx.index.python_paths()
     for module, names in ctx.index.imported_modules(path):
         for file in sorted(resolve_import(paths, path, module, names)):
             other = ctx.index.parse_python(file)

@@ -112,3 +112,21 @@ def test_a_hand_written_argv_parser_is_a_command_line(make_repo) -> None:
     (exp,) = [f for f in ctx.findings if f.kind == "experiment"]
     assert exp.value["command"] == "python projects/adder/adder.py"
     assert exp.confidence == "low"  # a command line, but no experiment-like name
+
+
+def test_guarded_library_modules_are_rejected_from_their_bytes(make_repo) -> None:
+    # Issue 14: a demo block in a library module (no experiment-like name, no CLI) is
+    # rejected without parsing; the verdict, reason and line are those of the AST path.
+    lib = '"""A helper."""\nimport math\n\n\ndef f():\n    return 1\n\n\n' + MAIN
+    files = {f"pkg/mod{i}.py": lib for i in range(30)}
+    files["pkg/cli_demo.py"] = "import argparse\n" + MAIN  # a CLI: parsed, as before
+    files["pkg/odd.py"] = 'import math\nif (__name__ == "__main__"):\n    pass\n'
+    root = make_repo(files, git=False)
+    index = RepoIndex.from_directory(root)
+    ctx = detect_repo(index, only=detectors({"entrypoints"}))
+    rejected = {f.key: f for f in ctx.findings if f.kind == "rejected"}
+    assert sorted(rejected) == sorted(p for p in files if p != "pkg/cli_demo.py")
+    assert rejected["pkg/mod0.py"].evidence[0].line == 9
+    assert rejected["pkg/odd.py"].evidence[0].line == 2  # another spelling: parsed
+    assert [f.key for f in ctx.findings if f.kind == "experiment"] == ["cli_demo"]
+    assert index.parse_count == 2

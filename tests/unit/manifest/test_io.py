@@ -286,3 +286,39 @@ def test_render_and_refresh_do_not_rescan_the_table_per_key(monkeypatch) -> None
     doc = parse_document(render_new_manifest(Manifest.model_validate(BASE), version="t"), path="x")
     refresh_document(doc, manifest, path="x")
     assert scanned < 10 * 300, scanned
+
+
+_READ_CASES = {
+    "valid": None,
+    "malformed": 'schema = 1\n[project\nname = "x"\n',
+    "unknown-key": 'schema = 1\nexperimnts = {}\n[project]\nname = "x"\n',
+    "schema-2": 'schema = 2\n[project]\nname = "x"\n',
+    "nan": None,
+    "no-group": (
+        'schema = 1\n[project]\nname = "x"\n[experiments.a]\ncommand = "true"\n'
+        '[experiments.a.metrics.m]\nsource = { regex = "acc=[0-9.]+" }\n'
+    ),
+    "duplicate-key": 'schema = 1\n[project]\nname = "x"\nname = "y"\n',
+}
+
+
+@pytest.mark.parametrize("case", sorted(_READ_CASES))
+def test_read_manifest_is_load_manifest_without_the_document(tmp_path: Path, case: str) -> None:
+    # read_manifest parses with tomllib (issue 14: validate-only reads); it must accept,
+    # reject and word its errors exactly as load_manifest does.
+    from reprobridge.manifest.io import read_manifest
+
+    text = _READ_CASES[case]
+    if text is None:
+        text = render_new_manifest(_derived(BASE), version="0")
+        if case == "nan":
+            text = text.replace("target = 0.9", "target = nan")
+    path = write(tmp_path, text)
+    outcomes = []
+    for reader in (lambda p: load_manifest(p)[0], read_manifest):
+        try:
+            outcomes.append(("ok", reader(path).model_dump()))
+        except ManifestError as exc:
+            outcomes.append((type(exc).__name__, str(exc)))
+    assert outcomes[0] == outcomes[1]
+    assert (outcomes[0][0] == "ok") == (case == "valid")
