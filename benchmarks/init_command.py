@@ -146,7 +146,10 @@ def pipreqs_argvs(exe: str, root: Path) -> dict[str, list[str]]:
     base = [exe, "--print", "--mode", "no-pin", "--use-local"]
     out = {"pipreqs": [*base, str(root)]}
     help_text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
-    if "--scan-notebooks" in help_text and any(root.rglob("*.ipynb")):
+    notebooks = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "*.ipynb"], capture_output=True, text=True, check=True
+    ).stdout
+    if "--scan-notebooks" in help_text and notebooks.strip():
         out["pipreqs-nb"] = [*base, "--scan-notebooks", str(root)]
     return out
 
