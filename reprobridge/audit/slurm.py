@@ -563,14 +563,18 @@ class SlurmExecutor:
 
     def _cancel(self, live: list[_Tracked]) -> None:
         """Cancel by job id, never by name: a queued job outright; a running one gets TERM
-        in its batch step, so the node side stops the run with its grace period (the hard
-        cancel follows when that does not end it in time)."""
+        (the node side and the run), so the node side stops the run with its grace period
+        and records it interrupted (the hard cancel follows when that does not end it)."""
         queued = [r.job_id for r in live if r.job_id and r.state in {"", "PENDING"}]
         running = [r.job_id for r in live if r.job_id and r.state not in {"", "PENDING"}]
         if queued:
             self.runner(["scancel", *queued])
         if running:
-            self.runner(["scancel", "--batch", "--signal=TERM", *running])
+            # --full: the batch shell (the node side, which marks the run interrupted and
+            # KILLs what is left after the grace period) as well as the run. --batch
+            # alone signals only the shell's children: the run died, the node side never
+            # knew, and a run whose script went on after its killed command sealed as ok.
+            self.runner(["scancel", "--batch", "--full", "--signal=TERM", *running])
 
     def _check_pending(self, run: _Tracked, st: _JobState) -> None:
         """A pending reason that never clears, or pending past --pending-timeout: cancelled

@@ -17,6 +17,7 @@ seal-time scanner checks every file again. Exit status: 0 when ``result.json`` w
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import signal
 import socket
@@ -29,6 +30,7 @@ from reprobridge._fs import write_atomic
 
 
 def main(argv: list[str]) -> int:
+    from reprobridge._proc.monitored import Termination
     from reprobridge.audit import fingerprint as fp
     from reprobridge.audit.executors import LocalExecutor, RunRequest
     from reprobridge.audit.slurm import completed_to_json
@@ -95,11 +97,26 @@ def main(argv: list[str]) -> int:
     )
     output = LocalExecutor(unsandboxed=unsandboxed).execute(request)
     fingerprinting.join()  # node.json is written before result.json, which marks the end
+    completed = output.completed
+    if signalled and completed.termination.kind in {"exit", "signal", "killed"}:
+        # The signal reached the run's processes too (``scancel --batch`` signals the whole
+        # batch step), so the run ended before we stopped it: it was stopped all the same,
+        # never a run that failed (or passed) on its own.
+        term = completed.termination
+        completed = dataclasses.replace(
+            completed,
+            termination=Termination(
+                "interrupted",
+                term.returncode,
+                term.signal,
+                f"interrupted ({request.stop_reason()}; the run ended {term.description})",
+            ),
+        )
     peaks = output.peaks
     result = {
         "node": node,
         "isolation": output.isolation,
-        "completed": completed_to_json(output.completed),
+        "completed": completed_to_json(completed),
         "peaks": None if peaks is None else _asdict(peaks),
     }
     write_atomic(
@@ -110,8 +127,6 @@ def main(argv: list[str]) -> int:
 
 
 def _asdict(value: Any) -> Any:
-    import dataclasses
-
     return dataclasses.asdict(value)
 
 

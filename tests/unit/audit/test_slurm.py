@@ -332,6 +332,36 @@ def test_ctrl_c_while_an_array_is_queued_cancels_every_job_and_leaves_a_resumabl
 
 
 @needs_slurm
+def test_ctrl_c_while_an_array_runs_stops_every_task_and_seals_nothing(tiny_repo) -> None:
+    # The script goes on after its command is killed: a run the signal reached must still
+    # be recorded as stopped, not as a run that exited 0 (it was sealed "ok" when scancel
+    # signalled the run but not the node side).
+    root = tiny_repo("echo started; sleep 300; echo acc=0.9\n")
+    proc = subprocess.Popen(
+        _audit_argv(root, "--runs", "2"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    job_ids = _job_ids(root, 2)
+    _wait_for(lambda: all(_job_state(j) == "RUNNING" for j in job_ids))
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err
+    # Stopped (within the run's grace period and the hard cancel after it), not run out.
+    assert time.monotonic() - t0 < 150, err
+    assert all(_job_state(j) in {"", "CANCELLED", "COMPLETED"} for j in job_ids)
+    ends = [
+        json.loads(p.read_text())["completed"]["termination"]
+        for p in (root / "repro/evidence/.slurm").rglob("result.json")
+    ]
+    assert all(t["kind"] == "interrupted" for t in ends), ends
+    assert not _records(root), err  # interrupted runs are left for --resume, unsealed
+
+
+@needs_slurm
 def test_detach_submits_an_array_and_attach_collects_it_later(tiny_repo) -> None:
     root = tiny_repo("sleep 2; echo acc=0.9\n")
     t0 = time.monotonic()
@@ -406,7 +436,12 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     (job_id,) = _job_ids(root, 1)
     proc.kill()
     proc.wait()
-    resumed = _audit(root, "--resume")
+    # Without --executor slurm: a bundle whose runs were submitted resumes on Slurm, never
+    # runs them again here.
+    argv = [sys.executable, "-m", "reprobridge", "audit", "-C", str(root), "--resume"]
+    resumed = subprocess.run(
+        [*argv, "--backend", "host"], capture_output=True, text=True, env=_env(), timeout=240
+    )
     assert resumed.returncode == 0, resumed.stderr
     assert f"found Slurm job {job_id}" in resumed.stderr
     (record,) = _records(root)
