@@ -481,3 +481,22 @@ def test_the_node_result_round_trips_every_field_of_a_completed_run(tmp_path: Pa
             assert got == dataclasses.replace(want, path=tmp_path / want.path.name), f.name
         else:
             assert got == want, f.name
+
+
+@needs_slurm
+@pytest.mark.slow
+def test_the_overhead_benchmark_runs_and_profiles_every_phase() -> None:
+    """benchmarks/slurm_overhead.py reads the files the executor writes (the job script,
+    Slurm's output file, job.json): a renamed one must fail here, not in a benchmark run."""
+    bench = Path(__file__).resolve().parents[3] / "benchmarks/slurm_overhead.py"
+    proc = subprocess.run(
+        [sys.executable, str(bench), "--runs", "1"],
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env=_env(),
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ratio rb/srun" in proc.stdout and "ratio rb/sbatch" in proc.stdout
+    assert "run done -> noticed" in proc.stdout and "nan" not in proc.stdout
