@@ -238,6 +238,7 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                 export_closure(
                     root,
                     cache,
+                    key_name=f"rb-archive-{commit[:12]}",
                     nix=opts.nix_binary,
                     overrides=opts.nix_overrides,
                     env=opts.nix_env,

@@ -88,7 +88,16 @@ def check_offline(path: Path) -> OfflineReport:
     _check_wheels(rep, ver.files, ver.kept.get(LOCK_REL), manifest, doc)
     _check_data(rep, ver.files, manifest)
     if "nix-cache/nix-cache-info" in ver.files:
-        add(Item("closure", "ok", "nix-cache/ holds the devShell closure", nix_only=True))
+        signed = "nix-cache/rb-signing-key.pub" in ver.files
+        add(
+            Item(
+                "closure",
+                "ok",
+                "nix-cache/ holds the devShell closure"
+                + (", signed (rb unpack prints the key)" if signed else ", unsigned"),
+                nix_only=True,
+            )
+        )
     else:
         add(
             Item(

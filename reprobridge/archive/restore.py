@@ -39,7 +39,20 @@ def make_repository(dest: Path, doc: dict[str, Any]) -> str | None:
 
     def git(*args: str) -> str:
         return _proc.run(
-            ["git", "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null", *args],
+            [
+                "git",
+                "-c",
+                "commit.gpgsign=false",
+                "-c",
+                "core.hooksPath=/dev/null",
+                # No `gc --auto` detached into the background after the commit (it would
+                # outlive rb unpack, and rewrite .git while the user starts working).
+                "-c",
+                "gc.auto=0",
+                "-c",
+                "maintenance.auto=false",
+                *args,
+            ],
             cwd=dest,
             env=env,
         ).text.strip()

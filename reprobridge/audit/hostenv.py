@@ -45,9 +45,7 @@ _PROXY_VARS = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 #: Network settings a sandboxed uv step may get (values with credentials are dropped): what
 #: rb passes to uv on the host, less its cache (the step's is private) and local paths.
 _STEP_NETWORK_VARS = tuple(
-    v
-    for v in _proc.UV_PASSTHROUGH
-    if v not in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "UV_FIND_LINKS")
+    v for v in _proc.UV_PASSTHROUGH if v not in ("UV_CACHE_DIR", "XDG_CACHE_HOME", "UV_FIND_LINKS")
 )
 #: A URL with a user (and password) in it: ``scheme://user:pass@host``.
 _USERINFO = re.compile(r"://[^/@\s]*@")

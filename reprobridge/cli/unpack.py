@@ -18,11 +18,13 @@ def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: boo
     """Unpack FILE into DEST (new or empty) after verifying it completely (an archive with
     the source becomes a git repository with one commit, ready for `rb audit`); a refused archive
     (exit 10, with the reasons) leaves DEST untouched."""
+    from reprobridge.archive.closure import cache_public_key
     from reprobridge.archive.restore import make_repository
     from reprobridge.archive.verify import unpack
 
     rep = unpack(file, dest, public_key=public_key)
     head = make_repository(dest, rep.manifest or {})
+    nix_key = cache_public_key(dest / "nix-cache")
     if as_json:
         print_json(
             {
@@ -30,6 +32,7 @@ def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: boo
                 "files": len(rep.files),
                 "signature": rep.signature,
                 "git_commit": head,
+                "nix_cache_public_key": nix_key,
             }
         )
         return
@@ -39,3 +42,11 @@ def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: boo
         click.echo(f"git repository: {dest} at {head[:12]} (the archived source)")
         if (dest / "wheels").is_dir():
             click.echo(f"reproduce offline: cd {dest} && rb audit --offline")
+    if nix_key is not None:
+        # The key is covered by MANIFEST.json (and the archive's signature): trusting it
+        # means trusting whoever made the archive, which `signature:` above qualifies.
+        click.echo(f"nix-cache/ is signed with the Nix key: {nix_key}")
+        click.echo(
+            f'nix develop --option substituters "file://{dest.absolute()}/nix-cache" '
+            f"--option trusted-public-keys '{nix_key}'"
+        )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -12,7 +13,7 @@ from archive_helpers import read_members
 from artifacts_helpers import NixRunner, nix_env
 
 from reprobridge.archive.build import ArchiveOptions, build_archive
-from reprobridge.archive.closure import export_closure
+from reprobridge.archive.closure import NIX_FLAGS, PUBLIC_KEY_FILE, export_closure
 from reprobridge.archive.verify import verify_archive
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
@@ -50,6 +51,32 @@ def test_closure_cache_is_complete(nix: NixRunner, flake_repo: Path, tmp_path: P
     assert len(out.stdout.split()) >= 2
     stub_hash = Path(nix.stub).name.split("-", 1)[0]
     assert (cache / f"{stub_hash}.narinfo").is_file()
+    # Signed by the key whose public half the cache carries (rb unpack prints it).
+    public = (cache / PUBLIC_KEY_FILE).read_text().strip()
+    assert public.startswith("rb-archive:")
+    assert all("Sig: rb-archive:" in p.read_text() for p in cache.glob("*.narinfo"))
+    # From an empty store, with signatures required: the whole closure substitutes from
+    # the cache alone (a local store at another root stands for a new machine's /nix).
+    empty = tmp_path / "empty-store"
+    copy = [nix.binary, *NIX_FLAGS, "copy", "--from", f"file://{cache}", "--to", str(empty)]
+    trusted = ["--option", "require-sigs", "true", "--option", "trusted-public-keys"]
+    got = subprocess.run(
+        [*copy, *trusted, public, devenv], env=env, capture_output=True, text=True, check=False
+    )
+    assert got.returncode == 0, got.stderr
+    assert (empty / devenv.lstrip("/")).exists()
+    # With another key trusted, Nix refuses the cache's paths.
+    other = tmp_path / "other-store"
+    wrong = "other:" + public.split(":", 1)[1][:-4] + "AAA="
+    got = subprocess.run(
+        [*copy[:-1], str(other), *trusted, wrong, devenv],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert got.returncode != 0
+    assert not (other / devenv.lstrip("/")).exists()
 
 
 def test_archive_with_closure_verifies(nix: NixRunner, flake_repo: Path, tmp_path: Path) -> None:
@@ -71,3 +98,15 @@ def test_archive_with_closure_verifies(nix: NixRunner, flake_repo: Path, tmp_pat
     assert "nix-cache/nix-cache-info" in names
     assert any(n.endswith(".narinfo") for n in names)
     assert json.loads(names["MANIFEST.json"] or b"")["with_closure"] is True
+    key = (names[f"nix-cache/{PUBLIC_KEY_FILE}"] or b"").decode().strip()
+    assert key.startswith(f"rb-archive-{res.commit[:12]}:")
+    # rb unpack prints the cache's key, ready for trusted-public-keys.
+    proc = subprocess.run(
+        [sys.executable, "-m", "reprobridge", "unpack", str(out), str(tmp_path / "u")],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert f"nix-cache/ is signed with the Nix key: {key}" in proc.stdout
+    assert f"--option trusted-public-keys '{key}'" in proc.stdout

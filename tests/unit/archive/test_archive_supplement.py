@@ -396,3 +396,19 @@ def test_canonical_json_equals_the_standard_library() -> None:
         assert canonical(doc) == (want + "\n").encode()
     with pytest.raises(ValueError):
         canonical({"x": float("nan")})
+
+
+def test_cache_public_key_is_printed_only_in_its_exact_shape(tmp_path: Path) -> None:
+    from reprobridge.archive.closure import PUBLIC_KEY_FILE, cache_public_key
+
+    cache = tmp_path / "nix-cache"
+    cache.mkdir()
+    assert cache_public_key(cache) is None
+    good = "rb-archive-abc:" + "A" * 43 + "="
+    (cache / PUBLIC_KEY_FILE).write_text(good + "\n")
+    assert cache_public_key(cache) == good
+    # Archive content reaches the terminal: escape sequences and extra text are refused.
+    (cache / PUBLIC_KEY_FILE).write_text("x:\x1b[2J" + "A" * 43 + "=")
+    assert cache_public_key(cache) is None
+    (cache / PUBLIC_KEY_FILE).write_text(good + "\ntrusted-public-keys = evil:" + "B" * 43 + "=")
+    assert cache_public_key(cache) is None
