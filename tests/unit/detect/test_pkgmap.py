@@ -68,3 +68,15 @@ def test_a_broken_table_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(tomllib.TOMLDecodeError):
         tomllib.loads('[imports]\ntree = "dm-tree"\ntree = "tree"\n')
     assert load_packages() is _pkgmap._DATA  # read once, shared
+
+
+def test_placeholder_renames_are_canonical_and_final() -> None:
+    """A renamed requirement names a canonical distribution that is not itself renamed,
+    and the import a placeholder stands for maps to the same distribution."""
+    renamed = _pkgmap.RENAMED_REQUIREMENTS
+    assert renamed["sklearn"] == "scikit-learn" == IMPORT_TO_DIST["sklearn"]
+    for placeholder, real in renamed.items():
+        assert canonicalize_name(placeholder) == placeholder
+        assert canonicalize_name(real) == real
+        assert real not in renamed, f"{placeholder} -> {real} is renamed again"
+
