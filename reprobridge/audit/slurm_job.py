@@ -30,6 +30,18 @@ from reprobridge._fs import write_atomic
 
 
 def main(argv: list[str]) -> int:
+    # First of all, before the imports (seconds on a loaded node): a TERM from scancel
+    # while they run must stop the run, not kill this process before its result exists.
+    stop = threading.Event()
+    signalled: list[int] = []
+
+    def on_signal(signum: int, frame: object) -> None:
+        signalled.append(signum)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+
     from reprobridge._proc.monitored import Termination
     from reprobridge.audit import fingerprint as fp
     from reprobridge.audit.executors import LocalExecutor, RunRequest
@@ -42,15 +54,6 @@ def main(argv: list[str]) -> int:
         return 2
     spec: dict[str, Any] = json.loads(Path(argv[0]).read_text())
     out_dir = Path(spec["out_dir"])
-    stop = threading.Event()
-    signalled: list[int] = []
-
-    def on_signal(signum: int, frame: object) -> None:
-        signalled.append(signum)
-        stop.set()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
     node = socket.gethostname()
     unsandboxed: str | None = None
     if spec.get("sandbox") == "off":
