@@ -316,7 +316,9 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         roots = ":".join(
             "$PWD" if d == "." else f"$PWD/{d}" for d in manifest.environment.pythonpath
         )
-        lines.append(f'export PYTHONPATH="{roots}"')
+        # Appended to, not replaced: rb audit may add where it installed the project's
+        # metadata (environment.install_project).
+        lines.append(f'export PYTHONPATH="{roots}${{PYTHONPATH:+:$PYTHONPATH}}"')
     if exp.workdir not in ("", "."):
         lines.append(f"cd {shlex.quote(exp.workdir)}")
     lines += [

@@ -217,6 +217,7 @@ def choose_backend(
         builds=build_policy(opts, sandbox_off),
         install=HostInstall.from_manifest(manifest),
         offline=root / WHEELS_DIR if opts.offline else None,
+        install_project=manifest.environment.install_project,
     )
     if opts.offline:
         return _offline_host(opts, host, root)
@@ -930,7 +931,8 @@ def _run_setup_steps(
     key: str,
 ) -> None:
     """Run the backend's setup steps in the run's sandbox; their logs are evidence of the
-    run (``setup-<i>.stdout.log``). AuditError (an environment failure) when one fails."""
+    run (``setup-<i>.stdout.log``). AuditError (an environment failure) when one fails,
+    unless it is optional (its log then says it failed and the run goes on)."""
     for i, step in enumerate(setup.steps):
         marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:setup-{i}"
         done = executor.run_step(
@@ -950,6 +952,13 @@ def _run_setup_steps(
             )
         )
         if done.termination.kind != "exit" or done.termination.returncode != 0:
+            if step.optional:
+                with (run_dir / f"setup-{i}.stderr.log").open("a", encoding="utf-8") as log:
+                    log.write(
+                        f"\nrb: {step.what} failed ({done.termination.description}); "
+                        "optional: the run goes on without it\n"
+                    )
+                continue
             tail = done.stderr.path.read_bytes()[-2000:].decode("utf-8", "replace")
             lines = [ln.strip() for ln in tail.splitlines() if ln.strip()][-3:]
             raise AuditError(

@@ -115,6 +115,9 @@ class SetupStep:
     ro_binds: tuple[Path, ...] = ()
     rw_binds: tuple[Path, ...] = ()
     env_out: Path | None = None
+    #: A failure is recorded in the step's log and the run goes on (the repository's own
+    #: project stays on PYTHONPATH only), instead of failing the run's environment.
+    optional: bool = False
 
 
 @dataclass(frozen=True)
@@ -567,10 +570,14 @@ class HostBackend:
         builds: BuildPolicy = NO_BUILDS,
         install: HostInstall | None = None,
         offline: Path | None = None,
+        install_project: bool = False,
     ) -> None:
         self.python_version = python_version
         self.has_requirements = has_requirements
         self.builds = builds
+        #: environment.install_project: install the repository's project in each run's
+        #: sandbox (its metadata), when builds are allowed.
+        self.install_project = install_project
         self.install = install or HostInstall()
         #: ``rb audit --offline``: install only from this wheels directory
         #: (:mod:`reprobridge.audit.offline`); the pinned lines, checked in prepare.
@@ -626,6 +633,15 @@ class HostBackend:
             if index.fallback:
                 state.warnings.append(index.fallback)
         self._routed = bool(index is not None and index.routed)
+        if self.install_project:
+            state.fingerprint["own_project"] = (
+                "installed editable without dependencies in each run's sandbox (a failed "
+                "install leaves it on PYTHONPATH only: see the run's setup logs); imports "
+                "from environment.pythonpath"
+                if self.builds.allowed and self.offline is None
+                else "on PYTHONPATH only (environment.pythonpath), not installed: its build "
+                f"backend would run ({'--offline' if self.offline else self.builds.why_not})"
+            )
         if self.offline is not None and self.has_requirements:
             from reprobridge.audit.offline import offline_requirements
 
@@ -692,6 +708,52 @@ class HostBackend:
             _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
 
     def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
+        setup = self._packages(state, workspace, ctx)
+        if not (self.install_project and self.builds.allowed and self.offline is None):
+            return setup
+        step, target = self._project_step(workspace, ctx, setup.env, state)
+        env = {**setup.env, "PYTHONPATH": str(target)}
+        return RunSetup(env, setup.ro_binds, (*setup.steps, step), setup.needs_build)
+
+    def _project_step(
+        self, workspace: Path, ctx: SetupContext, env: dict[str, str], state: EnvironmentState
+    ) -> tuple[SetupStep, Path]:
+        """The sandboxed uv command that installs the repository's own project, editable and
+        without dependencies, into a directory of its own (``--target``): its metadata and
+        editable hook only; the run imports the code from environment.pythonpath and finds
+        the metadata on PYTHONPATH. It writes nothing into the venv, whose files may be
+        hard links into the operator's uv cache."""
+        uv = self._uv()
+        if len(uv) != 1:
+            raise AuditError(
+                f"installing the project in the sandbox needs the uv binary (found only "
+                f"`{' '.join(uv)}`)",
+                hint="put uv on PATH, or pass --no-build",
+            )
+        binary = Path(os.path.realpath(uv[0]))
+        target = ctx.scratch / "project"
+        target.mkdir(parents=True, exist_ok=True)
+        python = str(state.fingerprint.get("python"))
+        argv = (str(binary), "pip", "install", "--no-config", "--no-deps", "--python", python,
+                "--target", str(target), "--editable", str(workspace))  # fmt: skip
+        step = SetupStep(
+            what="uv (the repository's own project, editable, without dependencies)",
+            argv=argv,
+            env={
+                **env,
+                **step_network_env(),
+                "UV_CACHE_DIR": str(ctx.cache),
+                "UV_LINK_MODE": "copy",
+            },
+            network=True,
+            ro_binds=(binary,),
+            rw_binds=(ctx.cache, target),
+            optional=True,
+        )
+        return step, target
+
+    def _packages(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
+        """The run's setup for the manifest's requirements (the venv)."""
         python = str(state.fingerprint.get("python"))
         prefix = Path(os.path.realpath(python)).parents[1]  # the interpreter's prefix
         cache = operator_uv_cache()

@@ -182,6 +182,14 @@ class Environment(StrictModel):
         description="Directories (relative to the repo) the launchers put on PYTHONPATH, so "
         "the repository's own package imports from any working directory.",
     )
+    install_project: bool = Field(
+        False,
+        description="Also install the repository's own project (editable, without its "
+        "dependencies) for each run, so code that reads its installed metadata "
+        "(`importlib.metadata.version`) works. Its build backend runs only in the run's "
+        "sandbox (`rb audit` with builds allowed); otherwise `pythonpath` alone is used and "
+        "the audit's fingerprint says so.",
+    )
     python_constraints: list[str] = Field(
         default_factory=list,
         description="PEP 508 constraints (uv's constraint-dependencies): versions of the "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import time
+import tomllib
 from collections import defaultdict
 from datetime import UTC, datetime
 
@@ -256,9 +257,11 @@ def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
     experiment whose workdir is ``examples/`` can still ``import mypkg``.
 
     ``src`` for a src layout, the root when it holds a package (``pkg/__init__.py``) or a
-    project file declares one. The project is not installed (editable or not): that would
-    run its build backend (setup.py) on the machine that builds the environment, outside the
-    sandbox; its import roots on PYTHONPATH give the same imports for Python code.
+    project file declares one. rb init never installs the project: that would run its build
+    backend (setup.py) outside the sandbox; its import roots on PYTHONPATH give the same
+    imports for Python code. When a project file declares an installable project,
+    ``environment.install_project`` asks ``rb audit`` to install it too, in the run's sandbox,
+    for code that reads its installed metadata.
     """
     paths = {entry.path for entry in index}
     declared = [name for name in _PROJECT_FILES if name in paths]
@@ -283,8 +286,38 @@ def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
     )
     res.decisions.append(
         f"the repository's own package imports from any working directory: the launchers set "
-        f"PYTHONPATH to {':'.join(roots)} ({why}); it is not installed, because building it "
-        "would run its build backend outside the sandbox"
+        f"PYTHONPATH to {':'.join(roots)} ({why})"
+    )
+    if _declares_project(index, declared):
+        b.put(
+            "environment.install_project",
+            True,
+            [f"{declared[0]} declares the project: its metadata (version) is read when installed"],
+            "medium",
+        )
+        res.decisions.append(
+            f"{declared[0]} declares the project: rb audit also installs it (editable, without "
+            "dependencies) in each run's sandbox, so importlib.metadata finds it; rb init never "
+            "builds it (that would run its build backend outside the sandbox)"
+        )
+
+
+def _declares_project(index: RepoIndex, declared: list[str]) -> bool:
+    """Whether a project file declares an installable project: setup.py or setup.cfg, or a
+    pyproject.toml with ``[project]``, ``[tool.poetry]`` or ``[build-system]`` (one that
+    only configures tools is not installable)."""
+    if "setup.py" in declared or "setup.cfg" in declared:
+        return True
+    if "pyproject.toml" not in declared:
+        return False
+    text = index.try_read_text("pyproject.toml")
+    try:
+        data = tomllib.loads(text or "")
+    except tomllib.TOMLDecodeError:
+        return False
+    tool = data.get("tool")
+    return (
+        "project" in data or "build-system" in data or (isinstance(tool, dict) and "poetry" in tool)
     )
 
 
