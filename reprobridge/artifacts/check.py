@@ -34,7 +34,9 @@ Rules:
   ``0.80``). In a JSON file, a key on the path given twice in one object with different
   values is ambiguous too.
 - A file source is read relative to the workdir: ``.json``; ``.yaml``/``.yml`` when PyYAML
-  can be imported; ``.csv`` (``key`` is a column, the last non-empty row is read). The key
+  can be imported; ``.csv`` (``key`` is a column, the last non-empty row is read); a
+  TensorBoard log directory or event file (``key`` is the scalar's tag, e.g.
+  ``test/loss``; the last value logged is read, from the event files in path order). The key
   is dotted (``eval.top1``; list indices as numbers); a literal key containing dots wins
   over a split one.
 - Values must be numbers (or strings that parse as one, e.g. ``"0.91"``); booleans, missing
@@ -68,7 +70,9 @@ import csv
 import hashlib
 import json
 import math
+import os
 import re
+import struct
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -242,6 +246,155 @@ def _read_csv(path: Path, column: str, where: str) -> Any:
     return rows[-1][column]
 
 
+# -- TensorBoard event files --------------------------------------------------------------
+
+#: The name TensorBoard writers give event files (``events.out.tfevents.<time>.<host>...``).
+TFEVENTS = "tfevents"
+#: Bytes of event files one metric reads at most (a log directory can hold many runs).
+_TFEVENTS_MAX_BYTES = 512 * 1024 * 1024
+_DT_FLOAT, _DT_DOUBLE = 1, 2
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    value, shift = 0, 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise ValueError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _fields(buf: bytes) -> list[tuple[int, int, Any]]:
+    """(field number, wire type, value) of one protobuf message: varints as ints,
+    fixed32/fixed64 and length-delimited fields as raw bytes."""
+    out = []
+    pos = 0
+    while pos < len(buf):
+        key, pos = _varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        value: Any
+        if wire == 0:
+            value, pos = _varint(buf, pos)
+        elif wire == 1:
+            value, pos = buf[pos : pos + 8], pos + 8
+        elif wire == 5:
+            value, pos = buf[pos : pos + 4], pos + 4
+        elif wire == 2:
+            size, pos = _varint(buf, pos)
+            value, pos = buf[pos : pos + size], pos + size
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if pos > len(buf):
+            raise ValueError("truncated field")
+        out.append((field, wire, value))
+    return out
+
+
+def _tensor_scalar(buf: bytes) -> float | None:
+    """The first value of a TensorProto holding floats or doubles (TF2 scalar summaries)."""
+    dtype, content, floats, doubles = 0, b"", [], []
+    for field, wire, value in _fields(buf):
+        if field == 1 and wire == 0:
+            dtype = value
+        elif field == 4 and wire == 2:
+            content = value
+        elif field == 5:  # float_val: packed (wire 2) or one fixed32
+            floats += (
+                [v for (v,) in struct.iter_unpack("<f", value)]
+                if wire == 2
+                else [struct.unpack("<f", value)[0]]
+            )
+        elif field == 6:
+            doubles += (
+                [v for (v,) in struct.iter_unpack("<d", value)]
+                if wire == 2
+                else [struct.unpack("<d", value)[0]]
+            )
+    if dtype == _DT_FLOAT and (floats or len(content) >= 4):
+        return float(floats[0] if floats else struct.unpack("<f", content[:4])[0])
+    if dtype == _DT_DOUBLE and (doubles or len(content) >= 8):
+        return float(doubles[0] if doubles else struct.unpack("<d", content[:8])[0])
+    return None
+
+
+def _event_scalars(record: bytes) -> list[tuple[str, float]]:
+    """(tag, value) of the scalar summaries in one serialized ``Event``."""
+    out = []
+    for field, wire, summary in _fields(record):
+        if field != 5 or wire != 2:  # Event.summary
+            continue
+        for vfield, vwire, value in _fields(summary):
+            if vfield != 1 or vwire != 2:  # Summary.value
+                continue
+            tag, number = None, None
+            for f, w, v in _fields(value):
+                if f == 1 and w == 2:
+                    tag = v.decode("utf-8", "replace")
+                elif f == 2 and w == 5:  # simple_value
+                    number = float(struct.unpack("<f", v)[0])
+                elif f == 8 and w == 2 and number is None:  # tensor
+                    number = _tensor_scalar(v)
+            if tag is not None and number is not None:
+                out.append((tag, number))
+    return out
+
+
+def _event_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    found = []
+    for folder, dirs, files in os.walk(path, followlinks=False):
+        dirs.sort()
+        for name in sorted(files):
+            full = Path(folder, name)
+            if TFEVENTS in name and not full.is_symlink() and full.is_file():
+                found.append(full)
+    return found
+
+
+def _read_tfevents(path: Path, tag: str, where: str) -> float:
+    """The last value logged for scalar ``tag`` in the TensorBoard event file ``path``, or in
+    the event files under the directory ``path`` (by path order, then record order).
+
+    TFRecord framing (length: uint64, its CRC, the record, its CRC; little-endian) with the
+    Event/Summary protobuf fields TensorBoard writers use: ``simple_value`` (PyTorch's
+    SummaryWriter, TF1) and a float/double ``tensor`` (TF2's ``tf.summary.scalar``). CRCs
+    are not checked; a truncated last record (a run killed while writing) ends the file.
+    """
+    files = _event_files(path)
+    if not files:
+        raise MetricMissing(f"{where}: no TensorBoard event file (*{TFEVENTS}*) there")
+    last = None
+    budget = _TFEVENTS_MAX_BYTES
+    for file in files:
+        with open(file, "rb") as handle:
+            data = handle.read(budget + 1)
+        if len(data) > budget:
+            raise MetricInvalid(f"{where}: event files larger than {budget} bytes in all")
+        budget -= len(data)
+        pos = 0
+        while pos + 12 <= len(data):
+            (size,) = struct.unpack_from("<Q", data, pos)
+            start = pos + 12
+            if start + size + 4 > len(data):
+                break
+            try:
+                scalars = _event_scalars(data[start : start + size])
+            except (ValueError, struct.error):
+                scalars = []  # not an event we can read (another record type): skip it
+            for name, value in scalars:
+                if name == tag:
+                    last = value
+            pos = start + size + 4
+    if last is None:
+        raise MetricMissing(f"{where}: no scalar tagged {tag!r} in {len(files)} event file(s)")
+    return last
+
+
 def _read_structured(path: Path, where: str) -> Any:
     lower = path.name.lower()
     with open(path, encoding="utf-8") as handle:
@@ -390,6 +543,12 @@ def extract_metric(source: Mapping[str, Any], log_text: str, workdir: str) -> fl
         raise MetricInvalid("the source needs `regex`, or `file` and `key`")
     full = Path(workdir, path)
     where = f"{path}:{key}"
+    if full.is_dir() or TFEVENTS in full.name:
+        # A TensorBoard log directory (or one event file): `key` is the scalar's tag.
+        try:
+            return _to_number(_read_tfevents(full, key, where), where)
+        except OSError as exc:
+            raise MetricInvalid(f"{where}: cannot read ({exc})") from None
     if not full.is_file():
         raise MetricMissing(f"{where}: the file does not exist")
     try:

@@ -28,9 +28,14 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
   become ``{"file": path, "key": dotted key}`` sources; within one file such a source is
   preferred to a printed regex of the same name.
 
-``logged_metric`` findings (key: the metric name): results logged only to an experiment
-tracker — ``wandb.log({...})`` keys, TensorBoard ``add_scalar`` tags — which the auditor
-cannot read from the run's log; the merge says so in the guide.
+``logged_metric`` findings (key: the metric name): results logged to an experiment tracker
+— ``wandb.log({...})`` keys, TensorBoard ``add_scalar`` tags — which the auditor cannot
+read from the run's log; the merge says so in the guide when nothing else can be read.
+A TensorBoard scalar is readable, though, when the file has one writer directory
+(``SummaryWriter("runs/x")``; none given: ``runs``): it also becomes a ``metric`` with a
+``{"file": <log dir>, "key": <tag>}`` source, read by check.py from the event files (low
+confidence; a printed metric of the same name wins). wandb's offline run files are not
+read.
 
 Confidence: medium when a printed label or a dumped key names a result, low for a value
 named after its expression and for a metric printed by an imported module.
@@ -145,8 +150,9 @@ def _scope_dict_keys(nodes: list[ast.AST]) -> dict[str, list[str]]:
     return keys
 
 
-def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str]]:
-    """(metric name, sink) of result-like values a call logs to an experiment tracker:
+def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(metric name, sink, key or tag) of result-like values a call logs to an experiment
+    tracker:
     ``wandb.log({"val_acc": a})`` (``run.log`` of a ``wandb`` run too) and TensorBoard's
     ``writer.add_scalar("test/acc", a)`` / ``add_scalars``."""
     name = call_name(node, imports) or ""
@@ -164,13 +170,32 @@ def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str]]:
         tag = literal(node.args[0])
         if isinstance(tag, str):
             keys = [tag]
-    out: list[tuple[str, str]] = []
+    out: list[tuple[str, str, str]] = []
     for key in keys:
         leaf = key.replace("/", " ").replace("-", " ")
         metric = metric_name(key.replace("/", "_"))
         if metric and looks_like_metric(leaf):
-            out.append((metric, sink))
+            out.append((metric, sink, key))
     return out
+
+
+def _tensorboard_dirs(calls: list[ast.Call], imports: dict[str, str]) -> set[str]:
+    """The log directories of a file's TensorBoard writers (``SummaryWriter("runs/x")``;
+    no directory: ``runs``, where the writer makes ``runs/<date>_<host>``; a computed name:
+    its static folder). A directory outside the repository is left out."""
+    dirs: set[str] = set()
+    for node in calls:
+        if not (call_name(node, imports) or "").endswith("SummaryWriter"):
+            continue
+        arg = node.args[0] if node.args else kwarg(node, "log_dir") or kwarg(node, "logdir")
+        if arg is None or literal(arg) is None:
+            dirs.add("runs")
+            continue
+        where = static_path(arg, imports)
+        norm = _norm(where[0]) if where else None
+        if norm:
+            dirs.add(norm)
+    return dirs
 
 
 #: How many import levels below an experiment's entry its printed metrics are looked for
@@ -267,6 +292,7 @@ class OutputsMetricsDetector(Detector):
         calls: list[ast.Call] = nodes_of(tree, ast.Call)
         dumps: list[ast.Call] = []
         logged: dict[str, tuple[int, str]] = {}
+        scalars: dict[str, tuple[int, str]] = {}  # TensorBoard add_scalar: name -> line, tag
         printed: list[PrintedMetric] = []
         for node in calls:
             self._output(node, imports, outputs)
@@ -275,8 +301,11 @@ class OutputsMetricsDetector(Detector):
                 printed.extend(line_metrics(shown))
             if call_name(node, imports) == "json.dump" and len(node.args) >= 2:
                 dumps.append(node)
-            for name, sink in _logged(node, imports):
+            for name, sink, key in _logged(node, imports):
                 logged.setdefault(name, (node.lineno, sink))
+                func = node.func
+                if isinstance(func, ast.Attribute) and func.attr == "add_scalar":
+                    scalars.setdefault(name, (node.lineno, key))
         for m in keep_metrics(sorted(printed, key=lambda m: (m.line, m.name))):
             metrics[m.name] = _Metric(
                 m.name,
@@ -285,6 +314,21 @@ class OutputsMetricsDetector(Detector):
                 "medium" if m.labelled else "low",
                 "printed" if m.labelled else "printed without a label: named after the value",
             )
+        tb_dirs = _tensorboard_dirs(calls, imports) if scalars else set()
+        if len(tb_dirs) == 1:
+            # One writer's directory: its scalars are read from the event files (check.py).
+            (tb_dir,) = tb_dirs
+            for name, (line, tag) in sorted(scalars.items()):
+                metrics.setdefault(
+                    name,
+                    _Metric(
+                        name,
+                        {"file": tb_dir, "key": tag},
+                        line,
+                        "low",
+                        f"TensorBoard scalar {tag!r}, read from the event files under {tb_dir}",
+                    ),
+                )
         # Only the scopes that dump JSON are walked again, for their file handles and dicts.
         functions = nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)
         scopes: dict[int, tuple[list[ast.stmt], list[ast.Call]]] = {}

@@ -248,10 +248,14 @@ class MetricSource(StrictModel):
         None, description="First group is the value; matched on stdout+stderr."
     )
     file: RelPath | None = Field(
-        None, description="Output file (JSON, YAML or CSV), relative to the workdir (no `..`)."
+        None,
+        description="Output file (JSON, YAML or CSV), or a TensorBoard log directory or event "
+        "file, relative to the workdir (no `..`).",
     )
     key: str | None = Field(
-        None, description="Dotted key path in `file` (CSV: column name, last row)."
+        None,
+        description="Dotted key path in `file` (CSV: column name, last row; TensorBoard: the "
+        "scalar's tag, last value logged).",
     )
     select: Literal["last", "only"] = Field(
         "last",

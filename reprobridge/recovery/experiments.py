@@ -580,13 +580,19 @@ def _one_experiment(
                 "low",
             )
     tracked = [x for x in _for_entry(by_kind["logged_metric"], entry) if x.key not in metrics]
-    if tracked and not metrics:
+    if tracked:
         names = ", ".join(f"{x.key} ({x.value['sink']}, {x.sources()[0]})" for x in tracked[:5])
-        res.warnings.append(
-            f"{exp_id}: no metric could be read: the results are logged only to an experiment "
-            f"tracker ({names}), which the auditor does not read; print them, or add a "
-            f"[experiments.{exp_id}.metrics.<name>] source pointing at a file"
-        )
+        if not metrics:
+            res.warnings.append(
+                f"{exp_id}: no metric could be read: the results are logged only to an "
+                f"experiment tracker ({names}), which the auditor does not read; print them, "
+                f"or add a [experiments.{exp_id}.metrics.<name>] source pointing at a file"
+            )
+        else:
+            res.warnings.append(
+                f"{exp_id}: not read: {names}, logged only to an experiment tracker the "
+                f"auditor does not read (the other metrics are)"
+            )
 
 
 def _bound_flag(
