@@ -319,7 +319,7 @@ def _apply(f: Any) -> Any:
     type=click.Choice(["local", "slurm"]),
     default="local",
     show_default=True,
-    help="Where runs execute: this machine, or one Slurm batch job per run (docs/audit.md).",
+    help="Where runs execute: this machine, or Slurm (one job array per experiment; docs/audit.md).",
 )
 @click.option("--partition", help="Slurm partition (--executor slurm).")
 @click.option("--account", help="Slurm account (--executor slurm).")
