@@ -792,7 +792,7 @@ def _one_run(
             return None  # not sealed: --resume runs it again
         completed = _timeout_label(completed, run.timeout_s)
 
-        cpu = workload_cpu(completed, peaks)
+        cpu = workload_cpu(completed, peaks, output.cgroup_cpu)
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
         # Only refusals are evidence (a missing file is reported by the output check).
         record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import BinaryIO, Protocol, runtime_checkable
 
 from reprobridge._proc.monitored import Completed, run_monitored
-from reprobridge.audit.limits import pids_cgroup
+from reprobridge.audit.limits import pids_cgroup, run_cgroups
 from reprobridge.audit.monitor import Peaks, Sampler
 from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.redact import Redactor
@@ -95,13 +95,15 @@ class Placement:
 class RunOutput:
     """How the run ended, its resource peaks (None when not sampled), where it ran.
 
-    ``isolation`` is "bubblewrap" or why not; ``placement`` is set by scheduler executors.
+    ``isolation`` is "bubblewrap" or why not; ``placement`` is set by scheduler executors;
+    ``cgroup_cpu`` is the run's CPU time from its cgroup, where one could be made.
     """
 
     completed: Completed
     peaks: Peaks | None
     isolation: str
     placement: Placement | None = None
+    cgroup_cpu: CpuTime | None = None
 
 
 @dataclass(frozen=True)
@@ -115,14 +117,20 @@ class CpuTime:
     source: str
 
 
-def workload_cpu(completed: Completed, peaks: Peaks | None) -> CpuTime:
-    """The larger of the two lower bounds of the run's CPU time.
+def workload_cpu(
+    completed: Completed, peaks: Peaks | None, cgroup: CpuTime | None = None
+) -> CpuTime:
+    """The run's CPU time: the kernel's account of its cgroup (``cgroup``: every process
+    that ran in it, to the end) where the executor could make one; else the larger of two
+    lower bounds.
 
     ``wait4`` counts the child and what it waited for: exact for a plain process tree, but
     only bubblewrap's own milliseconds behind it (bubblewrap exits without reaping the
     sandbox's init). The sampler's account sees the tree inside the sandbox but misses the
     time after its last snapshot. Both undercount, never overcount, so the larger is kept.
     """
+    if cgroup is not None:
+        return cgroup
     waited = CpuTime(completed.cpu_user_s, completed.cpu_sys_s, "rusage")
     if peaks is None or peaks.cpu_user_s + peaks.cpu_sys_s <= waited.user_s + waited.sys_s:
         return waited
@@ -278,9 +286,9 @@ class LocalExecutor:
         def echo(stream: str, chunk: bytes) -> None:
             live[stream].feed(chunk)
 
-        with pids_cgroup(request.max_processes) as join:
+        with run_cgroups(request.max_processes) as groups:
             completed = run_monitored(
-                [*join, *argv],
+                [*groups.join, *argv],
                 cwd=request.workspace,
                 env=request.env,
                 stdout_path=request.run_dir / "stdout.log",
@@ -299,4 +307,10 @@ class LocalExecutor:
                 term_group=not sandboxed,
             )
         peaks = sampler.stop() if sampler is not None else None
-        return RunOutput(completed, peaks, "bubblewrap" if sandboxed else str(self.unsandboxed))
+        cgroup_cpu = CpuTime(*groups.cpu, "cgroup") if groups.cpu is not None else None
+        return RunOutput(
+            completed,
+            peaks,
+            "bubblewrap" if sandboxed else str(self.unsandboxed),
+            cgroup_cpu=cgroup_cpu,
+        )
