@@ -17,8 +17,12 @@ the public half is written to ``dest/rb-signing-key.pub``, which the archive's
 MANIFEST.json (and its DSSE signature, when present) covers; ``rb unpack`` prints it. Used
 offline from an unpacked archive (documented in docs/archive.md)::
 
-    nix develop --option substituters "file://$PWD/nix-cache" \\
+    nix develop --option substitute true --option substituters "file://$PWD/nix-cache" \\
         --option trusted-public-keys "$(cat nix-cache/rb-signing-key.pub)"
+
+(``substitute true``: Nix turns substitution off when it finds no network interface,
+file caches included). The cache serves the Nix version that made it: ``nix develop``'s
+environment derivation embeds that version's ``get-env.sh``.
 
 with Nix checking every path's signature (``require-sigs`` stays on). All calls go
 through :mod:`reprobridge._proc`; a failure is an ArchiveError naming the command.

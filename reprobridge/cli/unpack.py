@@ -47,6 +47,8 @@ def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: boo
         # means trusting whoever made the archive, which `signature:` above qualifies.
         click.echo(f"nix-cache/ is signed with the Nix key: {nix_key}")
         click.echo(
-            f'nix develop --option substituters "file://{dest.absolute()}/nix-cache" '
-            f"--option trusted-public-keys '{nix_key}'"
+            # substitute true: without a network interface Nix turns substitution off,
+            # file caches included.
+            f'nix develop --option substitute true --option substituters "file://'
+            f"{dest.absolute()}/nix-cache\" --option trusted-public-keys '{nix_key}'"
         )

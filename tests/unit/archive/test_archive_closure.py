@@ -4,6 +4,7 @@ environment and every flake input land in a file binary cache inside the archive
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -110,3 +111,45 @@ def test_archive_with_closure_verifies(nix: NixRunner, flake_repo: Path, tmp_pat
     assert proc.returncode == 0, proc.stderr
     assert f"nix-cache/ is signed with the Nix key: {key}" in proc.stdout
     assert f"--option trusted-public-keys '{key}'" in proc.stdout
+
+
+def test_nix_develop_from_the_cache_in_an_empty_store_offline(
+    nix: NixRunner, flake_repo: Path, nixstub_dir: Path, tmp_path: Path
+) -> None:
+    """A new machine: `/nix` is an empty directory (bubblewrap binds one over it), the
+    network namespace has no interface, builds are off (max-jobs 0). `nix develop` gets the
+    whole environment from the archive's signed cache and runs a command in it.
+
+    Nix turns substitution off when it finds no network interface ("you don't have
+    Internet access"), local file caches included: `--option substitute true` (what
+    `rb unpack` prints) turns it back on. The cache serves the Nix that made it: `nix
+    develop`'s environment derivation embeds that Nix's get-env.sh."""
+    if shutil.which("bwrap") is None:
+        pytest.skip("needs bubblewrap to put an empty /nix in place")
+    # The stub as a plain directory: its store path is not in the empty store.
+    over = {"nixpkgs": f"path:{nixstub_dir}"}
+    env = nix_env(binary=nix.binary)
+    cache = tmp_path / "cache"
+    export_closure(flake_repo, cache, nix=nix.binary, overrides=over, env=env)
+    key = (cache / PUBLIC_KEY_FILE).read_text().strip()
+    empty = tmp_path / "empty-nix"
+    empty.mkdir()
+    env = {**env, "XDG_CACHE_HOME": str(tmp_path / "xdg")}  # no remembered narinfo misses
+    binary = shutil.which(nix.binary)
+    assert binary is not None
+    argv = [
+        "bwrap", "--bind", "/", "/", "--bind", str(empty), "/nix", "--dev", "/dev",
+        "--proc", "/proc", "--unshare-net", "--",
+        binary, *NIX_FLAGS, "develop", "--no-write-lock-file",
+        "--override-input", "nixpkgs", over["nixpkgs"],
+        "--option", "substitute", "true",
+        "--option", "substituters", f"file://{cache}",
+        "--option", "trusted-public-keys", key,
+        "--option", "max-jobs", "0",
+        str(flake_repo), "-c", "sh", "-c", "command -v python3 && echo RB-OFFLINE-OK",
+    ]  # fmt: skip
+    got = subprocess.run(argv, env=env, capture_output=True, text=True, check=False, timeout=600)
+    assert got.returncode == 0, got.stderr[-3000:]
+    assert "RB-OFFLINE-OK" in got.stdout
+    assert got.stdout.startswith("/nix/store/")  # python3 from the substituted closure
+    assert "copying path" in got.stderr and "building '" not in got.stderr
