@@ -11,9 +11,11 @@ from reprobridge.cli.options import (
     common_options,
     finish_verification,
     key_option,
+    override_input_option,
     parse_overrides,
     print_json,
     repo_option,
+    sign_option,
     state,
 )
 
@@ -88,20 +90,8 @@ from reprobridge.cli.options import (
     type=click.Path(dir_okay=False, path_type=Path),
     help="Archive file.",
 )
-@click.option(
-    "--sign",
-    "sign_key",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Sign MANIFEST.json with this Ed25519 private key (see `rb keygen`). "
-    "Default: RB_SIGN_KEY, else `sign_key` in the user config, else unsigned.",
-)
-@click.option(
-    "--override-input",
-    "overrides",
-    multiple=True,
-    metavar="NAME=URL",
-    help="Override a flake input for --with-closure's nix calls.",
-)
+@sign_option("MANIFEST.json")
+@override_input_option("Override a flake input for --with-closure's nix calls.")
 @repo_option(required=False)  # `rb archive verify FILE` needs no repository
 @common_options
 @click.pass_context

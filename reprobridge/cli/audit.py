@@ -7,7 +7,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -15,11 +15,16 @@ from reprobridge._log import sink
 from reprobridge.cli.options import (
     backend_option,
     common_options,
+    override_input_option,
     parse_overrides,
     print_json,
     repo_option,
+    sign_option,
     state,
 )
+
+if TYPE_CHECKING:  # the auditor loads only when a verb runs
+    from reprobridge.audit.auditor import AuditOptions
 
 
 class _Progress:
@@ -246,12 +251,8 @@ _common = [
         show_default=True,
         help="Run inside bubblewrap (auto: when it works here).",
     ),
-    click.option(
-        "--override-input",
-        "overrides",
-        multiple=True,
-        metavar="NAME=URL",
-        help="Override a flake input for nix calls (an offline mirror); recorded as a warning.",
+    override_input_option(
+        "Override a flake input for nix calls (an offline mirror); recorded as a warning."
     ),
     click.option(
         "--ro-bind",
@@ -307,13 +308,7 @@ def _apply(f: Any) -> Any:
     metavar="[AUDIT-ID]",
     help="Continue an interrupted audit (default: the latest unfinished one).",
 )
-@click.option(
-    "--sign",
-    "sign_key",
-    type=click.Path(dir_okay=False, path_type=Path),
-    help="Sign the bundle with this Ed25519 private key (see `rb keygen`). "
-    "Default: RB_SIGN_KEY, else `sign_key` in the user config, else unsigned.",
-)
+@sign_option("the bundle")
 @click.option(
     "--executor",
     type=click.Choice(["local", "slurm"]),
@@ -390,7 +385,7 @@ def audit_command(
     judged (each gap is listed with the manifest key to add); 130/143 when interrupted;
     0 after --detach (submitted, nothing judged yet).
     """
-    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier, scheduler_jobs
+    from reprobridge.audit.auditor import scheduler_jobs
 
     if attach and resume:
         raise click.UsageError("--attach AUDIT-ID is --resume of that audit: give one of them")
@@ -405,18 +400,18 @@ def audit_command(
                 # its cores and GPU, which distorts the timings and peaks that are evidence.
                 raise click.UsageError(f"{flag} needs --executor slurm")
     st = state()
-    opts = AuditOptions(
+    opts = _audit_options(
+        tier,
+        backend,
+        sandbox,
+        overrides,
+        ro_binds,
+        no_build,
+        offline,
         experiments=list(experiments) or None,
         runs=runs,
-        tier=cast(Tier, tier),
-        backend=st.operator.backend(backend),
         resume=resume,
         sign_key=st.operator.sign_key(sign_key),
-        nix_overrides=parse_overrides(overrides),
-        extra_ro_binds=tuple(p.resolve() for p in ro_binds),
-        sandbox=cast(SandboxMode, sandbox),
-        no_build=no_build,
-        offline=offline,
     )
     if executor == "slurm":
         from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
@@ -459,19 +454,41 @@ def run_command(
     """Run EXPERIMENT once with its output streamed live to the terminal (stdout and
     stderr as the experiment writes them), then judge it: an audit of one run. With --json
     the output is not streamed; the verdict is the JSON document."""
-    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
-
-    st = state()
-    opts = AuditOptions(
+    opts = _audit_options(
+        tier,
+        backend,
+        sandbox,
+        overrides,
+        ro_binds,
+        no_build,
+        offline,
         experiments=[experiment],
         runs=1,
+        echo=not as_json,
+    )
+    run_and_render(root, opts, as_json=as_json, quiet=state().quiet)
+
+
+def _audit_options(
+    tier: str,
+    backend: str | None,
+    sandbox: str,
+    overrides: tuple[str, ...],
+    ro_binds: tuple[Path, ...],
+    no_build: bool,
+    offline: bool,
+    **more: Any,
+) -> AuditOptions:
+    """The AuditOptions of the options `rb audit` and `rb run` share (``more``: the rest)."""
+    from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
+
+    return AuditOptions(
         tier=cast(Tier, tier),
-        backend=st.operator.backend(backend),
+        backend=state().operator.backend(backend),
         nix_overrides=parse_overrides(overrides),
         extra_ro_binds=tuple(p.resolve() for p in ro_binds),
         sandbox=cast(SandboxMode, sandbox),
         no_build=no_build,
         offline=offline,
-        echo=not as_json,
+        **more,
     )
-    run_and_render(root, opts, as_json=as_json, quiet=st.quiet)

@@ -188,6 +188,25 @@ def key_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+def sign_option(what: str) -> Callable[[F], F]:
+    """``--sign KEY``: sign ``what`` with an Ed25519 private key; the default comes from the
+    operator's settings (:meth:`reprobridge.settings.Operator.sign_key`)."""
+    return click.option(
+        "--sign",
+        "sign_key",
+        type=click.Path(dir_okay=False, path_type=Path),
+        help=f"Sign {what} with this Ed25519 private key (see `rb keygen`). "
+        "Default: RB_SIGN_KEY, else `sign_key` in the user config, else unsigned.",
+    )
+
+
+def override_input_option(help_text: str) -> Callable[[F], F]:
+    """``--override-input NAME=URL`` (repeatable; read with :func:`parse_overrides`)."""
+    return click.option(
+        "--override-input", "overrides", multiple=True, metavar="NAME=URL", help=help_text
+    )
+
+
 def backend_option(f: F) -> F:
     """``--backend``; without it ``RB_BACKEND``, then the user config, then ``auto``."""
     return click.option(
