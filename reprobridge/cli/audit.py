@@ -6,6 +6,7 @@ import json
 import sys
 import threading
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -365,16 +366,9 @@ def audit_command(
     detach: bool,
     attach: str | None,
     pending_timeout: float | None,
-    tier: str,
-    backend: str | None,
-    sandbox: str,
-    overrides: tuple[str, ...],
-    ro_binds: tuple[Path, ...],
-    no_build: bool,
-    offline: bool,
-    allow_build: bool,
     root: Path,
     as_json: bool,
+    **shared: Any,
 ) -> None:
     """Run EXPERIMENTS (default: all; with --tier smoke, those marked `main`) RUNS times
     each in isolation, record evidence under repro/evidence/<audit-id>/ and judge it
@@ -401,13 +395,7 @@ def audit_command(
                 raise click.UsageError(f"{flag} needs --executor slurm")
     st = state()
     opts = _audit_options(
-        tier,
-        backend,
-        sandbox,
-        overrides,
-        ro_binds,
-        no_build,
-        offline,
+        shared,
         experiments=list(experiments) or None,
         runs=runs,
         resume=resume,
@@ -427,7 +415,7 @@ def audit_command(
                 jobs=jobs,
                 detach=detach,
             ),
-            sandbox=sandbox,
+            sandbox=shared["sandbox"],
         )
         # Nodes must see the workspace: beside the evidence, not in this host's TMPDIR.
         opts.work_root = root.resolve() / EVIDENCE_DIR / ".slurm" / "work"
@@ -440,28 +428,15 @@ def audit_command(
 @_apply
 def run_command(
     experiment: str,
-    tier: str,
-    backend: str | None,
-    sandbox: str,
-    overrides: tuple[str, ...],
-    ro_binds: tuple[Path, ...],
-    no_build: bool,
-    offline: bool,
-    allow_build: bool,
     root: Path,
     as_json: bool,
+    **shared: Any,
 ) -> None:
     """Run EXPERIMENT once with its output streamed live to the terminal (stdout and
     stderr as the experiment writes them), then judge it: an audit of one run. With --json
     the output is not streamed; the verdict is the JSON document."""
     opts = _audit_options(
-        tier,
-        backend,
-        sandbox,
-        overrides,
-        ro_binds,
-        no_build,
-        offline,
+        shared,
         experiments=[experiment],
         runs=1,
         echo=not as_json,
@@ -469,26 +444,19 @@ def run_command(
     run_and_render(root, opts, as_json=as_json, quiet=state().quiet)
 
 
-def _audit_options(
-    tier: str,
-    backend: str | None,
-    sandbox: str,
-    overrides: tuple[str, ...],
-    ro_binds: tuple[Path, ...],
-    no_build: bool,
-    offline: bool,
-    **more: Any,
-) -> AuditOptions:
-    """The AuditOptions of the options `rb audit` and `rb run` share (``more``: the rest)."""
+def _audit_options(shared: Mapping[str, Any], **more: Any) -> AuditOptions:
+    """The AuditOptions of a verb: ``shared`` holds the values of the options both `rb audit`
+    and `rb run` take (``_common``; ``--allow-build`` is accepted and has no effect),
+    ``more`` the verb's own."""
     from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
 
     return AuditOptions(
-        tier=cast(Tier, tier),
-        backend=state().operator.backend(backend),
-        nix_overrides=parse_overrides(overrides),
-        extra_ro_binds=tuple(p.resolve() for p in ro_binds),
-        sandbox=cast(SandboxMode, sandbox),
-        no_build=no_build,
-        offline=offline,
+        tier=cast(Tier, shared["tier"]),
+        backend=state().operator.backend(shared["backend"]),
+        nix_overrides=parse_overrides(shared["overrides"]),
+        extra_ro_binds=tuple(p.resolve() for p in shared["ro_binds"]),
+        sandbox=cast(SandboxMode, shared["sandbox"]),
+        no_build=shared["no_build"],
+        offline=shared["offline"],
         **more,
     )
