@@ -29,6 +29,8 @@ from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
 from reprobridge.artifacts.launchers import render_check_script, render_launcher
 from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
+from reprobridge.audit.backends import interpreter_problem
+from reprobridge.audit.hostenv import interpreter_candidates, step_network_env
 from reprobridge.constants import (
     CHECK_SCRIPT,
     FLAKE_FILE,
@@ -52,6 +54,7 @@ from reprobridge.manifest.io import (
 )
 from reprobridge.manifest.schema import Manifest
 from reprobridge.recovery.merge import MergeResult, merge_findings
+from reprobridge.sandbox import sandbox_unusable
 
 if TYPE_CHECKING:
     from reprobridge.agent.loop import AgentResult
@@ -215,8 +218,24 @@ def _unlocked_note(requirements: list[str]) -> str:
     )
 
 
+def _lock_interpreter(version: str | None) -> str | None:
+    """The interpreter uv resolves for: the audit's own choice for ``version`` (the first
+    candidate that runs; a pyenv shim for a version that is not the global one is found
+    on PATH but exits 127, and uv would pick it and fail), else None (uv looks itself)."""
+    if not version:
+        return None
+    for candidate in interpreter_candidates(version):
+        if interpreter_problem(str(candidate)) is None:
+            return str(candidate)
+    return None
+
+
 def _lock(
-    root: Path, project_files: dict[str, str], mode: LockMode, requirements: list[str]
+    root: Path,
+    project_files: dict[str, str],
+    mode: LockMode,
+    requirements: list[str],
+    python: str | None = None,
 ) -> LockOutcome:
     """Lock the rendered uv project in a scratch directory (mode ``keep``: never run uv,
     keep an existing lock; that is what `rb check` compares against). uv builds nothing
@@ -242,7 +261,16 @@ def _lock(
             shutil.copyfile(existing, scratch / "uv.lock")
         emit("lock", path=LOCK_PATH)
         try:
-            result = lock_python_project(scratch, offline=False)
+            result = lock_python_project(
+                scratch,
+                offline=False,
+                python=_lock_interpreter(python),
+                # Index packages resolve in the sandbox (builds allowed there); a
+                # requirement that points at source (a path or URL of the repository's
+                # choosing) keeps the host's wheels-only refusal, and its guide note.
+                sandboxed=not needs_build(requirements) and sandbox_unusable() is None,
+                network_env=step_network_env(),
+            )
             locked, reason = result.locked, (result.reason or "uv gave no lock")
         except (MachineError, CommandFailed) as exc:
             if mode == "always":
@@ -315,7 +343,13 @@ def init_repository(
     merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
     text, manifest, report = _build_manifest(root, merged, existing)
     project_files = render_python_project(manifest)
-    locked = _lock(root, project_files, lock, manifest.environment.python_requirements)
+    locked = _lock(
+        root,
+        project_files,
+        lock,
+        manifest.environment.python_requirements,
+        manifest.environment.python,
+    )
     lock_bytes, lock_note = locked.data, locked.note
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))

@@ -10,7 +10,11 @@ asks uv for the lock, which needs the package index, so it may legitimately not 
 from __future__ import annotations
 
 import json
+import os
 import re
+import shutil
+import tempfile
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -18,7 +22,7 @@ from urllib.parse import urlsplit
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from reprobridge import _machine, _proc
+from reprobridge import _machine, _proc, sandbox
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
 from reprobridge.data import load_packages
 from reprobridge.errors import CommandFailed
@@ -262,17 +266,34 @@ def _uv_argv() -> list[str] | None:
 
 
 def lock_python_project(
-    directory: str | Path, *, offline: bool, python: str | None = None, timeout: float = 600
+    directory: str | Path,
+    *,
+    offline: bool,
+    python: str | None = None,
+    timeout: float = 600,
+    sandboxed: bool = False,
+    network_env: Mapping[str, str] | None = None,
 ) -> LockResult:
     """Run ``uv lock`` in ``directory`` (which holds the rendered ``pyproject.toml``).
 
-    uv runs with ``--no-build`` (metadata from wheels and the index only: no package's
-    build code runs) and the cleared environment of :func:`reprobridge._proc.uv_env`.
-    ``offline`` passes ``--offline`` (only uv's cache is used). ``python`` is the
-    interpreter uv resolves for; by default uv looks for one matching ``requires-python``
-    and never downloads one. uv is :func:`reprobridge._machine.uv_binary`. Never raises for
-    an unreachable index, a missing interpreter or a resolution failure: those come back
-    as ``locked=False`` with the reason.
+    On the host, uv runs with ``--no-build`` (metadata from wheels and the index only: no
+    package's build code runs) and the cleared environment of
+    :func:`reprobridge._proc.uv_env`. Wheels-only resolution is not neutral: where the
+    newest release of a package has no wheel (``pandocfilters`` before 1.5), uv silently
+    backtracks, and whatever depends on it goes back years (nbconvert 5.6 -> ipykernel
+    4.0, which cannot start a kernel). So with ``sandboxed`` (the caller checked
+    :func:`reprobridge.sandbox.sandbox_unusable`), uv runs *without* ``--no-build`` inside
+    bubblewrap instead: network on, the operator's TLS/proxy/index settings
+    ``network_env`` only, a fresh uv cache of its own (a build's code cannot poison the
+    operator's cache, from which the host installs), and ``directory`` the only writable
+    host path; a package built there for its metadata never runs on the host.
+
+    ``offline`` passes ``--offline`` (only uv's cache is used; on the host). ``python`` is
+    the interpreter uv resolves for; by default uv looks for one matching
+    ``requires-python`` and never downloads one. uv is
+    :func:`reprobridge._machine.uv_binary`. Never raises for an unreachable index, a
+    missing interpreter or a resolution failure: those come back as ``locked=False`` with
+    the reason.
     """
     directory = Path(directory)
     base = _uv_argv()
@@ -285,13 +306,19 @@ def lock_python_project(
     # only (--no-build), and sees no secret of the operator's environment.
     env = _proc.uv_env()
     version = _proc.run([*base, "--version"], env=env, check=False, timeout=30).text.strip()
-    argv = [*base, "lock", "--quiet", "--no-progress", "--no-build"]
+    in_sandbox = sandboxed and not offline
+    argv = [*base, "lock", "--quiet", "--no-progress"]
+    if not in_sandbox:
+        argv.append("--no-build")
     if offline:
         argv.append("--offline")
     if python:
         argv += ["--python", python]
     try:
-        result = _proc.run(argv, cwd=directory, env=env, check=False, timeout=timeout)
+        if in_sandbox:
+            result = _sandboxed_lock(argv, directory, python, network_env or {}, timeout)
+        else:
+            result = _proc.run(argv, cwd=directory, env=env, check=False, timeout=timeout)
     except CommandFailed as exc:  # only a timeout reaches here (check=False)
         return LockResult(False, reason=str(exc), uv_version=version or None)
     lock = directory / "uv.lock"
@@ -326,3 +353,43 @@ def lock_python_project(
     return LockResult(
         False, reason=f"uv lock exited {result.returncode}: {tail}", uv_version=version or None
     )
+
+
+def _sandboxed_lock(
+    argv: list[str],
+    directory: Path,
+    python: str | None,
+    network_env: Mapping[str, str],
+    timeout: float,
+) -> _proc.Result:
+    """``argv`` (uv lock, builds allowed) in bubblewrap: see :func:`lock_python_project`."""
+    binary = Path(os.path.realpath(argv[0]))
+    ro: list[Path] = [binary]
+    if python:
+        ro.append(Path(os.path.realpath(python)).parents[1])  # the interpreter's prefix
+    with tempfile.TemporaryDirectory(prefix="rb-lock-cache-") as cache:
+        home = directory / ".home"
+        home.mkdir(exist_ok=True)
+        env = {
+            **network_env,
+            "PATH": "/usr/local/bin:/usr/bin:/bin",
+            "HOME": str(home),
+            "UV_CACHE_DIR": cache,
+            "UV_PYTHON_DOWNLOADS": "never",
+            # No UV_NO_CONFIG: the rendered pyproject's [tool.uv] (exclude-newer, the
+            # PyTorch index) is rb's own; no other uv.toml is visible in the sandbox.
+            "LC_ALL": "C.UTF-8",
+        }
+        spec = sandbox.SandboxSpec(
+            workdir=directory,
+            ro_binds=tuple(ro),
+            rw_binds=(Path(cache),),
+            network=True,
+            env=env,
+        )
+        wrapped = sandbox.wrap([str(binary), *argv[1:]], spec, hostname="rb-lock")
+        try:
+            return _proc.run(wrapped, cwd=directory, env={}, check=False, timeout=timeout)
+        finally:
+            # uv.lock is the only output; the build home must not reach the artifacts.
+            shutil.rmtree(home, ignore_errors=True)

@@ -306,9 +306,12 @@ class NotebooksDetector(Detector):
         # ".nbconvert" to --output's name unless an output directory is given, so without
         # it the declared output (<stem>.executed.ipynb) is never written.
         folder = shlex.quote(str(pure.parent))
+        # --ExecutePreprocessor.timeout=-1: nbconvert stops a cell after 30 s by default
+        # (before 6.0, and in nbclient's older releases), so a training cell failed with
+        # "Cell execution timed out" on a slow CPU; the experiment's own timeout bounds it.
         command = (
-            f"jupyter nbconvert --to notebook --execute --output-dir {folder} "
-            f"--output {output} {shlex.quote(path)}"
+            f"jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=-1 "
+            f"--output-dir {folder} --output {output} {shlex.quote(path)}"
         )
         findings = [
             Finding(

@@ -207,3 +207,109 @@ def test_guide_says_which_wheels_as_of_when_and_the_import_roots() -> None:
     assert "| packages as of | 2024-03-01T00:00:00Z (uv `exclude-newer`) |" in guide
     assert "| constraints | 1 locked package(s) |" in guide
     assert "| PYTHONPATH (own package) | src |" in guide
+
+
+_SDIST_BACKEND = r"""
+import base64, hashlib, os, pathlib, zipfile
+
+def _attack():
+    try:
+        pathlib.Path({escape!r}).write_text(os.environ.get("RB_TEST_SECRET", "absent"))
+    except OSError:
+        pass
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    _attack()
+    return _wheel(wheel_directory, "2.0")
+
+def _wheel(directory, version):
+    name = "dep-%s-py3-none-any.whl" % version
+    files = {{
+        "dep.py": "VERSION = %r\n" % version,
+        "dep-%s.dist-info/METADATA" % version: "Metadata-Version: 2.1\nName: dep\nVersion: %s\n" % version,
+        "dep-%s.dist-info/WHEEL" % version: "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }}
+    record = []
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
+        for path, text in files.items():
+            data = text.encode()
+            z.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
+        record.append("dep-%s.dist-info/RECORD,," % version)
+        z.writestr("dep-%s.dist-info/RECORD" % version, "\n".join(record) + "\n")
+    return name
+"""
+
+
+def _backtracking_index(links: Path, escape: Path) -> None:
+    """``dep`` 1.0 as a wheel and 2.0, the newest, as an sdist only (whose build writes
+    ``escape``): what pandocfilters was to nbconvert in 2020."""
+    import io
+    import tarfile
+
+    links.mkdir(parents=True)
+    scope: dict[str, object] = {}
+    backend = _SDIST_BACKEND.format(escape=str(escape))
+    exec(backend.replace("_attack()\n    return", "return"), scope)
+    scope["_wheel"](str(links), "1.0")  # type: ignore[operator]
+    files = {
+        "dep-2.0/pyproject.toml": (
+            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+            '[project]\nname = "dep"\ndynamic = ["version"]\n'
+        ),
+        "dep-2.0/backend.py": backend,
+        "dep-2.0/PKG-INFO": "Metadata-Version: 2.1\nName: dep\nVersion: 2.0\n",
+    }
+    with tarfile.open(links / "dep-2.0.tar.gz", "w:gz") as tar:
+        for name, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+
+
+def _find_links_project(tmp_path: Path) -> Path:
+    directory = _write_project(tmp_path, ["dep"])
+    links = directory / "links"
+    pyproject = directory / "pyproject.toml"
+    text = pyproject.read_text()
+    assert "[tool.uv]" in text
+    pyproject.write_text(
+        text.replace("[tool.uv]\n", f'[tool.uv]\nno-index = true\nfind-links = ["{links}"]\n', 1)
+    )
+    return directory
+
+
+@pytest.mark.skipif(host_uv() is None, reason="uv is not installed")
+def test_a_sandboxed_lock_does_not_backtrack_past_a_release_without_a_wheel(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Wheels-only resolution silently took nbconvert 5.6 -> ipykernel 4.0 (which cannot
+    start a kernel) because pandocfilters' newest release had no wheel. In the sandbox the
+    lock resolves with sdists and gets the newest release; the sdist's build runs there,
+    never on the host; on the host (no sandbox) it stays wheels only."""
+    from reprobridge.sandbox import sandbox_unusable
+
+    if (why := sandbox_unusable()) is not None:
+        pytest.skip(f"sandbox unusable: {why}")
+    monkeypatch.setenv("RB_TEST_SECRET", "s3cr3t-lock-0123456789")
+    escape = tmp_path / "escaped-from-lock"
+    host = _find_links_project(tmp_path / "host")
+    _backtracking_index(host / "links", escape)
+    result = pyenv.lock_python_project(host, offline=False, python=host_python())
+    assert result.locked, result.reason
+    assert 'name = "dep"\nversion = "1.0"' in (host / "uv.lock").read_text()
+    assert not escape.exists()
+
+    boxed = _find_links_project(tmp_path / "boxed")
+    _backtracking_index(boxed / "links", escape)
+    result = pyenv.lock_python_project(boxed, offline=False, python=host_python(), sandboxed=True)
+    assert result.locked, result.reason
+    assert 'name = "dep"\nversion = "2.0"' in (boxed / "uv.lock").read_text()
+    # The build ran in the sandbox: the host path it wrote to is not there.
+    assert not escape.exists(), escape.read_text()
+    assert not (boxed / ".home").exists()

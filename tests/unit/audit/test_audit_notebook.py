@@ -109,8 +109,8 @@ def test_rb_init_declares_the_executed_notebook_as_output(notebook_repo: Path) -
     exp = manifest.experiments["linear_probe"]
     assert exp.kind == "notebook"
     assert exp.command == (
-        "jupyter nbconvert --to notebook --execute --output-dir notebooks "
-        "--output linear_probe.executed.ipynb notebooks/linear_probe.ipynb"
+        "jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=-1 "
+        "--output-dir notebooks --output linear_probe.executed.ipynb notebooks/linear_probe.ipynb"
     )
     assert [o.path for o in exp.outputs] == ["notebooks/linear_probe.executed.ipynb"]
 
