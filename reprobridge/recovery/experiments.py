@@ -212,6 +212,7 @@ def merge_experiments(
         by_kind["target"],
         fetching,
         lambda f: any(_gpus(h) > 0 for h in _hardware(by_kind, f)),
+        frozenset(str(m.value.get("entry")) for m in by_kind["metric"]),
     )
     for r in others:
         cmd = " ".join(str(r.finding.value["command"]).split())

@@ -16,7 +16,7 @@ person can promote one by copying its command into the manifest.
 
 The score (see :func:`score`): where it was found (README > Makefile > shell > entry point >
 notebook), confidence, an experiment-like name, a mention in the README's prose, a paper
-table row that names it, minus a tutorial/example/docs folder, a helper-like name
+table row that names it, a result it prints that rb can read (a recovered metric), minus a tutorial/example/docs folder, a helper-like name
 (plot, download, ...) and depth in the tree. The weights are data (:data:`WEIGHTS`). The
 order is by score less a handicap (:data:`HANDICAPS`) for data the repository lacks (a
 download at run time: the audit is offline) and for a GPU; a handicap never drops a
@@ -48,6 +48,7 @@ WEIGHTS: dict[str, int] = {
     "experiment-like name": 15,
     "named in the README": 25,
     "named by a paper table row": 15,
+    "prints a result rb can read": 15,
     "under a tutorial/example/docs folder": -15,
     "helper-like name": -20,
     "per folder level": -3,
@@ -116,10 +117,13 @@ def score(
     row_labels: list[set[str]],
     fetching: frozenset[str] = frozenset(),
     needs_gpu: Callable[[Finding], bool] = lambda _f: False,
+    reporting: frozenset[str] = frozenset(),
 ) -> Ranked:
     """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` are the
     entries whose data is fetched at run time, ``needs_gpu`` says whether a run needs a GPU
-    (a command, not an entry: ``torchrun`` and ``python`` may run the same script)."""
+    (a command, not an entry: ``torchrun`` and ``python`` may run the same script),
+    ``reporting`` the entries with a recovered metric (an experiment reports a result; a
+    data generator or an apriori demo beside it does not)."""
     entry = _entry(f)
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -130,6 +134,8 @@ def score(
     names = _words(pure.stem) | _words(f.key)
     if names and any(names & label for label in row_labels):
         signals.append("named by a paper table row")
+    if entry in reporting:
+        signals.append("prints a result rb can read")
     folders = list(pure.parts[:-1])
     if any(_ASIDE_DIRS.match(p) for p in folders):
         signals.append("under a tutorial/example/docs folder")
@@ -160,17 +166,18 @@ def rank(
     targets: list[Finding],
     fetching: frozenset[str] = frozenset(),
     needs_gpu: Callable[[Finding], bool] = lambda _f: False,
+    reporting: frozenset[str] = frozenset(),
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, others) of ``candidates`` (already deduplicated), each best first.
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
-    paper's ``target`` findings, whose row labels may name an experiment; ``fetching`` and
-    ``needs_gpu`` as in :func:`score`.
+    paper's ``target`` findings, whose row labels may name an experiment; ``fetching``,
+    ``needs_gpu`` and ``reporting`` as in :func:`score`.
     """
     mentioned = {m.key for m in mentions}
     rows = [_words(str(t.value.get("row", ""))) for t in targets]
     ranked = sorted(
-        (score(f, mentioned, rows, fetching, needs_gpu) for f in candidates),
+        (score(f, mentioned, rows, fetching, needs_gpu, reporting) for f in candidates),
         key=lambda r: (r.handicap - r.score, r.finding.sources(), r.finding.key),
     )
     kept = [r for r in ranked if r.declared or r.score >= KEEP_SCORE][:MAX_KEPT]

@@ -53,3 +53,19 @@ def test_readme_commands_are_kept_and_mentions_and_tables_raise_a_candidate() ->
         "logistic.py",
     }
     assert [r.finding.value["entry"] for r in others] == ["other.ipynb"]
+
+
+def test_a_candidate_that_prints_a_result_goes_first() -> None:
+    """Issue 9 (ML-From-Scratch, pytorch/examples): of undistinguished example scripts, the
+    main experiment is one whose result rb can read, not an apriori demo or a data
+    generator that prints nothing a smoke audit could extract."""
+    cands = [
+        cand("examples/apriori.py", "entrypoints"),
+        cand("examples/decision_tree.py", "entrypoints"),
+        cand("examples/generate_data.py", "entrypoints"),
+    ]
+    kept, _ = rank(cands, [], [], reporting=frozenset({"examples/decision_tree.py"}))
+    assert kept[0].finding.value["entry"] == "examples/decision_tree.py"
+    assert "prints a result rb can read" in kept[0].why()
+    kept, _ = rank(cands, [], [])
+    assert kept[0].finding.value["entry"] != "examples/decision_tree.py"  # only by that signal
