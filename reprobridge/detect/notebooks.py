@@ -177,6 +177,23 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
     return found
 
 
+def _python2(cells: list[dict[str, Any]]) -> bool:
+    """Whether a code cell is Python 2 (``print 'x'``, backquotes), which no current
+    kernel runs: the notebook ranks below the others (low confidence)."""
+    for cell in cells:
+        if cell.get("cell_type") != "code":
+            continue
+        try:
+            ast.parse(cell_code(_source(cell)))
+        except SyntaxError as exc:
+            line = (exc.text or "").strip()
+            if re.match(r"print\s+[^\s(=]", line) or "`" in line or "<>" in line:
+                return True
+        except (ValueError, RecursionError):
+            continue
+    return False
+
+
 def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
     """The import map of every code cell together (``from tqdm import tqdm`` in one cell,
     ``tqdm.write`` in another)."""
@@ -313,6 +330,7 @@ class NotebooksDetector(Detector):
             f"jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=-1 "
             f"--output-dir {folder} --output {output} {shlex.quote(path)}"
         )
+        py2 = _python2(cells)
         findings = [
             Finding(
                 kind="experiment",
@@ -326,7 +344,8 @@ class NotebooksDetector(Detector):
                 },
                 evidence=(Evidence(path, 1),),
                 detector=self.name,
-                confidence="medium",
+                confidence="low" if py2 else "medium",
+                note="Python 2 code cells: it may not run" if py2 else "",
             )
         ]
         raw_lines = text.splitlines()
