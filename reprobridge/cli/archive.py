@@ -163,10 +163,13 @@ def _check(file: Path, *, as_json: bool) -> None:
     else:
         for item in rep.items:
             click.echo(f"{item.status:8s} {item.what}: {item.detail}")
+        lacking = [i.what for i in rep.items if i.status == "lacks"]
+        host = [w for w in lacking if w != "closure"]
         click.echo(
-            "offline: complete"
-            if rep.complete
-            else f"offline: {sum(1 for i in rep.items if i.status == 'lacks')} item(s) lacking"
+            "offline, host backend: "
+            + ("complete" if rep.host_complete else f"lacks {', '.join(host)}")
+            + "; Nix backend: "
+            + ("complete" if rep.nix_complete else f"lacks {', '.join(lacking)}")
         )
     if not rep.complete:
         raise click.exceptions.Exit(1)
