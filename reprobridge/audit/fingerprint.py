@@ -234,16 +234,10 @@ def _with_binary(run: Runner, nix: str) -> Runner:
     """``run`` with ``nix`` in place of the literal ``nix`` at argv[0] (the probes, and
     :func:`reprobridge._machine.nix_config`'s, name the program ``nix``)."""
 
-    def swapped(
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> _proc.Result:
+    def swapped(argv: Sequence[str], *, timeout: float, **where: Any) -> _proc.Result:
         if argv and argv[0] == "nix":
             argv = [nix, *argv[1:]]
-        return run(argv, timeout=timeout, cwd=cwd, env=env)
+        return run(argv, timeout=timeout, **where)
 
     return swapped
 
