@@ -116,8 +116,10 @@ def archive_command(
     """Pack a deterministic archive of the reproduction package: reprobridge.toml, flake.nix,
     flake.lock, repro/, REPRODUCE.md, selected evidence, MANIFEST.json (sha256 of every
     file) and RO-Crate metadata. Timestamps are SOURCE_DATE_EPOCH, else the commit time.
+    `--supplement` adds what reproducing offline needs (source, wheels, repro/DATA.md).
 
-    `rb archive verify FILE` checks an archive."""
+    `rb archive verify FILE` checks an archive; `rb archive --check FILE` says what it
+    lacks for offline reproduction."""
     if ctx.invoked_subcommand is not None:
         return
     if check_file is not None:
