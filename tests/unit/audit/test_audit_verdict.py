@@ -126,7 +126,9 @@ def test_smoke_tier_of_the_example_is_incomplete_not_fail(
     """`rb audit --tier smoke`, as REPRODUCE.md recommends it: the paper's targets and claim
     describe 400-epoch runs; after 2 epochs they are not applicable, never a failure."""
     assert "rb audit --tier smoke" in (example / "REPRODUCE.md").read_text()
-    code, summary = audit_cli(example, "--tier", "smoke")
+    # Both experiments by name: a plain smoke audit runs the main one only
+    # (tests/unit/audit/test_plan_smoke_main.py), and the claim compares the two.
+    code, summary = audit_cli(example, "--tier", "smoke", "baseline", "mixup")
     assert code == 20, summary
     assert summary["verdict"] == "INCOMPLETE"
     for exp_id in ("baseline", "mixup"):
@@ -156,7 +158,7 @@ def test_smoke_tier_judges_what_it_declares(
             'source = {regex = "test_accuracy=([0-9.]+)"}\nmin = 0.0\nmax = 1.0\n',
         )
     (repo / "reprobridge.toml").write_text(text)
-    code, summary = audit_cli(repo, "--tier", "smoke")
+    code, summary = audit_cli(repo, "--tier", "smoke", "baseline", "mixup")
     assert (code, summary["verdict"]) == (0, "PASS"), summary
     # The claim lists smoke too now (rb init wrote the default `tiers = ["full"]`): judged
     # on 2-epoch values, where it may hold or not.
@@ -164,7 +166,7 @@ def test_smoke_tier_judges_what_it_declares(
     (repo / "reprobridge.toml").write_text(
         text.replace('tiers = ["full"]\n', 'tiers = ["full", "smoke"]\n')
     )
-    code, summary = audit_cli(repo, "--tier", "smoke")
+    code, summary = audit_cli(repo, "--tier", "smoke", "baseline", "mixup")
     [claim] = summary["claims"]  # type: ignore[misc]
     assert claim["holds"] in (True, False) and not claim.get("skipped")
     assert summary["verdict"] == ("PASS" if claim["holds"] else "FAIL")
