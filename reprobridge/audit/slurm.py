@@ -175,6 +175,9 @@ def job_script(header: list[str], specs: Sequence[Path]) -> str:
             *header,
             "# Written by rb audit --executor slurm; each array task runs one audited run.",
             f"export PYTHONPATH={shlex.quote(str(package_parent))}",
+            # Ignored (inherited through exec) until the node side installs its handler: an
+            # early TERM (Slurm's --signal, a scancel) must not kill it before any result.
+            "trap '' TERM",
             "specs=(",
             *(f"  {shlex.quote(str(spec))}" for spec in specs),
             ")",

@@ -3,12 +3,14 @@ it). Only the #SBATCH formatting tests run without the daemons."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -151,7 +153,7 @@ def _audit(root: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[
         _audit_argv(root, *args),
         capture_output=True,
         text=True,
-        timeout=kw.pop("timeout", 240),  # type: ignore[arg-type]
+        timeout=kw.pop("timeout", 360),  # type: ignore[arg-type]
         env=_env(),
         check=False,
     )
@@ -255,6 +257,34 @@ def _wait_for(pred, timeout: float = 60.0) -> None:  # type: ignore[no-untyped-d
     raise AssertionError("condition not reached")
 
 
+@contextlib.contextmanager
+def _audit_process(root: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
+    """`rb audit` running in the background; stopped (TERM: it cancels its jobs by id) if
+    the test leaves it running, so a failed test leaks no auditor and no queued jobs."""
+    proc = subprocess.Popen(
+        _audit_argv(root, *args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+
+
+#: How long a test waits for the shared test cluster to start a job (other tests' jobs
+#: may hold its cores).
+_START_S = 300.0
+
+
 def _fill_node(tmp_path: Path) -> str:
     """A job that takes the whole node, so the audit's jobs stay PENDING; its id."""
     blocker = subprocess.run(
@@ -272,7 +302,7 @@ def _fill_node(tmp_path: Path) -> str:
         text=True,
         check=True,
     ).stdout.strip()
-    _wait_for(lambda: _job_state(blocker) == "RUNNING")
+    _wait_for(lambda: _job_state(blocker) == "RUNNING", _START_S)
     return blocker
 
 
@@ -300,26 +330,9 @@ def test_ctrl_c_while_an_array_is_queued_cancels_every_job_and_leaves_a_resumabl
     root = tiny_repo("echo acc=0.9\n")
     blocker = _fill_node(tmp_path)
     try:
-        proc = subprocess.Popen(
-            _audit_argv(root, "--runs", "3", "--jobs", "2"),
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=_env(),
-        )
-        job_ids = _job_ids(root, 3)
-        # One array: the three runs are its tasks 0, 1, 2.
-        arrays = {j.partition("_")[0] for j in job_ids}
-        assert len(arrays) == 1 and [j.partition("_")[2] for j in job_ids] == ["0", "1", "2"]
-        _wait_for(lambda: all(_job_state(j) == "PENDING" for j in job_ids))
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=120)
-        assert proc.returncode == 130, err
-        # Every task cancelled (gone from the queue), not only the first; the blocker,
-        # another job on the same cluster, untouched.
-        _wait_for(lambda: all(_job_state(j) in {"", "CANCELLED"} for j in job_ids), 30)
-        assert _job_state(blocker) == "RUNNING"
-        assert not _records(root)  # nothing ran: nothing sealed
+        with _audit_process(root, "--runs", "3", "--jobs", "2") as proc:
+            job_ids = _job_ids(root, 3)
+            _ctrl_c_while_queued(root, proc, job_ids, blocker)
     finally:
         subprocess.run(["scancel", blocker], check=False)
     _wait_for(lambda: _job_state(blocker) in {"", "CANCELLED"}, 30)
@@ -331,24 +344,35 @@ def test_ctrl_c_while_an_array_is_queued_cancels_every_job_and_leaves_a_resumabl
     assert not {r["placement"]["job_id"] for r in records} & set(job_ids)  # type: ignore[index]
 
 
+def _ctrl_c_while_queued(
+    root: Path, proc: subprocess.Popen[str], job_ids: list[str], blocker: str
+) -> None:
+    # One array: the three runs are its tasks 0, 1, 2.
+    arrays = {j.partition("_")[0] for j in job_ids}
+    assert len(arrays) == 1 and [j.partition("_")[2] for j in job_ids] == ["0", "1", "2"]
+    _wait_for(lambda: all(_job_state(j) == "PENDING" for j in job_ids))
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    # Every task cancelled (gone from the queue), not only the first; the blocker, another
+    # job on the same cluster, untouched.
+    _wait_for(lambda: all(_job_state(j) in {"", "CANCELLED"} for j in job_ids), 30)
+    assert _job_state(blocker) == "RUNNING"
+    assert not _records(root)  # nothing ran: nothing sealed
+
+
 @needs_slurm
 def test_ctrl_c_while_an_array_runs_stops_every_task_and_seals_nothing(tiny_repo) -> None:
     # The script goes on after its command is killed: a run the signal reached must still
     # be recorded as stopped, not as a run that exited 0 (it was sealed "ok" when scancel
     # signalled the run but not the node side).
     root = tiny_repo("echo started; sleep 300; echo acc=0.9\n")
-    proc = subprocess.Popen(
-        _audit_argv(root, "--runs", "2"),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
-    job_ids = _job_ids(root, 2)
-    _wait_for(lambda: all(_job_state(j) == "RUNNING" for j in job_ids))
-    t0 = time.monotonic()
-    proc.send_signal(signal.SIGTERM)
-    _, err = proc.communicate(timeout=120)
+    with _audit_process(root, "--runs", "2") as proc:
+        job_ids = _job_ids(root, 2)
+        _wait_for(lambda: all(_job_state(j) == "RUNNING" for j in job_ids), _START_S)
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=120)
     assert proc.returncode == 143, err
     # Stopped (within the run's grace period and the hard cancel after it), not run out.
     assert time.monotonic() - t0 < 150, err
@@ -403,18 +427,17 @@ def _set_node(state: str) -> None:
 
 @needs_slurm
 def test_a_run_the_node_lost_is_resubmitted_and_both_attempts_are_recorded(tiny_repo) -> None:
-    root = tiny_repo("sleep 4; echo acc=0.9\n")
-    proc = subprocess.Popen(
-        _audit_argv(root), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env()
-    )
-    try:
-        (job_id,) = _job_ids(root, 1)
-        _wait_for(lambda: _job_state(job_id) == "RUNNING")
-        _set_node("down")  # Slurm ends the job NODE_FAIL (and TERMs it on the node)
-        _wait_for(lambda: _job_state(job_id) == "", 30)
-    finally:
-        _set_node("resume")
-    _, err = proc.communicate(timeout=180)
+    # Long enough that the node goes down under it; the second attempt runs it out.
+    root = tiny_repo("sleep 15; echo acc=0.9\n")
+    with _audit_process(root) as proc:
+        try:
+            (job_id,) = _job_ids(root, 1)
+            _wait_for(lambda: _job_state(job_id) == "RUNNING", _START_S)
+            _set_node("down")  # Slurm ends the job NODE_FAIL (and TERMs it on the node)
+            _wait_for(lambda: _job_state(job_id) == "", 30)
+        finally:
+            _set_node("resume")
+        _, err = proc.communicate(timeout=_START_S)
     assert proc.returncode == 0, err
     assert "ended NODE_FAIL; resubmitting" in err
     (record,) = _records(root)
