@@ -16,8 +16,6 @@ archive (last, outside MANIFEST.json) so a supplement is one file to upload and 
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,6 +35,7 @@ from reprobridge.archive.pack import (
 from reprobridge.archive.rocrate import CRATE_FILE, build_crate
 from reprobridge.constants import MANIFEST_FILE
 from reprobridge.errors import ArchiveError, ManifestError
+from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.hashing import sha256_bytes
 
 MANIFEST_JSON = "MANIFEST.json"
@@ -49,67 +48,6 @@ CACHE_DIR = "nix-cache"
 UNLISTED = frozenset({MANIFEST_JSON, SIGNATURE_FILE, SIGNER_PUB})
 #: Top-level names only rb writes.
 RESERVED = UNLISTED | {CRATE_FILE}
-
-
-def canonical(data: Any) -> bytes:
-    """Sorted keys, indent 2, UTF-8, trailing newline, no NaN: the archive's one JSON form.
-
-    The bytes of ``json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False,
-    allow_nan=False) + "\\n"`` (a unit test compares them), written by :func:`_canon`:
-    with ``indent`` the standard library falls back to its generator-based Python encoder,
-    which took seconds for the 20k-entry MANIFEST.json and RO-Crate of a source tree."""
-    out: list[str] = []
-    _canon(data, "\n", out)
-    out.append("\n")
-    return "".join(out).encode()
-
-
-def _canon(o: Any, nl: str, out: list[str]) -> None:
-    """Append ``o`` in :func:`canonical`'s form; ``nl`` is the newline plus the indent of
-    the line ``o`` starts on."""
-    t = type(o)
-    if t is str:
-        out.append(_enc_str(o))
-    elif t is dict:
-        if not o:
-            out.append("{}")
-            return
-        inner = nl + "  "
-        sep = "{" + inner
-        for key in sorted(o):
-            if type(key) is not str:
-                raise TypeError(f"canonical JSON keys are strings, not {type(key).__name__}")
-            value = o[key]
-            vt = type(value)
-            if vt is str:
-                out.append(sep + _enc_str(key) + ": " + _enc_str(value))
-            elif vt is int:
-                out.append(sep + _enc_str(key) + ": " + int.__repr__(value))
-            else:
-                out.append(sep + _enc_str(key) + ": ")
-                _canon(value, inner, out)
-            sep = "," + inner
-        out.append(nl + "}")
-    elif t is list or t is tuple:
-        if not o:
-            out.append("[]")
-            return
-        inner = nl + "  "
-        sep = "[" + inner
-        for item in o:
-            out.append(sep)
-            _canon(item, inner, out)
-            sep = "," + inner
-        out.append(nl + "]")
-    elif t is int:
-        out.append(int.__repr__(o))
-    else:
-        # Other scalars (float, bool, None, subclasses) through json itself: the same
-        # spelling, and the same refusal of NaN and infinities.
-        out.append(json.dumps(o, allow_nan=False))
-
-
-_enc_str = json.encoder.encode_basestring
 
 
 @dataclass
@@ -252,7 +190,7 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                 top_dirs = sorted(
                     listed_dirs | {r.path.split("/", 1)[0] for r in records if "/" in r.path}
                 )
-                crate = canonical(
+                crate = canonical_json(
                     build_crate(
                         manifest,
                         records,
@@ -282,7 +220,7 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
                         )
                     ],
                 }
-                manifest_bytes = canonical(doc)
+                manifest_bytes = canonical_json(doc)
                 state["manifest_sha256"] = sha256_bytes(manifest_bytes)
                 out_members = [
                     Member(CRATE_FILE, data=crate),
@@ -373,45 +311,25 @@ def sign_manifest(
     Ed25519 signatures are deterministic, so a signed archive is reproducible too (for one
     key). The key must be outside every repository (see ``rb keygen``).
     """
-    from cryptography.hazmat.primitives import serialization
-
+    from reprobridge.evidence import dsse
     from reprobridge.evidence.errors import SignatureError
-    from reprobridge.evidence.sign import (
-        PAYLOAD_TYPE,
-        STATEMENT_TYPE,
-        keyid_of,
-        load_private_key,
-        pae,
-    )
+    from reprobridge.evidence.sign import load_private_key
 
     try:
         key = load_private_key(key_path)
     except SignatureError as exc:
         raise ArchiveError(f"cannot sign: {exc}") from exc
-    statement = {
-        "_type": STATEMENT_TYPE,
-        "subject": [{"name": MANIFEST_JSON, "digest": {"sha256": sha256_bytes(manifest_bytes)}}],
-        "predicateType": PREDICATE_TYPE,
-        "predicate": {
+    envelope = dsse.sign(
+        key,
+        subject=MANIFEST_JSON,
+        digest=sha256_bytes(manifest_bytes),
+        predicate_type=PREDICATE_TYPE,
+        predicate={
             "rb_version": __version__,
             "project": doc.get("project"),
             "commit": doc.get("commit"),
             "audits": doc.get("audits"),
             "source_date_epoch": doc.get("source_date_epoch"),
         },
-    }
-    payload = json.dumps(
-        statement, sort_keys=True, separators=(",", ":"), ensure_ascii=False
-    ).encode()
-    sig = key.sign(pae(PAYLOAD_TYPE, payload))
-    envelope = {
-        "payloadType": PAYLOAD_TYPE,
-        "payload": base64.b64encode(payload).decode("ascii"),
-        "signatures": [
-            {"keyid": keyid_of(key.public_key()), "sig": base64.b64encode(sig).decode("ascii")}
-        ],
-    }
-    pub = key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
-    return canonical(envelope), pub
+    return envelope, dsse.public_pem(key.public_key())

@@ -6,8 +6,9 @@ Contract of :func:`collect`:
   (required), ``flake.nix``, ``flake.lock``, ``REPRODUCE.md`` and the files under
   ``repro/`` that git tracks or would track (``git ls-files -co --exclude-standard``, so
   ignored caches stay out), except ``repro/evidence/`` and ``repro/logs/``;
-* evidence: whole sealed bundles (``SHA256SUMS`` present) from ``repro/evidence/<id>/``,
-  kept at that path, without the lock files; an unsealed bundle is refused;
+* evidence: whole finished bundles (sealed: :class:`~reprobridge.evidence.store.EvidenceStore`)
+  from ``repro/evidence/<id>/``, kept at that path, without the lock files; an unfinished
+  bundle is refused;
 * the source (``with_source``): :mod:`reprobridge.archive.source` streams ``git
   archive`` of the audited commit (the ``commit`` of the selected audits' ``plan.json``,
   which must agree; HEAD when no audit is selected) into the writer; the artifacts above
@@ -21,12 +22,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from reprobridge import _proc
 from reprobridge.archive.pack import Member
@@ -40,25 +40,28 @@ from reprobridge.constants import (
     REPRO_DIR,
 )
 from reprobridge.errors import ArchiveError
+from reprobridge.evidence.records import AuditSummary, Plan, RecordError
+from reprobridge.evidence.store import EvidenceStore
 
 #: Top-level files of a bundle that are machinery, not evidence.
 _BUNDLE_SKIP = frozenset({".lock", ".lock.owner"})
-_AUDIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_R = TypeVar("_R", AuditSummary, Plan)
 
 
 @dataclass
 class Audit:
-    """One selected evidence bundle and what the archive metadata needs from it."""
+    """One selected evidence bundle and what the archive metadata needs from it
+    (``summary`` and ``plan`` are None where the file is malformed: the archive still
+    carries the bundle, whose integrity ``rb verify`` judges)."""
 
     audit_id: str
     path: Path
-    audit: dict[str, Any]
-    plan: dict[str, Any]
+    summary: AuditSummary | None
+    plan: Plan | None
 
     @property
     def commit(self) -> str | None:
-        value = self.plan.get("commit")
-        return value if isinstance(value, str) else None
+        return (self.plan.commit or None) if self.plan is not None else None
 
 
 def _regular_or_dir(path: Path, shown: str) -> os.stat_result:
@@ -116,16 +119,12 @@ def tree_members(
 def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
     """The bundles named by ``evidence``: ids, ``all``, ``latest`` or ``none``.
 
-    ``latest`` is the newest bundle by id (ids start with a UTC timestamp). Refuses an
-    unknown id and a bundle that is not sealed (no SHA256SUMS: an audit still running or
-    interrupted).
+    ``latest`` is the newest finished bundle (ids start with a UTC timestamp), as for
+    ``rb report``. Refuses an unknown id and a bundle that is not finished (not sealed: an
+    audit still running or interrupted, even after its audit.json).
     """
-    ev_root = root / EVIDENCE_DIR
-    known = (
-        sorted(p.name for p in ev_root.iterdir() if p.is_dir() and _AUDIT_ID.match(p.name))
-        if ev_root.is_dir()
-        else []
-    )
+    store = EvidenceStore(root / EVIDENCE_DIR)
+    known = [p.name for p in store.bundles()]
     wanted: list[str] = []
     for item in evidence:
         if item == "none":
@@ -133,11 +132,13 @@ def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
         if item == "all":
             wanted += known
         elif item == "latest":
-            if not known:
+            latest = store.latest()
+            if latest is None:
                 raise ArchiveError(
-                    f"there is no audit under {EVIDENCE_DIR}/", hint="run `rb audit`"
+                    f"there is no finished audit under {EVIDENCE_DIR}/",
+                    hint="run `rb audit` (or finish one with `rb audit --resume`)",
                 )
-            wanted.append(known[-1])
+            wanted.append(latest.name)
         elif item in known:
             wanted.append(item)
         else:
@@ -146,26 +147,39 @@ def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
             )
     audits: list[Audit] = []
     for audit_id in sorted(set(wanted)):
-        path = ev_root / audit_id
+        path = store.root / audit_id
         shown = f"{EVIDENCE_DIR}/{audit_id}"
-        if not (path / "SHA256SUMS").is_file():
+        state = store.state(path)
+        if state == "unfinished":
             raise ArchiveError(
-                "is not sealed (no SHA256SUMS): the audit is running or was interrupted",
+                "is not finished (not sealed: no SHA256SUMS): the audit is running or was "
+                "interrupted",
                 path=shown,
                 hint="finish it with `rb audit --resume`, or leave it out with --evidence",
             )
+        if state == "broken":
+            raise ArchiveError(
+                "is sealed but its plan.json or audit.json is missing (removed after sealing)",
+                path=shown,
+                hint=f"check it with `rb verify {shown}`, or leave it out with --evidence",
+            )
         audits.append(
-            Audit(audit_id, path, _read_json(path / "audit.json"), _read_json(path / "plan.json"))
+            Audit(
+                audit_id,
+                path,
+                _record(AuditSummary.from_json, path / "audit.json"),
+                _record(Plan.from_json, path / "plan.json"),
+            )
         )
     return audits
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _record(parse: Callable[[Any], _R], path: Path) -> _R | None:
+    """The record ``parse`` reads from the JSON file at ``path``; None when malformed."""
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+        return parse(json.loads(path.read_bytes()))
+    except (OSError, ValueError, RecordError):
+        return None
 
 
 def audited_commit(root: Path, audits: Sequence[Audit]) -> str:

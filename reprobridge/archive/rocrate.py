@@ -159,8 +159,8 @@ def build_crate(
     actions: list[dict[str, Any]] = []
     for a in audits:
         aid = f"#audit-{a.audit_id}"
-        passed = a.audit.get("passed")
-        verdict = a.audit.get("verdict")
+        passed = a.summary.passed if a.summary else None
+        verdict = a.summary.verdict if a.summary else None
         outcome = (
             "incomplete (nothing failed, but not everything was judged)."
             if verdict == "INCOMPLETE"
@@ -183,9 +183,10 @@ def build_crate(
             "result": [_ref(f"{EVIDENCE_DIR}/{a.audit_id}/")],
             "actionStatus": _ref("http://schema.org/CompletedActionStatus"),
         }
-        for key, prop in (("started", "startTime"), ("finished", "endTime")):
-            if isinstance(a.audit.get(key), str):
-                action[prop] = a.audit[key]
+        if a.summary is not None:
+            for value, prop in ((a.summary.started, "startTime"), (a.summary.finished, "endTime")):
+                if value:
+                    action[prop] = value
         actions.append(action)
         mentions.append(_ref(aid))
     root["mentions"] = mentions

@@ -51,7 +51,7 @@ from reprobridge.audit.backends import (
     RunSetup,
     SetupContext,
 )
-from reprobridge.audit.claims import ClaimError, evaluate_claim, references
+from reprobridge.audit.claims import ClaimError, references
 from reprobridge.audit.collect import collect_files
 from reprobridge.audit.datasets import check_datasets
 from reprobridge.audit.executors import (
@@ -64,13 +64,12 @@ from reprobridge.audit.executors import (
     workload_cpu,
 )
 from reprobridge.audit.hostenv import HostInstall, built_from_source
-from reprobridge.audit.judge import claim_values, judge_experiment, judge_run
+from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.offline import offline_requirements
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
-from reprobridge.audit.verdict import overall_verdict
+from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
 from reprobridge.constants import (
-    COMBINED_LOG,
     EVIDENCE_DIR,
     FLAKE_LOCK_FILE,
     LAUNCHERS_DIR,
@@ -78,10 +77,21 @@ from reprobridge.constants import (
     WHEELS_DIR,
 )
 from reprobridge.errors import AuditError, MachineError
-from reprobridge.evidence.bundle import SUMS_FILE, Bundle
+from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.records import (
+    AuditSummary,
+    NotStarted,
+    Plan,
+    RunRecord,
+    RunStatus,
+    StreamSummary,
+    TerminationRecord,
+    jsonable,
+)
 from reprobridge.evidence.redact import Redactor, scrub_env, secrets_from_env
 from reprobridge.evidence.sign import load_private_key, sign_bundle
+from reprobridge.evidence.store import EvidenceStore
 from reprobridge.manifest.io import read_manifest
 from reprobridge.manifest.schema import Experiment, Manifest
 
@@ -160,32 +170,29 @@ class AuditOptions:
 @dataclass
 class AuditResult:
     """Where the bundle is and what it concluded (``verdict``: PASS, FAIL or INCOMPLETE;
-    ``passed`` only for PASS)."""
+    ``passed`` only for PASS). A detached audit (runs left to a scheduler) has no summary
+    yet: ``record`` is None, ``verdict`` DETACHED and ``detached_runs`` says how many."""
 
     audit_id: str
     path: Path
     passed: bool
-    summary: dict[str, Any]
+    record: AuditSummary | None
+    detached_runs: int = 0
+
+    @property
+    def summary(self) -> dict[str, Any]:
+        """``audit.json`` as stored (for a detached audit: its verdict and run count)."""
+        if self.record is None:
+            return {"verdict": "DETACHED", "detached_runs": self.detached_runs}
+        return self.record.to_json()
 
     @property
     def verdict(self) -> str:
-        return str(self.summary.get("verdict") or ("PASS" if self.passed else "FAIL"))
+        return "DETACHED" if self.record is None else self.record.verdict
 
 
 def _now() -> str:
     return dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: _jsonable(v) for k, v in dataclasses.asdict(value).items()}
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, Path):
-        return str(value)
-    return value
 
 
 def _new_audit_id(manifest_bytes: bytes, commit: str) -> str:
@@ -326,14 +333,14 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         # it starts it afresh, with the options given now.
         restart = bool(opts.resume) and not (bundle.path / "plan.json").is_file()
         if opts.resume and not restart:
-            previous = json.loads((bundle.path / "plan.json").read_text())
-            if previous.get("manifest_sha256") != hashlib.sha256(manifest_bytes).hexdigest():
+            previous = Plan.from_json(bundle.read_json("plan.json"))
+            if previous.manifest_sha256 != hashlib.sha256(manifest_bytes).hexdigest():
                 raise AuditError(
                     "the manifest changed since this audit started; start a new audit",
                     path=str(bundle.path / "plan.json"),
                 )
-            plan = [PlannedRun(**r) for r in previous["runs"]]
-            opts.tier = previous["tier"]
+            plan = list(previous.runs)
+            opts.tier = previous.tier  # type: ignore[assignment]
             bundle.journal_append({"event": "resumed", "at": _now()})
         else:
             bundle.write_bytes("inputs/reprobridge.toml", manifest_bytes)
@@ -342,15 +349,15 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 bundle.write_bytes("inputs/flake.lock", (root / FLAKE_LOCK_FILE).read_bytes())
             bundle.write_json(
                 "plan.json",
-                {
-                    "audit_id": audit_id,
-                    "rb_version": __version__,
-                    "tier": opts.tier,
-                    "backend_requested": opts.backend,
-                    "commit": commit,
-                    "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),
-                    "runs": [dataclasses.asdict(r) for r in plan],
-                },
+                Plan(
+                    audit_id=audit_id,
+                    rb_version=__version__,
+                    tier=opts.tier,
+                    backend_requested=opts.backend,
+                    commit=commit,
+                    manifest_sha256=hashlib.sha256(manifest_bytes).hexdigest(),
+                    runs=tuple(plan),
+                ).to_json(),
             )
             started_event: dict[str, Any] = {"event": "started", "at": _now(), "runs": len(plan)}
             if restart:
@@ -359,7 +366,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
         backend, state = choose_backend(opts, manifest, root, sandboxed)
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
-        bundle.write_json("environment.json", _jsonable(dataclasses.replace(state, base_env={})))
+        bundle.write_json("environment.json", jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", fp.host_fingerprint())
         gpu = fp.gpu_fingerprint()
         bundle.write_json("fingerprint/gpu.json", gpu)
@@ -367,7 +374,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         if backend.name == "nix":
             bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root, nix=opts.nix_binary))
         started = _now()
-        judgements: dict[str, list[Any]] = {}
+        judgements: dict[str, list[RunJudgement | None]] = {}
         if opts.resume:
             _remove_leftovers(bundle.path, opts.work_root)
         cache = Path(
@@ -421,15 +428,19 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             stack.pop_all()  # the jobs' environments may link into the cache: kept
             bundle.journal_append({"event": "detached", "at": _now(), "runs": detached})
             emit("audit-detached", audit_id=audit_id, runs=detached)
-            return AuditResult(
-                audit_id, bundle.path, False, {"verdict": "DETACHED", "detached_runs": detached}
-            )
+            return AuditResult(audit_id, bundle.path, False, None, detached_runs=detached)
         for i in sorted(results):
             judgements.setdefault(plan[i].experiment, []).append(results[i])
         # Every job is collected: the caches kept for jobs that outlived an auditor can go.
         _remove_leftovers(bundle.path, opts.work_root)
-        summary = summarize(manifest, opts.tier, judgements, state)
-        summary.update(
+        summary = AuditSummary(
+            judged=summarize(
+                manifest,
+                opts.tier,
+                judgements,
+                environment_ok=state.ok,
+                environment_reason=state.reason,
+            ),
             audit_id=audit_id,
             rb_version=__version__,
             backend=backend.name,
@@ -438,22 +449,18 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             sandbox=sandboxed or "bubblewrap",
             started=started,
             finished=_now(),
-            warnings=state.warnings,
+            warnings=tuple(state.warnings),
         )
-        bundle.write_json("audit.json", summary)
+        passed = summary.passed is True
+        bundle.write_json("audit.json", summary.to_json())
         bundle.journal_append(
-            {
-                "event": "finished",
-                "at": _now(),
-                "passed": summary["passed"],
-                "verdict": summary["verdict"],
-            }
+            {"event": "finished", "at": _now(), "passed": passed, "verdict": summary.verdict}
         )
         bundle.write_sha256sums()
         if opts.sign_key:
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
-        emit("audit-done", audit_id=audit_id, passed=summary["passed"], verdict=summary["verdict"])
-        return AuditResult(audit_id, bundle.path, bool(summary["passed"]), summary)
+        emit("audit-done", audit_id=audit_id, passed=passed, verdict=summary.verdict)
+        return AuditResult(audit_id, bundle.path, passed, summary)
 
 
 #: One run as a coroutine (:func:`_one_run`): it yields its request once prepared, is sent
@@ -509,32 +516,23 @@ def _execute_group(
 
 
 def _resume_path(evidence_root: Path, which: str) -> Path:
-    """The bundle to resume: ``which`` by id, or the latest unfinished one.
-
-    Finished means sealed (``SHA256SUMS`` exists), not ``audit.json`` present: an auditor
-    killed between writing ``audit.json`` and the seal leaves a bundle that only a resume
-    can complete. A bundle dir without ``plan.json`` (killed right after it was created)
-    is unfinished too; resuming it starts it afresh.
-    """
+    """The bundle to resume: ``which`` by id, or the latest unfinished one
+    (:class:`~reprobridge.evidence.store.EvidenceStore` says what is finished: sealed; a
+    bundle killed between ``audit.json`` and the seal is unfinished, and so is one without
+    ``plan.json``, which a resume starts afresh)."""
+    store = EvidenceStore(evidence_root)
     if which != "latest":
         path = evidence_root / which
-        if not path.is_dir():
+        if not path.is_dir() or path not in store.bundles():
             raise AuditError(f"no audit {which!r} to resume", path=str(evidence_root))
-        if (path / SUMS_FILE).is_file():
+        if store.state(path) != "unfinished":
             raise AuditError(
                 f"audit {which!r} is finished (sealed); there is nothing to resume",
                 path=str(path),
                 hint=f"check it with: rb verify {path}",
             )
         return path
-    unfinished = sorted(
-        p
-        for p in (evidence_root.iterdir() if evidence_root.is_dir() else [])
-        if p.is_dir()
-        and not p.is_symlink()
-        and not p.name.startswith(".")  # .workspaces and other machinery
-        and not (p / SUMS_FILE).is_file()
-    )
+    unfinished = store.unfinished()
     if not unfinished:
         raise AuditError("no unfinished audit to resume", path=str(evidence_root))
     return unfinished[-1]
@@ -679,14 +677,18 @@ def _one_run(
     workspace. Runs that are reused or cannot start return without yielding."""
 
     exp = manifest.experiments[run.experiment]
+
+    def rel(p: Path) -> str:
+        return p.relative_to(bundle.path).as_posix()
+
     run_state = bundle.run_state(run.experiment, run.k)
     if run_state == "sealed":
         # Verified by run_state (every file against status.json), so reusing it is safe.
         bundle.journal_append({"event": "run-reused", "run": run.key, "at": _now()})
         emit("run-reused", run=run.key)
         run_dir = bundle.run_dir(run.experiment, run.k)
-        status = json.loads((run_dir / "status.json").read_text())
-        return rejudge_run(exp, opts.tier, run_dir, status["record"])
+        status = RunStatus.from_json(bundle.read_json(f"{rel(run_dir)}/status.json"))
+        return rejudge_run(exp, opts.tier, run_dir, status.record)
     if run_state in {"partial", "corrupt"}:
         moved = bundle.set_aside_partial(run.experiment, run.k)
         bundle.journal_append(
@@ -703,20 +705,16 @@ def _one_run(
         # Prepared here, run later with the experiment's other runs (a job array).
         batched=isinstance(executor, BatchExecutor),
     )
-    record: dict[str, Any] = {
-        "experiment": run.experiment,
-        "k": run.k,
-        "seed": run.seed,
-        "tier": opts.tier,
-        "backend": backend.name,
-        "hermetic": state.hermetic,
-        "sandbox": sandbox_off or "bubblewrap",
-        "extra_ro_binds": [str(p) for p in opts.extra_ro_binds],
-    }
-
-    def rel(p: Path) -> str:
-        return p.relative_to(bundle.path).as_posix()
-
+    record = RunRecord(
+        experiment=run.experiment,
+        k=run.k,
+        seed=run.seed,
+        tier=opts.tier,
+        backend=backend.name,
+        hermetic=state.hermetic,
+        sandbox=sandbox_off or "bubblewrap",
+        extra_ro_binds=tuple(str(p) for p in opts.extra_ro_binds),
+    )
     if not state.ok:
         return _seal_failure(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
@@ -733,7 +731,7 @@ def _one_run(
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
 
     checks = check_datasets(manifest, run.experiment, root)
-    bundle.write_json(f"{rel(run_dir)}/datasets.json", _jsonable(checks))
+    bundle.write_json(f"{rel(run_dir)}/datasets.json", jsonable(checks))
     bad = [c for c in checks if not c.ok]
     if bad:
         reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
@@ -743,17 +741,15 @@ def _one_run(
     try:
         workspace = Path(tmp) / "repo"
         info: WorkspaceInfo = prepare_workspace(root, workspace)
-        record["workspace"] = {
-            "commit": info.commit,
-            "overlaid": info.overlaid,
-            "skipped": info.skipped,
-        }
+        record = record.with_(
+            workspace={"commit": info.commit, "overlaid": info.overlaid, "skipped": info.skipped},
+            max_processes=opts.max_processes,
+            process_limit_by=tuple(_process_limit_by(opts.max_processes, sandbox_off)),
+        )
         ctx = SetupContext(home=Path(tmp) / "home", scratch=Path(tmp) / "rb", cache=cache)
         extra = tuple(opts.extra_ro_binds)
         ctx.home.mkdir()
         ctx.scratch.mkdir()
-        record["max_processes"] = opts.max_processes
-        record["process_limit_by"] = _process_limit_by(opts.max_processes, sandbox_off)
         try:
             setup = backend.setup_run(state, workspace, ctx)
             try:
@@ -761,7 +757,7 @@ def _one_run(
                     setup, extra, workspace, run_dir, executor, opts.max_processes, run.key
                 )
             finally:
-                record["built_from_source"] = _built_from_source(setup, run_dir)
+                record = record.with_(built_from_source=_built_from_source(setup, run_dir))
         except AuditError as exc:
             return _seal_failure(
                 bundle, run, run_dir, record, "environment", exc.message, exp, opts.tier
@@ -785,9 +781,10 @@ def _one_run(
             detached = True  # the job runs on in this workspace
             return None
         completed, peaks, placement = output.completed, output.peaks, output.placement
-        record["executor"] = executor.name
-        if placement is not None:
-            record["placement"] = _jsonable(placement)
+        record = record.with_(
+            executor=executor.name,
+            placement=jsonable(placement) if placement is not None else None,
+        )
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
         completed = _timeout_label(completed, run.timeout_s)
@@ -795,7 +792,7 @@ def _one_run(
         cpu = workload_cpu(completed, peaks, output.cgroup_cpu)
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
         # Only refusals are evidence (a missing file is reported by the output check).
-        record["files_refused"] = {p: r for p, r in not_copied.items() if r != "missing"}
+        record = record.with_(files_refused={p: r for p, r in not_copied.items() if r != "missing"})
 
         recorded = (*ENV_RECORD_ALLOWLIST, *sandbox.offline_env())
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
@@ -810,8 +807,9 @@ def _one_run(
     finally:
         if not detached:
             shutil.rmtree(tmp, ignore_errors=True)
-    record.update(
-        termination=_jsonable(completed.termination),
+    term = completed.termination
+    record = record.with_(
+        termination=TerminationRecord(term.kind, term.returncode, term.signal, term.description),
         wall_s=completed.wall_s,
         cpu_user_s=cpu.user_s,
         cpu_sys_s=cpu.sys_s,
@@ -821,13 +819,11 @@ def _one_run(
         survivors_killed=completed.survivors_killed,
         stdout=_stream_record(completed.stdout),
         stderr=_stream_record(completed.stderr),
-        **(
-            {"output": _stream_record(completed.combined)} if completed.combined is not None else {}
-        ),
-        peaks=_jsonable(peaks),
+        output=_stream_record(completed.combined) if completed.combined is not None else None,
+        peaks=jsonable(peaks),
     )
     judgement = rejudge_run(exp, opts.tier, run_dir, record)
-    bundle.write_json(f"{rel(run_dir)}/metrics.json", _jsonable(judgement))
+    bundle.write_json(f"{rel(run_dir)}/metrics.json", jsonable(judgement))
     bundle.seal_run(run.experiment, run.k, record)
     bundle.journal_append(
         {
@@ -846,13 +842,9 @@ def _one_run(
     return judgement
 
 
-def _stream_record(capture: Any) -> dict[str, Any]:
+def _stream_record(capture: Any) -> StreamSummary:
     """What the run record keeps of one captured stream (the whole stream's size and hash)."""
-    return {
-        "total_bytes": capture.total_bytes,
-        "sha256": capture.sha256,
-        "truncated": capture.truncated,
-    }
+    return StreamSummary(capture.total_bytes, capture.sha256, capture.truncated)
 
 
 def _run_request(
@@ -1025,17 +1017,17 @@ def _seal_failure(
     bundle: Any,
     run: PlannedRun,
     run_dir: Path,
-    record: dict[str, Any],
+    record: RunRecord,
     level: str,
     reason: str,
     exp: Experiment,
     tier: str,
-) -> Any:
+) -> RunJudgement:
     """Seal a run that could not start, failing at ``level``."""
-    record.update(not_started={"level": level, "reason": reason})
+    record = record.with_(not_started=NotStarted(level, reason))
     judgement = rejudge_run(exp, tier, run_dir, record)
     bundle.write_json(
-        f"{run_dir.relative_to(bundle.path).as_posix()}/metrics.json", _jsonable(judgement)
+        f"{run_dir.relative_to(bundle.path).as_posix()}/metrics.json", jsonable(judgement)
     )
     bundle.seal_run(run.experiment, run.k, record)
     bundle.journal_append(
@@ -1045,110 +1037,17 @@ def _seal_failure(
     return judgement
 
 
-def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: dict[str, Any]) -> Any:
-    """The RunJudgement of a run from its stored evidence alone (also what `rb verify` does)."""
-    not_started = record.get("not_started")
-    if not_started:
-        return judge_run(
-            exp,
-            tier,
-            termination_ok=False,
-            termination_description=f"not started: {not_started['reason']}",
-            log_text="",
-            workdir=run_dir / "files",
-        )
-    term = record.get("termination", {})
-    # Regex metrics take the last value printed: that is defined only on both streams in
-    # the order they were written (output.log). A bundle from before it existed has the
-    # two streams alone; they are read one after the other, as then.
-    combined = run_dir / COMBINED_LOG
-    names = (COMBINED_LOG,) if combined.is_file() else ("stdout.log", "stderr.log")
-    log = b""
-    for name in names:
-        p = run_dir / name
-        if p.is_file():
-            log += p.read_bytes()
-    return judge_run(
-        exp,
-        tier,
-        termination_ok=term.get("kind") == "exit" and term.get("returncode") == 0,
-        termination_description=str(term.get("description", "unknown")),
-        log_text=log.decode("utf-8", "replace"),
-        workdir=run_dir / "files",
-        refused=record.get("files_refused") or {},
-    )
-
-
-def summarize(
-    manifest: Manifest, tier: str, judgements: dict[str, list[Any]], state: EnvironmentState
-) -> dict[str, Any]:
-    """Per-experiment verdicts at each level, claims, and the overall verdict
-    (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
-    ``incomplete`` lines, and ``passed``, true for PASS only)."""
-    experiments: dict[str, Any] = {}
-    values: dict[str, dict[str, list[float]]] = {}
-    for exp_id, runs in judgements.items():
-        runs = [r for r in runs if r is not None]
-        verdict = judge_experiment(
-            manifest.experiments[exp_id],
-            tier,
-            runs,
-            environment_ok=state.ok,
-            environment_reason=state.reason,
-            experiment_id=exp_id,
-        )
-        experiments[exp_id] = _jsonable(verdict)
-        # Claims use values of runs whose procedure passed only.
-        values[exp_id] = claim_values(runs)
-    claims = []
-    for i, claim in enumerate(manifest.claims):
-        absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
-        reason = ""
-        if tier not in claim.tiers:
-            # A claim compares results of full runs; reduced settings say nothing about it.
-            reason = (
-                f"not applicable in tier {tier}: the claim describes tier(s) "
-                f"{', '.join(claim.tiers)} (add {tier!r} to claims[{i}].tiers to judge it here)"
-            )
-        elif absent:
-            # A partial audit cannot decide a comparison with experiments it did not run.
-            reason = f"not evaluated: {', '.join(absent)} not in this audit"
-        if reason:
-            claims.append(
-                {
-                    "expr": claim.expr,
-                    "provenance": claim.provenance,
-                    "holds": None,
-                    "skipped": True,
-                    "substituted": "",
-                    "reason": reason,
-                }
-            )
-            continue
-        result = evaluate_claim(claim.expr, values)
-        claims.append({"expr": claim.expr, "provenance": claim.provenance, **_jsonable(result)})
-    outcome = overall_verdict(experiments, claims)
-    return {
-        "tier": tier,
-        "experiments": experiments,
-        "claims": claims,
-        "verdict": outcome.verdict,
-        "incomplete": outcome.incomplete,
-        "passed": outcome.passed,
-    }
-
-
 def _predicate(
-    summary: dict[str, Any], manifest_bytes: bytes, root: Path, commit: str
+    summary: AuditSummary, manifest_bytes: bytes, root: Path, commit: str
 ) -> dict[str, Any]:
     lock = root / FLAKE_LOCK_FILE
     return {
-        "audit_id": summary["audit_id"],
+        "audit_id": summary.audit_id,
         "rb_version": __version__,
-        "passed": summary["passed"],
-        "verdict": summary["verdict"],
-        "startedOn": summary["started"],
-        "finishedOn": summary["finished"],
+        "passed": summary.passed is True,
+        "verdict": summary.verdict,
+        "startedOn": summary.started,
+        "finishedOn": summary.finished,
         "materials": {
             "git_commit": commit,
             "manifest_sha256": hashlib.sha256(manifest_bytes).hexdigest(),

@@ -3,27 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
 from typing import Literal
 
 from reprobridge.errors import AuditError
+from reprobridge.evidence.records import PlannedRun
 from reprobridge.manifest.schema import Manifest, parse_duration
 
 Tier = Literal["full", "smoke"]
-
-
-@dataclass(frozen=True)
-class PlannedRun:
-    """One run: repeat ``k`` (0-based) of ``experiment`` with ``seed``."""
-
-    experiment: str
-    k: int
-    seed: int
-    timeout_s: float
-
-    @property
-    def key(self) -> str:
-        return f"{self.experiment}/{self.k}"
+__all__ = ["PlannedRun", "Tier", "plan_runs"]
 
 
 def default_reduced(manifest: Manifest, tier: Tier) -> list[str]:

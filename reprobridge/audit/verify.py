@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprobridge.audit.auditor import _jsonable, rejudge_run, summarize
-from reprobridge.audit.backends import EnvironmentState
+from reprobridge.audit.judge import RunJudgement
+from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
+from reprobridge.evidence.records import Plan, RecordError, RunRecord, jsonable
+from reprobridge.evidence.store import bundle_state
 from reprobridge.manifest.io import parse_document, validate_document
 from reprobridge.manifest.schema import Manifest
 
@@ -100,10 +102,10 @@ class _Records:
     """The bundle's records verify re-derives from, each checked for shape."""
 
     manifest: Manifest
-    tier: str
-    runs: list[tuple[str, int]]
+    plan: Plan
     recorded: dict[str, Any]
-    state: EnvironmentState
+    environment_ok: bool
+    environment_reason: str
 
 
 def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
@@ -127,10 +129,12 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
         if not isinstance(docs[name], dict):
             out.problems.append(f"{name}: not a JSON object")
             return None
-    plan, env = docs["plan.json"], docs["environment.json"]
-    tier, plan_runs = plan.get("tier"), plan.get("runs")
-    runs: list[tuple[str, int]] = []
-    for run in plan_runs if isinstance(plan_runs, list) else [None]:
+    raw_plan, env = docs["plan.json"], docs["environment.json"]
+    if not isinstance(raw_plan.get("tier"), str):
+        out.problems.append("plan.json: no tier")
+        return None
+    runs = raw_plan.get("runs")
+    for run in runs if isinstance(runs, list) else [runs]:
         exp_id = run.get("experiment") if isinstance(run, dict) else None
         k = run.get("k") if isinstance(run, dict) else None
         if not isinstance(exp_id, str) or not isinstance(k, int) or isinstance(k, bool):
@@ -141,20 +145,17 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
                 f"plan.json: run of {exp_id!r}, which inputs/reprobridge.toml does not declare"
             )
             return None
-        runs.append((exp_id, k))
-    if not isinstance(tier, str):
-        out.problems.append("plan.json: no tier")
+    try:
+        plan = Plan.from_json(raw_plan)
+    except RecordError as exc:
+        out.problems.append(f"plan.json: malformed ({exc.message})")
         return None
-    state = EnvironmentState(
-        backend=str(env.get("backend", "")),
-        ok=bool(env.get("ok")),
-        reason=str(env.get("reason", "")),
-        hermetic=bool(env.get("hermetic")),
+    return _Records(
+        manifest, plan, docs["audit.json"], bool(env.get("ok")), str(env.get("reason", ""))
     )
-    return _Records(manifest, tier, runs, docs["audit.json"], state)
 
 
-def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> dict[str, Any] | None:
+def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> RunRecord | None:
     """The ``record`` of a run's status.json, or None after recording why it is unusable
     (a corrupt status.json is a finding, never a traceback)."""
     status_file = run_dir / "status.json"
@@ -172,7 +173,11 @@ def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> dict[str, Any] |
     if not isinstance(record, dict):
         out.problems.append(f"{rel}/status.json: no run record, its verdict cannot be re-derived")
         return None
-    return record
+    try:
+        return RunRecord.from_json(record, f"{rel}/status.json: record")
+    except RecordError as exc:
+        out.problems.append(f"{rel}/status.json: malformed run record ({exc.message})")
+        return None
 
 
 def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
@@ -186,16 +191,25 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
         raise AuditError("is not an evidence bundle (no plan.json)", path=str(path))
     report = verify_bundle(path, public_key)
     out = VerifyOutcome(path, list(report.problems), report.signature, dict(report.runs))
+    if bundle_state(path) == "unfinished":
+        # The one meaning of "finished" (reprobridge.evidence.store): sealed. An audit
+        # killed after writing audit.json but before the seal is unfinished too.
+        out.problems.append(
+            f"{path.name}: not finished (not sealed); resume it first: "
+            f"rb audit --resume {path.name}"
+        )
+        return out
     if not (path / "audit.json").is_file():
-        out.problems.append("audit.json: missing (the audit did not finish; resume it first)")
+        out.problems.append("audit.json: missing (removed after the bundle was sealed)")
         return out
     records = _read_records(path, out)
     if records is None:
         return out
-    judgements: dict[str, list[Any]] = {}
+    tier = records.plan.tier
+    judgements: dict[str, list[RunJudgement | None]] = {}
     complete = True
-    for exp_id, k in records.runs:
-        rel = f"runs/{exp_id}/{k}"
+    for run in records.plan.runs:
+        rel = f"runs/{run.experiment}/{run.k}"
         run_dir = path / rel
         record = _run_record(run_dir, rel, out)
         if record is None:
@@ -203,7 +217,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             continue
         try:
             judgement = rejudge_run(
-                records.manifest.experiments[exp_id], records.tier, run_dir, record
+                records.manifest.experiments[run.experiment], tier, run_dir, record
             )
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             out.problems.append(
@@ -211,7 +225,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             )
             complete = False
             continue
-        again = _jsonable(judgement)
+        again = jsonable(judgement)
         stored_file = run_dir / "metrics.json"
         try:
             stored = json.loads(stored_file.read_bytes()) if stored_file.is_file() else None
@@ -223,12 +237,20 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
                 f"{rel}/metrics.json: differs from the judgement re-derived from the logs"
                 + (f" ({'; '.join(diff[:3])})" if diff else "")
             )
-        judgements.setdefault(exp_id, []).append(judgement)
+        judgements.setdefault(run.experiment, []).append(judgement)
     if not complete:
         out.problems.append("audit.json: not compared (a run's record cannot be re-judged)")
         return out
     derived = json.loads(
-        json.dumps(summarize(records.manifest, records.tier, judgements, records.state))
+        json.dumps(
+            summarize(
+                records.manifest,
+                tier,
+                judgements,
+                environment_ok=records.environment_ok,
+                environment_reason=records.environment_reason,
+            )
+        )
     )
     found: list[str] = []
     for key in sorted(derived):

@@ -43,6 +43,7 @@ from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
 from reprobridge.errors import VERDICT_EXIT, BenchInterrupted, ReproBridgeError
+from reprobridge.evidence.records import AuditSummary, RecordError, RunStatus
 
 Progress = Callable[[str, str], None]
 
@@ -228,11 +229,15 @@ def bench_one(
         return _finish(
             rec, opts, t0, "environment", f"time limit {opts.time_limit_s:g}s reached in rb audit"
         )
-    summary = _json_or_none(logs / "audit.stdout")
+    doc = _json_or_none(logs / "audit.stdout")
     # Every verdict (PASS, FAIL, INCOMPLETE) comes with the summary; other exits are errors.
-    if summary is None or done.termination.returncode not in VERDICT_EXIT.values():
+    if doc is None or done.termination.returncode not in VERDICT_EXIT.values():
         return _finish(rec, opts, t0, "environment", _error_line(logs / "audit.stderr"))
-    _judge(rec, summary, work, entry)
+    try:
+        summary = AuditSummary.from_json(doc)
+        _judge(rec, summary, _bundle_path(work, doc), entry)
+    except RecordError as exc:
+        return _finish(rec, opts, t0, "environment", f"rb audit --json: {exc.message}")
     return _finish(rec, opts, t0, None, "")
 
 
@@ -403,24 +408,21 @@ def _agent_cost(init_doc: dict[str, Any]) -> float | None:
 # -- judging the audit ----------------------------------------------------------------------
 
 
-def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntry) -> None:
-    """Fill the levels, experiments, claims and cause from ``rb audit --json``."""
+def _judge(rec: RepoRecord, summary: AuditSummary, bundle: Path, entry: RepoEntry) -> None:
+    """Fill the levels, experiments, claims and cause from ``rb audit --json`` (RecordError
+    when it is malformed)."""
     rows: list[ExperimentRow] = []
-    for exp_id, v in sorted(summary.get("experiments", {}).items()):
-        env_st = str(v.get("environment", {}).get("status", ""))
-        proc_st = str(v.get("procedure", {}).get("status", ""))
+    for exp_id, v in sorted(summary.experiments.items()):
+        env_st = v.levels["environment"].status
+        proc_st = v.levels["procedure"].status
         metrics: dict[str, float] = {}
-        for name, m in sorted(v.get("per_metric", {}).items()):
-            counted = m.get("counted") or []
-            for i, value in enumerate(m.get("values") or []):
-                if value is not None and (i >= len(counted) or counted[i]):
-                    metrics[name] = float(value)
-        reason = ""
-        for lvl in ("environment", "procedure", "metric"):
-            if v.get(lvl, {}).get("status") == "fail":
-                reason = f"{lvl}: {v[lvl].get('reason', '')}"
-                break
-        started = _runs_started(work, summary, exp_id)
+        for name, m in sorted(v.per_metric.items()):
+            for i, value in enumerate(m.values):
+                if value is not None and (i >= len(m.counted) or m.counted[i]):
+                    metrics[name] = value
+        failed = v.failed_level
+        reason = f"{failed}: {v.levels[failed].reason}" if failed else ""
+        started = _runs_started(bundle, exp_id)
         if env_st == "pass" and started is False:
             # The host backend's environment verdict passes before anything is installed:
             # the environment is built only for a run that started.
@@ -430,11 +432,11 @@ def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntr
             # last stderr line is then whatever the run was printing, not a cause.
             reason += " — stopped by the launcher's timeout"
         elif proc_st == "fail" and started is not False:
-            tail = _run_tail(work, summary, exp_id)
+            tail = _run_tail(bundle, exp_id)
             if tail:
                 reason += f" — {tail}"
         if not reason and not metrics:
-            reason = "metric: " + str(v.get("metric", {}).get("reason") or "no metric extracted")
+            reason = "metric: " + (v.levels["metric"].reason or "no metric extracted")
         rows.append(
             ExperimentRow(
                 id=exp_id,
@@ -446,10 +448,10 @@ def _judge(rec: RepoRecord, summary: dict[str, Any], work: Path, entry: RepoEntr
             )
         )
     rec.experiments = rows
-    rec.audit_id = str(summary.get("audit_id") or "") or None
-    claims = summary.get("claims", [])
+    rec.audit_id = summary.audit_id or None
+    claims = summary.claims
     rec.claims_total = len(claims)
-    rec.claims_holding = sum(1 for c in claims if c.get("holds") is True)
+    rec.claims_holding = sum(1 for c in claims if c.holds is True)
     rec.levels["environment"] = any(r.environment == "pass" for r in rows)
     rec.levels["procedure"] = any(r.environment == "pass" and r.procedure == "pass" for r in rows)
     rec.levels["metric"] = any(r.metric_extracted for r in rows)
@@ -483,10 +485,13 @@ def _expected_text(entry: RepoEntry) -> str:
     return ", ".join(f"{n} {e.value:g}±{e.tolerance:g}" for n, e in sorted(entry.expected.items()))
 
 
-def _run_dirs(work: Path, summary: dict[str, Any], exp_id: str) -> list[Path]:
-    bundle = Path(str(summary.get("path") or ""))
-    if not bundle.is_absolute():
-        bundle = work / bundle
+def _bundle_path(work: Path, doc: dict[str, Any]) -> Path:
+    """The bundle ``rb audit --json`` names (``path``), relative to ``work`` if relative."""
+    bundle = Path(str(doc.get("path") or ""))
+    return bundle if bundle.is_absolute() else work / bundle
+
+
+def _run_dirs(bundle: Path, exp_id: str) -> list[Path]:
     runs = bundle / "runs" / exp_id
     if not runs.is_dir():
         return []
@@ -495,25 +500,24 @@ def _run_dirs(work: Path, summary: dict[str, Any], exp_id: str) -> list[Path]:
     )
 
 
-def _runs_started(work: Path, summary: dict[str, Any], exp_id: str) -> bool | None:
+def _runs_started(bundle: Path, exp_id: str) -> bool | None:
     """Whether any sealed run of the experiment started (its status.json records no
     ``not_started``); None when the bundle has no sealed run to tell."""
     seen = False
-    for run in _run_dirs(work, summary, exp_id):
+    for run in _run_dirs(bundle, exp_id):
         try:
-            status = json.loads((run / "status.json").read_bytes())
-        except (OSError, ValueError):
+            status = RunStatus.from_json(json.loads((run / "status.json").read_bytes()))
+        except (OSError, ValueError, RecordError):
             continue
         seen = True
-        record = status.get("record") if isinstance(status, dict) else None
-        if isinstance(record, dict) and not record.get("not_started"):
+        if status.record.not_started is None:
             return True
     return False if seen else None
 
 
-def _run_tail(work: Path, summary: dict[str, Any], exp_id: str) -> str:
+def _run_tail(bundle: Path, exp_id: str) -> str:
     """The last meaningful stderr line of the experiment's first run (the traceback's end)."""
-    for run in _run_dirs(work, summary, exp_id)[:1]:
+    for run in _run_dirs(bundle, exp_id)[:1]:
         for name in ("stderr.log", "stdout.log"):
             try:
                 text = (run / name).read_bytes()[-65536:].decode("utf-8", "replace")

@@ -25,7 +25,7 @@ from reprobridge.cli.options import (
 )
 
 if TYPE_CHECKING:  # the auditor loads only when a verb runs
-    from reprobridge.audit.auditor import AuditOptions
+    from reprobridge.audit.auditor import AuditOptions, AuditResult
 
 
 class _Progress:
@@ -145,32 +145,32 @@ def _state(state: str) -> str:
     return click.style(label(state).upper(), fg=_COLOUR.get(state))
 
 
-def _print_summary(result: Any) -> None:
+def _print_summary(result: AuditResult) -> None:
+    """The verdicts of a judged audit, for a terminal (a detached one has none)."""
     from reprobridge.errors import AuditError
     from reprobridge.report.load import failure_excerpt, load_audit
     from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
     from reprobridge.report.states import overall_state, shown_status
-    from reprobridge.stats import Stats
 
-    s = result.summary
-    hermetic = s.get("hermetic")
-    click.echo(
-        click.style(f"Audit {result.audit_id} ({s['backend']}, tier {s['tier']})", bold=True)
-    )
+    s = result.record
+    if s is None:
+        return
+    hermetic = s.hermetic
+    click.echo(click.style(f"Audit {result.audit_id} ({s.backend}, tier {s.tier})", bold=True))
     try:
         runs = {e.id: e.runs for e in load_audit(result.path).experiments}
     except AuditError:  # the summary is printed whatever the bundle's state
         runs = {}
-    for exp_id, v in s["experiments"].items():
+    for exp_id, v in s.experiments.items():
         states = {
-            lvl: (shown_status(v[lvl]["status"], hermetic) if lvl == "environment" else None)
-            or v[lvl]["status"]
-            for lvl in ("environment", "procedure", "metric")
+            name: (shown_status(level.status, hermetic) if name == "environment" else None)
+            or level.status
+            for name, level in v.levels.items()
         }
         click.echo(f"  {exp_id}: " + "  ".join(f"{lvl} {_state(st)}" for lvl, st in states.items()))
-        for lvl in ("environment", "procedure", "metric"):
-            if v[lvl]["status"] == "fail":  # gaps are listed once, as "not judged"
-                click.echo(f"      {lvl}: {v[lvl]['reason']}")
+        for name, level in v.levels.items():
+            if level.status == "fail":  # gaps are listed once, as "not judged"
+                click.echo(f"      {name}: {level.reason}")
         for run in runs.get(exp_id, []):
             excerpt = failure_excerpt(run)
             if excerpt:
@@ -178,35 +178,29 @@ def _print_summary(result: Any) -> None:
                 click.echo(f"      {run.label} failed ({why}); the last lines of its stderr:")
                 for line in excerpt:
                     click.echo(click.style(f"        | {line}", dim=True))
-        for name, m in v.get("per_metric", {}).items():
-            st = Stats.from_json(m.get("stats"))
+        for metric_name, m in v.per_metric.items():
+            st = m.stats
             if st is not None:
                 click.echo(
-                    f"      {name}: mean {fmt_value(st.mean)} ± {fmt_value(st.std, 2)} "
+                    f"      {metric_name}: mean {fmt_value(st.mean)} ± {fmt_value(st.std, 2)} "
                     f"(n={st.n}, 95% CI {fmt_ci(st)})"
-                    + (
-                        f"; claimed {fmt_value(m['claimed'])}"
-                        if isinstance(m.get("claimed"), int | float)
-                        else ""
-                    )
+                    + (f"; claimed {fmt_value(m.claimed)}" if m.claimed is not None else "")
                 )
-    for c in s["claims"]:
+    for c in s.claims:
         mark = (
-            "SKIPPED"
-            if c.get("skipped")
-            else {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.get("holds")]
+            "SKIPPED" if c.skipped else {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.holds]
         )
-        shown = round_numbers(str(c.get("substituted") or c.get("reason") or ""))
-        click.echo(f"  claim {c['expr']}: {mark} ({shown})")
-    for w in s.get("warnings", []):
+        shown = round_numbers(c.substituted or c.reason)
+        click.echo(f"  claim {c.expr}: {mark} ({shown})")
+    for w in s.warnings:
         click.echo(f"  warning: {w}")
-    for line in s.get("incomplete", []):
+    for line in s.incomplete:
         click.echo(f"  not judged: {line}")
-    verdict = _state(overall_state(bool(result.passed), hermetic, s.get("verdict")))
+    verdict = _state(overall_state(result.passed, hermetic, s.verdict))
     click.echo(f"verdict: {verdict}   evidence: {result.path}")
 
 
-def audit_doc(result: Any) -> dict[str, Any]:
+def audit_doc(result: AuditResult) -> dict[str, Any]:
     """The `rb audit --json` document."""
     return {"audit_id": result.audit_id, "path": str(result.path), **result.summary}
 
@@ -222,13 +216,13 @@ def run_and_render(
 
     with sink(_Progress(quiet=quiet or as_json)):
         result = run_audit(root, opts)
-    if result.verdict == "DETACHED":
+    if result.record is None:
         # Submitted, not judged: exit 0 says the jobs are queued, not that anything passed.
         if as_json:
             print_json({**(extra or {}), **audit_doc(result)})
         else:
             click.echo(
-                f"detached: {result.summary['detached_runs']} run(s) left to Slurm; "
+                f"detached: {result.detached_runs} run(s) left to Slurm; "
                 f"collect them with: rb audit --attach {result.audit_id}   "
                 f"evidence: {result.path}"
             )

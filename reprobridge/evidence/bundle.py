@@ -42,8 +42,10 @@ from reprobridge import _log
 from reprobridge._fs import safe_target, write_atomic
 from reprobridge.errors import UnsafePathError
 from reprobridge.evidence import faults
+from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.errors import BundleLockedError, EvidenceError, SecretFoundError
 from reprobridge.evidence.hashing import sha256_bytes, sha256_file
+from reprobridge.evidence.records import STATUS_FORMAT, RunRecord
 
 RunState = Literal["missing", "partial", "sealed", "corrupt"]
 
@@ -63,7 +65,6 @@ UNSUMMED_FILES = frozenset({SUMS_FILE, STATEMENT_FILE, SIGNER_PUB_FILE, LOCK_FIL
 #: Written by the signer after SHA256SUMS; every other write is refused once it exists.
 _POST_SEAL_WRITABLE = frozenset({STATEMENT_FILE, SIGNER_PUB_FILE})
 
-STATUS_FORMAT = "rb-run-status/1"
 GENESIS_SHA256 = "0" * 64
 
 _AUDIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -72,15 +73,6 @@ _EXP_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
 _PARTIAL_DIR = re.compile(r"^\d+\.partial-[0-9TZ-]+$")
 _SUMS_LINE = re.compile(r"^([0-9a-f]{64}) [ *](.+)$")
-
-
-def canonical_json(data: Any) -> bytes:
-    """The bundle's one JSON form: sorted keys, indent 2, UTF-8, trailing newline, no NaN."""
-    try:
-        text = json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise EvidenceError(f"cannot be stored as JSON: {exc}") from exc
-    return (text + "\n").encode("utf-8")
 
 
 def _journal_line(record: dict[str, Any]) -> bytes:
@@ -397,7 +389,12 @@ class Bundle:
         return files, odd
 
     def seal_run(
-        self, exp_id: str, k: int, record: dict[str, Any], *, scan_secrets: bool = True
+        self,
+        exp_id: str,
+        k: int,
+        record: RunRecord | dict[str, Any],
+        *,
+        scan_secrets: bool = True,
     ) -> Path:
         """Write the run's ``status.json`` last; from then on the run is immutable.
 
@@ -416,8 +413,10 @@ class Bundle:
             raise EvidenceError("run directory does not exist", path=rel)
         if (run / STATUS_FILE).exists():
             raise EvidenceError("run is already sealed", path=f"{rel}/{STATUS_FILE}")
+        if isinstance(record, RunRecord):
+            record = record.to_json()
         if not isinstance(record, dict):
-            raise EvidenceError("run record must be a dict", path=rel)
+            raise EvidenceError("run record must be a RunRecord or a dict", path=rel)
         files, odd = self._run_files(run)
         hidden = [n for n in files if any(part.startswith(".") for part in n.split("/"))]
         if odd or hidden:
@@ -444,6 +443,7 @@ class Bundle:
             except OSError as exc:
                 raise EvidenceError(f"cannot read: {exc.strerror}", path=f"{rel}/{name}") from exc
             listing[name] = {"sha256": digest, "size": size}
+        # RunStatus's JSON form, with the record as given (a test may seal any dict).
         status = {"format": STATUS_FORMAT, "sealed": True, "record": record, "files": listing}
         return self._commit(run / STATUS_FILE, canonical_json(status), f"{rel}/{STATUS_FILE}")
 

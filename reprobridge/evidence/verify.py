@@ -13,7 +13,6 @@ from pathlib import Path
 
 from reprobridge.evidence.bundle import STATEMENT_FILE, Bundle
 from reprobridge.evidence.errors import EvidenceError
-from reprobridge.evidence.sign import UNTRUSTED_KEY_NOTE, verify_signature
 
 
 @dataclass
@@ -54,6 +53,8 @@ def verify_bundle(path: Path, public_key: Path | None = None) -> VerifyReport:
                 f"{STATEMENT_FILE}: absent, but a public key was given to check it"
             )
         return report
+    from reprobridge.evidence.sign import UNTRUSTED_KEY_NOTE, verify_signature
+
     sig_problems = verify_signature(path, public_key)
     untrusted = UNTRUSTED_KEY_NOTE in sig_problems
     sig_problems = [p for p in sig_problems if p != UNTRUSTED_KEY_NOTE]

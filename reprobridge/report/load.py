@@ -30,6 +30,15 @@ from reprobridge.artifacts.check import tier_metrics
 from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.constants import EVIDENCE_DIR
 from reprobridge.errors import AuditError
+from reprobridge.evidence.records import (
+    AuditSummary,
+    ClaimResult,
+    MetricSummary,
+    Plan,
+    RecordError,
+    RunRecord,
+    RunStatus,
+)
 from reprobridge.stats import Stats
 
 #: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
@@ -71,6 +80,10 @@ def _float(value: Any) -> float | None:
         return None
     number = float(value)
     return number if math.isfinite(number) else None
+
+
+def _finite(value: float | None) -> float | None:
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _int(value: Any) -> int | None:
@@ -263,39 +276,19 @@ class AuditData:
 
 def resolve_bundle(spec: str | Path | None, root: Path) -> Path:
     """The bundle ``spec`` names: a path to a bundle directory, or an audit id under
-    ``<root>/repro/evidence``; None means the newest finished one there (ids start with
-    their UTC start time, so the newest sorts last). Raises AuditError when there is none
-    or it is not finished (no ``audit.json``)."""
-    evidence = root / EVIDENCE_DIR
-    if spec is None:
-        finished = sorted(
-            p for p in (evidence.iterdir() if evidence.is_dir() else []) if _finished(p)
+    ``<root>/repro/evidence``; None means the newest finished one there. Raises AuditError
+    when there is none or it is not finished (sealed): see
+    :class:`~reprobridge.evidence.store.EvidenceStore`, the one definition of finished."""
+    from reprobridge.evidence.store import EvidenceStore
+
+    store = EvidenceStore(root / EVIDENCE_DIR)
+    if spec is None and store.latest() is None:
+        raise AuditError(
+            "no finished audit to report on",
+            path=str(store.root),
+            hint="run `rb audit` first, or name a bundle: rb report PATH",
         )
-        if not finished:
-            raise AuditError(
-                "no finished audit to report on",
-                path=str(evidence),
-                hint="run `rb audit` first, or name a bundle: rb report PATH",
-            )
-        return finished[-1]
-    as_path = Path(spec)
-    candidates = [as_path] if as_path.is_dir() else []
-    if as_path.name == str(spec):  # a bare id: look under the evidence directory
-        candidates.append(evidence / str(spec))
-    for candidate in candidates:
-        if _finished(candidate):
-            return candidate
-        if (candidate / "plan.json").is_file():
-            raise AuditError(
-                f"audit {candidate.name} is not finished (no audit.json)",
-                path=str(candidate),
-                hint=f"resume it: rb audit --resume {candidate.name}",
-            )
-    raise AuditError(f"no evidence bundle {str(spec)!r}", path=str(evidence))
-
-
-def _finished(path: Path) -> bool:
-    return path.is_dir() and (path / "audit.json").is_file()
+    return store.resolve(spec)
 
 
 # -- loading ------------------------------------------------------------------------------
@@ -303,12 +296,19 @@ def _finished(path: Path) -> bool:
 
 def load_audit(path: Path) -> AuditData:
     """Read the bundle at ``path`` (see the module docstring for what is trusted)."""
-    summary = _json(path / "audit.json")
-    if not isinstance(summary, dict):
-        raise AuditError("not a finished audit: audit.json is missing or not JSON", path=str(path))
-    plan = _dict(_json(path / "plan.json"))
+    try:
+        summary = AuditSummary.from_json(_json(path / "audit.json"))
+    except RecordError as exc:
+        raise AuditError(
+            f"not a finished audit: audit.json is missing or unusable ({exc.message})",
+            path=str(path),
+        ) from None
+    try:
+        plan: Plan | None = Plan.from_json(_json(path / "plan.json"))
+    except RecordError:
+        plan = None
     manifest = _manifest(path / "inputs" / "reprobridge.toml")
-    tier = _str(summary.get("tier") or plan.get("tier"), "full")
+    tier = summary.tier or (plan.tier if plan else "") or "full"
     runs_by_exp: dict[str, list[RunData]] = {}
     runs_root = path / "runs"
     for exp_dir in sorted(runs_root.iterdir() if runs_root.is_dir() else []):
@@ -318,7 +318,7 @@ def load_audit(path: Path) -> AuditData:
         runs_by_exp[exp_dir.name] = [_load_run(exp_dir.name, k, p) for k, p in ks]
     manifest_exps = _dict(manifest.get("experiments"))
     experiments = []
-    for exp_id, verdict in sorted(_dict(summary.get("experiments")).items()):
+    for exp_id, verdict in sorted(_dict(summary.judged.get("experiments")).items()):
         experiments.append(
             _experiment(exp_id, _dict(verdict), _dict(manifest_exps.get(exp_id)), tier, runs_by_exp)
         )
@@ -326,25 +326,25 @@ def load_audit(path: Path) -> AuditData:
     git = _dict(_json(path / "fingerprint" / "git.json"))
     return AuditData(
         path=path,
-        audit_id=_str(summary.get("audit_id"), path.name),
-        passed=_bool(summary.get("passed")),
+        audit_id=summary.audit_id or path.name,
+        passed=summary.passed,
         tier=tier,
-        backend=_str(summary.get("backend"), "unknown"),
-        hermetic=_bool(summary.get("hermetic")),
-        sandboxed=_bool(summary.get("sandboxed")),
-        sandbox=_str(summary.get("sandbox")),
-        started=_str(summary.get("started")),
-        finished=_str(summary.get("finished")),
-        rb_version=_str(summary.get("rb_version") or plan.get("rb_version")),
-        commit=_str(plan.get("commit") or git.get("commit")),
-        manifest_sha256=_str(plan.get("manifest_sha256")),
+        backend=summary.backend or "unknown",
+        hermetic=summary.hermetic,
+        sandboxed=summary.sandboxed,
+        sandbox=summary.sandbox,
+        started=summary.started,
+        finished=summary.finished,
+        rb_version=summary.rb_version or (plan.rb_version if plan else ""),
+        commit=(plan.commit if plan else "") or _str(git.get("commit")),
+        manifest_sha256=plan.manifest_sha256 if plan else "",
         project=_str(project.get("name")),
         paper_title=_str(_dict(project.get("paper")).get("title")),
-        warnings=[_str(w) for w in _list(summary.get("warnings"))],
-        incomplete=[_str(w) for w in _list(summary.get("incomplete"))],
-        verdict_word=_str(summary.get("verdict"), ""),
+        warnings=list(summary.warnings),
+        incomplete=list(summary.incomplete),
+        verdict_word=_str(summary.judged.get("verdict"), ""),
         experiments=experiments,
-        claims=[_claim(_dict(c)) for c in _list(summary.get("claims"))],
+        claims=[_claim(c, i) for i, c in enumerate(_list(summary.judged.get("claims")))],
         environment=_dict(_json(path / "environment.json")),
         host=_dict(_json(path / "fingerprint" / "host.json")),
         gpu=_dict(_json(path / "fingerprint" / "gpu.json")),
@@ -370,15 +370,12 @@ def _flake_inputs(path: Path) -> dict[str, dict[str, Any]]:
     return {name: _dict(pins) for name, pins in sorted(_dict(parsed.get("inputs")).items())}
 
 
-def _claim(raw: dict[str, Any]) -> ClaimData:
-    return ClaimData(
-        expr=_str(raw.get("expr")),
-        provenance=_str(raw.get("provenance")),
-        holds=_bool(raw.get("holds")),
-        substituted=_str(raw.get("substituted")),
-        reason=_str(raw.get("reason")),
-        skipped=bool(raw.get("skipped")),
-    )
+def _claim(raw: Any, i: int) -> ClaimData:
+    try:
+        c = ClaimResult.from_json(raw, f"audit.json.claims[{i}]")
+    except RecordError:  # a malformed claim is shown empty, the report still renders
+        c = ClaimResult("", "", None, "", "", False)
+    return ClaimData(c.expr, c.provenance, c.holds, c.substituted, c.reason, c.skipped)
 
 
 def _experiment(
@@ -411,22 +408,24 @@ def _experiment(
 
 
 def _metric(name: str, raw: dict[str, Any], spec: dict[str, Any], judged: bool) -> MetricData:
-    stats = Stats.from_json(raw.get("stats"))
-    cvm = raw.get("claimed_vs_measured")
+    try:
+        m = MetricSummary.from_json(raw, f"audit.json: per_metric.{name}")
+    except RecordError:  # a malformed metric is shown empty, the report still renders
+        m = MetricSummary.from_json({}, name)
     return MetricData(
         name=name,
-        values=[_float(v) for v in _list(raw.get("values"))],
-        statuses=[_str(s) for s in _list(raw.get("statuses"))],
-        reasons=[_str(s) for s in _list(raw.get("reasons"))],
-        counted=[bool(c) for c in _list(raw.get("counted"))],
-        stats=stats,
-        threshold=_str(raw.get("threshold")),
-        source=_str(raw.get("source")),
-        outcome=_str(raw.get("outcome"), "unknown"),
-        reason=_str(raw.get("reason")),
-        policy=_str(raw.get("policy")),
-        claimed=_float(raw.get("claimed")),
-        claimed_vs_measured=_dict(cvm) if isinstance(cvm, dict) else None,
+        values=list(m.values),
+        statuses=list(m.statuses),
+        reasons=list(m.reasons),
+        counted=list(m.counted),
+        stats=m.stats,
+        threshold=m.threshold,
+        source=m.source,
+        outcome=m.outcome,
+        reason=m.reason,
+        policy=m.policy,
+        claimed=m.claimed,
+        claimed_vs_measured=m.claimed_vs_measured,
         band=band_of(spec, judged) if spec else None,
         higher_is_better=_bool(spec.get("higher_is_better")),
         provenance=_str(spec.get("provenance")),
@@ -456,44 +455,46 @@ def band_of(spec: Mapping[str, Any], applied: bool = True) -> Band | None:
 
 
 def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
-    status = _dict(_json(run_dir / "status.json"))
-    record = _dict(status.get("record"))
+    sealed = False
+    try:
+        status = RunStatus.from_json(_json(run_dir / "status.json"))
+        record, sealed = status.record, status.sealed
+    except RecordError:  # unsealed or malformed: the run is shown without its record
+        record = RunRecord(experiment, k, None, "", "", None, "")
     judgement = _dict(_json(run_dir / "metrics.json"))
-    term = _dict(record.get("termination"))
-    not_started = _dict(record.get("not_started"))
     packages_raw = _dict(_json(run_dir / "packages.json"))
     packages = {}
     for item in _list(packages_raw.get("packages")):
         item = _dict(item)
         if item.get("name") is not None:
             packages[_str(item["name"])] = _str(item.get("version"))
-    user, system = _float(record.get("cpu_user_s")), _float(record.get("cpu_sys_s"))
-    cpu = None if user is None and system is None else (user or 0.0) + (system or 0.0)
+    not_started = record.not_started
+    term = record.termination
     procedure_ok = _bool(judgement.get("procedure_ok"))
     return RunData(
         experiment=experiment,
         k=k,
-        seed=_int(record.get("seed")),
-        sealed=status.get("sealed") is True,
-        not_started=_str(not_started.get("reason")) if not_started else None,
-        termination=_str(term.get("description"))
-        or (f"not started: {_str(not_started.get('reason'))}" if not_started else "unknown"),
+        seed=record.seed,
+        sealed=sealed,
+        not_started=not_started.reason if not_started else None,
+        termination=(term.description if term else "")
+        or (f"not started: {not_started.reason}" if not_started else "unknown"),
         procedure_ok=procedure_ok,
         procedure_reason=_str(judgement.get("procedure_reason")),
-        wall_s=_float(record.get("wall_s")),
-        cpu_s=cpu,
-        started_at=_str(record.get("started_at")),
-        finished_at=_str(record.get("finished_at")),
-        peaks=_dict(record.get("peaks")),
+        wall_s=_finite(record.wall_s),
+        cpu_s=_finite(record.cpu_s),
+        started_at=record.started_at or "",
+        finished_at=record.finished_at or "",
+        peaks=_dict(record.peaks),
         timeline=_timeline(run_dir / "timeline.jsonl"),
         env={k: _str(v) for k, v in sorted(_dict(_json(run_dir / "env.json")).items())},
         packages=dict(sorted(packages.items())),
         python=_str(packages_raw.get("executable")),
         stdout_tail=_tail(run_dir / "stdout.log"),
         stderr_tail=_tail(run_dir / "stderr.log"),
-        stdout_bytes=_int(_dict(record.get("stdout")).get("total_bytes")),
-        stderr_bytes=_int(_dict(record.get("stderr")).get("total_bytes")),
-        sandbox=_str(record.get("sandbox")),
+        stdout_bytes=record.stdout.total_bytes if record.stdout else None,
+        stderr_bytes=record.stderr.total_bytes if record.stderr else None,
+        sandbox=record.sandbox,
     )
 
 

@@ -366,7 +366,8 @@ def test_unpack_makes_a_deterministic_repository(tmp_path: Path) -> None:
 
 
 def test_canonical_json_equals_the_standard_library() -> None:
-    from reprobridge.archive.build import canonical
+    from reprobridge.evidence.dsse import canonical_json as canonical
+    from reprobridge.evidence.errors import EvidenceError
 
     rng = random.Random(7)
     alphabet = 'ab"\\\n\té€\x00\x1f/\U0001f600'
@@ -394,7 +395,7 @@ def test_canonical_json_equals_the_standard_library() -> None:
         doc = gen()
         want = json.dumps(doc, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
         assert canonical(doc) == (want + "\n").encode()
-    with pytest.raises(ValueError):
+    with pytest.raises(EvidenceError, match="cannot be stored as JSON"):
         canonical({"x": float("nan")})
 
 

@@ -192,12 +192,13 @@ def test_overall_verdict_rules() -> None:
 def test_archive_metadata_says_incomplete_not_failed(tmp_path: Path) -> None:
     from reprobridge.archive.members import Audit
     from reprobridge.archive.rocrate import build_crate
+    from reprobridge.evidence.records import AuditSummary
     from reprobridge.manifest.schema import Manifest
 
     manifest = Manifest.model_validate({"schema": 1, "project": {"name": "p"}})
 
     def described(summary: dict[str, Any]) -> str:
-        audit = Audit("a1", tmp_path, summary, {})
+        audit = Audit("a1", tmp_path, AuditSummary.from_json(summary), None)
         crate = build_crate(manifest, [], audits=[audit], commit="c" * 40, epoch=0)
         [action] = [e for e in crate["@graph"] if e.get("@type") == "CreateAction"]
         return str(action["description"])

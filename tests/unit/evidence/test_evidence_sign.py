@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import stat
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,19 +19,12 @@ from reprobridge.evidence import (
     Bundle,
     SignatureError,
     generate_key,
-    make_predicate,
     sign_bundle,
     verify_bundle,
     verify_signature,
 )
-from reprobridge.evidence.sign import (
-    PAYLOAD_TYPE,
-    PREDICATE_TYPE,
-    UNTRUSTED_KEY_NOTE,
-    keyid_of,
-    load_public_key,
-    pae,
-)
+from reprobridge.evidence.dsse import PAYLOAD_TYPE, keyid_of, pae
+from reprobridge.evidence.sign import PREDICATE_TYPE, UNTRUSTED_KEY_NOTE, load_public_key
 
 
 @pytest.fixture
@@ -42,15 +37,19 @@ def keydir(tmp_path: Path) -> Path:
 def _signed(tmp_path: Path, keydir: Path) -> tuple[Bundle, Path, Path]:
     bundle = build_bundle(tmp_path / "repo")
     pub, _keyid = generate_key(keydir / "signing.key")
-    predicate = make_predicate(
-        audit_id=bundle.audit_id,
-        verdicts={"train": "PASS"},
-        started_on="2026-01-01T00:00:00Z",
-        finished_on="2026-01-01T01:00:00Z",
-        git_commit="a" * 40,
-        flake_lock_sha256="b" * 64,
-        manifest_sha256="c" * 64,
-    )
+    # The shape the auditor signs (auditor._predicate).
+    predicate = {
+        "audit_id": bundle.audit_id,
+        "passed": True,
+        "verdict": "PASS",
+        "startedOn": "2026-01-01T00:00:00Z",
+        "finishedOn": "2026-01-01T01:00:00Z",
+        "materials": {
+            "git_commit": "a" * 40,
+            "manifest_sha256": "c" * 64,
+            "flake_lock_sha256": "b" * 64,
+        },
+    }
     with bundle.lock():
         sign_bundle(bundle, keydir / "signing.key", predicate)
     return bundle, keydir / "signing.key", pub
@@ -252,3 +251,22 @@ def test_garbage_envelopes(tmp_path: Path, keydir: Path) -> None:
     assert verify_bundle(bundle.path, pub).problems == [
         "statement.dsse.json: absent, but a public key was given to check it"
     ]
+
+
+def test_evidence_submodules_load_without_cryptography() -> None:
+    """``evidence/__init__`` is lazy: hashing, writing a bundle and reading its records
+    need neither cryptography nor the signer (issue 11: importing evidence.hashing loaded
+    cryptography)."""
+    code = (
+        "import sys\n"
+        "import reprobridge.evidence.hashing, reprobridge.evidence.bundle\n"
+        "import reprobridge.evidence.records, reprobridge.evidence.store\n"
+        "from reprobridge.evidence import sha256_file, Bundle\n"
+        "bad = sorted(m for m in sys.modules if m.startswith('cryptography')\n"
+        "             or m == 'reprobridge.evidence.sign')\n"
+        "print(bad)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
+    )
+    assert out.stdout.strip() == "[]", out.stdout + out.stderr

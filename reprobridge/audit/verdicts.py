@@ -1,0 +1,126 @@
+"""Verdicts from stored evidence: one run's judgement, and the audit's verdicts over runs.
+
+The auditor calls these as it seals each run and at the end; ``rb verify`` calls the same
+functions on a bundle's stored files to re-derive what ``audit.json`` says. Neither needs
+the orchestrator: a judgement depends only on the manifest the audit used, the tier, the
+run's record (:class:`~reprobridge.evidence.records.RunRecord`) and its stored logs and
+output copies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from reprobridge.audit.judge import RunJudgement
+from reprobridge.constants import COMBINED_LOG
+from reprobridge.evidence.records import RunRecord, jsonable
+from reprobridge.manifest.schema import Experiment, Manifest
+
+__all__ = ["rejudge_run", "summarize"]
+
+
+def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) -> RunJudgement:
+    """The RunJudgement of a run from its stored evidence alone (``run_dir``'s logs and
+    ``files/``, and its record)."""
+    from reprobridge.audit.judge import judge_run
+
+    if record.not_started is not None:
+        return judge_run(
+            exp,
+            tier,
+            termination_ok=False,
+            termination_description=f"not started: {record.not_started.reason}",
+            log_text="",
+            workdir=run_dir / "files",
+        )
+    term = record.termination
+    # Regex metrics take the last value printed: that is defined only on both streams in
+    # the order they were written (output.log). A bundle from before it existed has the
+    # two streams alone; they are read one after the other, as then.
+    combined = run_dir / COMBINED_LOG
+    names = (COMBINED_LOG,) if combined.is_file() else ("stdout.log", "stderr.log")
+    log = b""
+    for name in names:
+        p = run_dir / name
+        if p.is_file():
+            log += p.read_bytes()
+    return judge_run(
+        exp,
+        tier,
+        termination_ok=term is not None and term.ok,
+        termination_description=term.description if term is not None else "unknown",
+        log_text=log.decode("utf-8", "replace"),
+        workdir=run_dir / "files",
+        refused=record.files_refused or {},
+    )
+
+
+def summarize(
+    manifest: Manifest,
+    tier: str,
+    judgements: Mapping[str, Sequence[RunJudgement | None]],
+    *,
+    environment_ok: bool,
+    environment_reason: str,
+) -> dict[str, Any]:
+    """Per-experiment verdicts at each level, claims, and the overall verdict
+    (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
+    ``incomplete`` lines, and ``passed``, true for PASS only), as the JSON that is the
+    judged part of ``audit.json`` (:class:`~reprobridge.evidence.records.AuditSummary`)."""
+    from reprobridge.audit.claims import evaluate_claim, references
+    from reprobridge.audit.judge import claim_values, judge_experiment
+    from reprobridge.audit.verdict import overall_verdict
+
+    experiments: dict[str, Any] = {}
+    values: dict[str, dict[str, list[float]]] = {}
+    for exp_id, maybe_runs in judgements.items():
+        runs = [r for r in maybe_runs if r is not None]
+        verdict = judge_experiment(
+            manifest.experiments[exp_id],
+            tier,
+            runs,
+            environment_ok=environment_ok,
+            environment_reason=environment_reason,
+            experiment_id=exp_id,
+        )
+        experiments[exp_id] = jsonable(verdict)
+        # Claims use values of runs whose procedure passed only.
+        values[exp_id] = claim_values(runs)
+    claims: list[dict[str, Any]] = []
+    for i, claim in enumerate(manifest.claims):
+        absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
+        reason = ""
+        if tier not in claim.tiers:
+            # A claim compares results of full runs; reduced settings say nothing about it.
+            reason = (
+                f"not applicable in tier {tier}: the claim describes tier(s) "
+                f"{', '.join(claim.tiers)} (add {tier!r} to claims[{i}].tiers to judge it here)"
+            )
+        elif absent:
+            # A partial audit cannot decide a comparison with experiments it did not run.
+            reason = f"not evaluated: {', '.join(absent)} not in this audit"
+        if reason:
+            claims.append(
+                {
+                    "expr": claim.expr,
+                    "provenance": claim.provenance,
+                    "holds": None,
+                    "skipped": True,
+                    "substituted": "",
+                    "reason": reason,
+                }
+            )
+            continue
+        result = evaluate_claim(claim.expr, values)
+        claims.append({"expr": claim.expr, "provenance": claim.provenance, **jsonable(result)})
+    outcome = overall_verdict(experiments, claims)
+    return {
+        "tier": tier,
+        "experiments": experiments,
+        "claims": claims,
+        "verdict": outcome.verdict,
+        "incomplete": outcome.incomplete,
+        "passed": outcome.passed,
+    }

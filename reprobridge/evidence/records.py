@@ -1,0 +1,736 @@
+"""The typed records of an evidence bundle: what ``rb audit`` writes, what every reader reads.
+
+One class per record, each with its schema version (``FORMAT``):
+
+* :class:`Plan` (``plan.json``) and :class:`PlannedRun`, one per run of the plan;
+* :class:`RunStatus` (a run's ``status.json``, :data:`STATUS_FORMAT`) holding the
+  :class:`RunRecord` and the listing of the run's files;
+* :class:`AuditSummary` (``audit.json``) holding each experiment's verdicts
+  (:class:`ExperimentSummary`, :class:`LevelVerdict`, :class:`MetricSummary` with its
+  :class:`~reprobridge.stats.Stats`) and the claims (:class:`ClaimResult`).
+
+Contract:
+
+* ``to_json()`` gives the document as it is stored (canonical JSON is the bundle's job);
+  ``from_json(raw)`` reads one back. A file holds its own format (``format``); a record
+  nested in another (a run record, a metric's stats) is versioned by its container.
+* Bundles written before ``format`` existed in ``plan.json``/``audit.json`` read as
+  version 1. A format this rb does not know (a newer rb wrote it) and a value of the wrong
+  type are a :class:`RecordError` naming the field: bundles are untrusted input, and a
+  reader either gets a typed record or that error, never a ``KeyError``.
+* Records are frozen; the writer builds a new one for each step (``dataclasses.replace``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, ClassVar
+
+from reprobridge.evidence.errors import EvidenceError
+from reprobridge.stats import Stats
+
+__all__ = [
+    "AUDIT_FORMAT",
+    "PLAN_FORMAT",
+    "STATUS_FORMAT",
+    "AuditSummary",
+    "ClaimResult",
+    "ExperimentSummary",
+    "FileEntry",
+    "LevelVerdict",
+    "MetricSummary",
+    "NotStarted",
+    "Plan",
+    "PlannedRun",
+    "RecordError",
+    "RunRecord",
+    "RunStatus",
+    "Stats",
+    "StreamSummary",
+    "TerminationRecord",
+    "jsonable",
+]
+
+PLAN_FORMAT = "rb-plan/1"
+AUDIT_FORMAT = "rb-audit/1"
+STATUS_FORMAT = "rb-run-status/1"
+LEVELS = ("environment", "procedure", "metric")
+
+
+class RecordError(EvidenceError):
+    """A bundle record is malformed or of a format this rb cannot read (names the field)."""
+
+
+# -- typed reads of untrusted JSON ----------------------------------------------------------
+
+
+class _Fields:
+    """Typed access to one JSON object; every miss is a RecordError naming the field."""
+
+    def __init__(self, raw: Any, where: str) -> None:
+        if not isinstance(raw, dict):
+            raise RecordError(f"{where}: not a JSON object")
+        self.raw: dict[str, Any] = raw
+        self.where = where
+
+    def _bad(self, key: str, what: str) -> RecordError:
+        return RecordError(f"{self.where}.{key}: {what}, got {_shown(self.raw.get(key))}")
+
+    def has(self, key: str) -> bool:
+        return key in self.raw
+
+    def str_(self, key: str, default: str | None = None) -> str:
+        value = self.raw.get(key, default)
+        if not isinstance(value, str):
+            raise self._bad(key, "not a string")
+        return value
+
+    def opt_str(self, key: str) -> str | None:
+        value = self.raw.get(key)
+        if value is not None and not isinstance(value, str):
+            raise self._bad(key, "not a string")
+        return value
+
+    def int_(self, key: str, default: int | None = None) -> int:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "not an integer")
+        return value
+
+    def opt_int(self, key: str) -> int | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise self._bad(key, "not an integer")
+        return value
+
+    def opt_float(self, key: str) -> float | None:
+        value = self.raw.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise self._bad(key, "not a number")
+        return value
+
+    def bool_(self, key: str, default: bool | None = None) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise self._bad(key, "not a boolean")
+        return value
+
+    def opt_bool(self, key: str) -> bool | None:
+        value = self.raw.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise self._bad(key, "not a boolean")
+        return value
+
+    def dict_(self, key: str, default: dict[str, Any] | None = None) -> dict[str, Any]:
+        value = self.raw.get(key, default)
+        if not isinstance(value, dict):
+            raise self._bad(key, "not an object")
+        return value
+
+    def opt_dict(self, key: str) -> dict[str, Any] | None:
+        value = self.raw.get(key)
+        if value is not None and not isinstance(value, dict):
+            raise self._bad(key, "not an object")
+        return value
+
+    def list_(self, key: str, default: list[Any] | None = None) -> list[Any]:
+        value = self.raw.get(key, default)
+        if not isinstance(value, list):
+            raise self._bad(key, "not a list")
+        return value
+
+    def str_list(self, key: str) -> tuple[str, ...]:
+        items = self.list_(key, [])
+        if not all(isinstance(s, str) for s in items):
+            raise self._bad(key, "not a list of strings")
+        return tuple(items)
+
+    def format(self, expected: str) -> str:
+        """The record's ``format``: absent (written before it existed) reads as version 1."""
+        value = self.raw.get("format", expected)
+        if value != expected:
+            raise RecordError(
+                f"{self.where}.format: {_shown(value)} is not {expected!r} "
+                "(written by another version of rb?)"
+            )
+        return expected
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _number(value: Any) -> float | None:
+    """A finite number, else None (values in a verdict may be null)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as JSON data: dataclasses as objects of their fields, tuples as lists,
+    paths as strings, keys as strings (how the auditor stores its own dataclasses)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: jsonable(v) for k, v in dataclasses.asdict(value).items()}
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [jsonable(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
+
+
+# -- plan.json ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One run: repeat ``k`` (0-based) of ``experiment`` with ``seed``."""
+
+    experiment: str
+    k: int
+    seed: int
+    timeout_s: float
+
+    @property
+    def key(self) -> str:
+        return f"{self.experiment}/{self.k}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "experiment": self.experiment,
+            "k": self.k,
+            "seed": self.seed,
+            "timeout_s": self.timeout_s,
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "plan.json: runs[]") -> PlannedRun:
+        f = _Fields(raw, where)
+        timeout = f.opt_float("timeout_s")
+        if timeout is None:
+            raise f._bad("timeout_s", "not a number")
+        return cls(f.str_("experiment"), f.int_("k"), f.int_("seed"), timeout)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``plan.json``: what the audit runs, written before the first run and never again
+    (a resume reads it back)."""
+
+    FORMAT: ClassVar[str] = PLAN_FORMAT
+
+    audit_id: str
+    rb_version: str
+    tier: str
+    backend_requested: str
+    commit: str
+    manifest_sha256: str
+    runs: tuple[PlannedRun, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.FORMAT,
+            "audit_id": self.audit_id,
+            "rb_version": self.rb_version,
+            "tier": self.tier,
+            "backend_requested": self.backend_requested,
+            "commit": self.commit,
+            "manifest_sha256": self.manifest_sha256,
+            "runs": [r.to_json() for r in self.runs],
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> Plan:
+        f = _Fields(raw, "plan.json")
+        f.format(cls.FORMAT)
+        runs = tuple(
+            PlannedRun.from_json(r, f"plan.json: runs[{i}]") for i, r in enumerate(f.list_("runs"))
+        )
+        return cls(
+            audit_id=f.str_("audit_id", ""),
+            rb_version=f.str_("rb_version", ""),
+            tier=f.str_("tier"),
+            backend_requested=f.str_("backend_requested", ""),
+            commit=f.str_("commit", ""),
+            manifest_sha256=f.str_("manifest_sha256", ""),
+            runs=runs,
+        )
+
+
+# -- a run's status.json ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NotStarted:
+    """Why a run did not start, and the level that fails for it."""
+
+    level: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class TerminationRecord:
+    """How a run ended (:class:`reprobridge._proc.monitored.Termination`, as stored)."""
+
+    kind: str
+    returncode: int | None
+    signal: int | None
+    description: str
+
+    @property
+    def ok(self) -> bool:
+        """Exit 0: the only normal end of a run."""
+        return self.kind == "exit" and self.returncode == 0
+
+
+@dataclass(frozen=True)
+class StreamSummary:
+    """One captured stream as a whole: its size and sha256, and whether the stored log
+    holds only its head and tail."""
+
+    total_bytes: int
+    sha256: str
+    truncated: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total_bytes": self.total_bytes, "sha256": self.sha256, "truncated": self.truncated}
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> StreamSummary:
+        f = _Fields(raw, where)
+        return cls(f.int_("total_bytes"), f.str_("sha256", ""), f.bool_("truncated", False))
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """The ``record`` of a run's ``status.json``: what ran, where, and how it ended.
+
+    Built in steps by the auditor: the identity first; ``workspace`` (with
+    ``max_processes`` and ``process_limit_by``) once the workspace exists;
+    ``built_from_source`` (``without_wheel``, ``built``: package names) once the setup
+    steps ran; ``executor`` and the rest once the run ran. A run that could not start has ``not_started``.
+    Optional parts absent from the record are None (older bundles lack some, e.g.
+    ``cpu_source``, ``output``).
+    """
+
+    experiment: str
+    k: int
+    seed: int | None
+    tier: str
+    backend: str
+    hermetic: bool | None
+    sandbox: str
+    extra_ro_binds: tuple[str, ...] = ()
+    workspace: dict[str, Any] | None = None
+    max_processes: int | None = None
+    process_limit_by: tuple[str, ...] = ()
+    built_from_source: dict[str, list[str]] | None = None
+    not_started: NotStarted | None = None
+    executor: str | None = None
+    placement: dict[str, Any] | None = None
+    files_refused: dict[str, str] | None = None
+    termination: TerminationRecord | None = None
+    wall_s: float | None = None
+    cpu_user_s: float | None = None
+    cpu_sys_s: float | None = None
+    cpu_source: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    survivors_killed: int | None = None
+    stdout: StreamSummary | None = None
+    stderr: StreamSummary | None = None
+    output: StreamSummary | None = None
+    peaks: dict[str, Any] | None = None
+
+    def with_(self, **changes: Any) -> RunRecord:
+        """A copy with ``changes`` (the writer's next step)."""
+        return replace(self, **changes)
+
+    @property
+    def cpu_s(self) -> float | None:
+        """User + system CPU seconds; None when neither is recorded."""
+        if self.cpu_user_s is None and self.cpu_sys_s is None:
+            return None
+        return (self.cpu_user_s or 0.0) + (self.cpu_sys_s or 0.0)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "experiment": self.experiment,
+            "k": self.k,
+            "seed": self.seed,
+            "tier": self.tier,
+            "backend": self.backend,
+            "hermetic": self.hermetic,
+            "sandbox": self.sandbox,
+            "extra_ro_binds": list(self.extra_ro_binds),
+        }
+        if self.workspace is not None:
+            # The process limit is recorded with the workspace it applied to (None: no limit).
+            out["workspace"] = self.workspace
+            out["max_processes"] = self.max_processes
+            out["process_limit_by"] = list(self.process_limit_by)
+        if self.built_from_source is not None:
+            out["built_from_source"] = self.built_from_source
+        if self.not_started is not None:
+            out["not_started"] = {
+                "level": self.not_started.level,
+                "reason": self.not_started.reason,
+            }
+        if self.executor is not None:
+            out["executor"] = self.executor
+        if self.placement is not None:
+            out["placement"] = self.placement
+        if self.files_refused is not None:
+            out["files_refused"] = self.files_refused
+        if self.termination is not None:
+            t = self.termination
+            out.update(
+                termination={
+                    "kind": t.kind,
+                    "returncode": t.returncode,
+                    "signal": t.signal,
+                    "description": t.description,
+                },
+                wall_s=self.wall_s,
+                cpu_user_s=self.cpu_user_s,
+                cpu_sys_s=self.cpu_sys_s,
+                cpu_source=self.cpu_source,
+                started_at=self.started_at,
+                finished_at=self.finished_at,
+                survivors_killed=self.survivors_killed,
+                peaks=self.peaks,
+            )
+        for name in ("stdout", "stderr", "output"):
+            stream: StreamSummary | None = getattr(self, name)
+            if stream is not None:
+                out[name] = stream.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "status.json: record") -> RunRecord:
+        f = _Fields(raw, where)
+        not_started = None
+        if f.opt_dict("not_started") is not None:
+            ns = _Fields(f.raw["not_started"], f"{where}.not_started")
+            not_started = NotStarted(ns.str_("level", ""), ns.str_("reason"))
+        termination = None
+        if f.opt_dict("termination") is not None:
+            t = _Fields(f.raw["termination"], f"{where}.termination")
+            termination = TerminationRecord(
+                t.str_("kind", ""),
+                t.opt_int("returncode"),
+                t.opt_int("signal"),
+                t.str_("description", "unknown"),
+            )
+        elif f.has("termination"):
+            raise f._bad("termination", "not an object")
+        refused = f.opt_dict("files_refused")
+        if refused is not None and not all(isinstance(v, str) for v in refused.values()):
+            raise f._bad("files_refused", "not an object of strings")
+        streams = {
+            name: StreamSummary.from_json(f.raw[name], f"{where}.{name}")
+            if f.opt_dict(name) is not None
+            else None
+            for name in ("stdout", "stderr", "output")
+        }
+        return cls(
+            experiment=f.str_("experiment", ""),
+            k=f.int_("k", 0),
+            seed=f.opt_int("seed"),
+            tier=f.str_("tier", ""),
+            backend=f.str_("backend", ""),
+            hermetic=f.opt_bool("hermetic"),
+            sandbox=f.str_("sandbox", ""),
+            extra_ro_binds=f.str_list("extra_ro_binds"),
+            workspace=f.opt_dict("workspace"),
+            max_processes=f.opt_int("max_processes"),
+            process_limit_by=f.str_list("process_limit_by"),
+            built_from_source=f.opt_dict("built_from_source"),
+            not_started=not_started,
+            executor=f.opt_str("executor"),
+            placement=f.opt_dict("placement"),
+            files_refused=refused,
+            termination=termination,
+            wall_s=f.opt_float("wall_s"),
+            cpu_user_s=f.opt_float("cpu_user_s"),
+            cpu_sys_s=f.opt_float("cpu_sys_s"),
+            cpu_source=f.opt_str("cpu_source"),
+            started_at=f.opt_str("started_at"),
+            finished_at=f.opt_str("finished_at"),
+            survivors_killed=f.opt_int("survivors_killed"),
+            stdout=streams["stdout"],
+            stderr=streams["stderr"],
+            output=streams["output"],
+            peaks=f.opt_dict("peaks"),
+        )
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    """One file of a sealed run, as ``status.json`` lists it."""
+
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    """A run's ``status.json``, written last: the run record and every other file's
+    sha256 and size (what makes the run *sealed*)."""
+
+    FORMAT: ClassVar[str] = STATUS_FORMAT
+
+    record: RunRecord
+    files: dict[str, FileEntry] = field(default_factory=dict)
+    sealed: bool = True
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "format": self.FORMAT,
+            "sealed": self.sealed,
+            "record": self.record.to_json(),
+            "files": {
+                name: {"sha256": e.sha256, "size": e.size} for name, e in sorted(self.files.items())
+            },
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str = "status.json") -> RunStatus:
+        """The status with its record typed; the file listing is checked by
+        :meth:`reprobridge.evidence.bundle.Bundle.check_run`, which reads it entry by entry
+        (a malformed entry is a finding about that file there)."""
+        f = _Fields(raw, where)
+        f.format(cls.FORMAT)
+        files: dict[str, FileEntry] = {}
+        for name, entry in f.dict_("files", {}).items():
+            if (
+                isinstance(entry, dict)
+                and isinstance(entry.get("sha256"), str)
+                and isinstance(entry.get("size"), int)
+            ):
+                files[str(name)] = FileEntry(entry["sha256"], entry["size"])
+        record = RunRecord.from_json(f.raw.get("record"), f"{where}: record")
+        return cls(record, files, f.raw.get("sealed") is True)
+
+
+# -- audit.json -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LevelVerdict:
+    """One level's verdict (``pass``, ``fail``, ``incomplete``, ``skipped``, ...)."""
+
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class MetricSummary:
+    """One metric of one experiment over its runs, as ``audit.json`` states it
+    (:class:`reprobridge.audit.judge.ExperimentVerdict` documents each key)."""
+
+    values: tuple[float | None, ...]
+    statuses: tuple[str, ...]
+    reasons: tuple[str, ...]
+    counted: tuple[bool, ...]
+    stats: Stats | None
+    threshold: str
+    source: str
+    outcome: str
+    reason: str
+    policy: str
+    claimed: float | None
+    claimed_vs_measured: dict[str, Any] | None
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> MetricSummary:
+        f = _Fields(raw, where)
+        cvm = f.raw.get("claimed_vs_measured")
+        return cls(
+            values=tuple(_number(v) for v in f.list_("values", [])),
+            statuses=tuple(str(s) for s in f.list_("statuses", [])),
+            reasons=tuple(str(s) for s in f.list_("reasons", [])),
+            counted=tuple(bool(c) for c in f.list_("counted", [])),
+            stats=Stats.from_json(f.raw.get("stats")),
+            threshold=str(f.raw.get("threshold") or ""),
+            source=str(f.raw.get("source") or ""),
+            outcome=str(f.raw.get("outcome") or "unknown"),
+            reason=str(f.raw.get("reason") or ""),
+            policy=str(f.raw.get("policy") or ""),
+            claimed=_number(f.raw.get("claimed")),
+            claimed_vs_measured=cvm if isinstance(cvm, dict) else None,
+        )
+
+
+@dataclass(frozen=True)
+class ExperimentSummary:
+    """One experiment's three levels and its metrics over the runs."""
+
+    levels: dict[str, LevelVerdict]
+    per_metric: dict[str, MetricSummary]
+    runs: int
+
+    @property
+    def failed_level(self) -> str | None:
+        """The lowest failing level, or None."""
+        return next((n for n in LEVELS if self.levels[n].status == "fail"), None)
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> ExperimentSummary:
+        f = _Fields(raw, where)
+        levels = {}
+        for name in LEVELS:
+            level = _Fields(f.dict_(name, {}), f"{where}.{name}")
+            levels[name] = LevelVerdict(level.str_("status", "unknown"), level.str_("reason", ""))
+        per_metric = {
+            str(name): MetricSummary.from_json(m, f"{where}.per_metric.{name}")
+            for name, m in f.dict_("per_metric", {}).items()
+        }
+        runs = f.raw.get("runs")
+        return cls(levels, per_metric, runs if isinstance(runs, int) else 0)
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    """A claim and its result: ``holds`` True/False, or None (undecided or skipped)."""
+
+    expr: str
+    provenance: str
+    holds: bool | None
+    substituted: str
+    reason: str
+    skipped: bool
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> ClaimResult:
+        f = _Fields(raw, where)
+        return cls(
+            expr=f.str_("expr", ""),
+            provenance=str(f.raw.get("provenance") or ""),
+            holds=f.opt_bool("holds"),
+            substituted=str(f.raw.get("substituted") or ""),
+            reason=str(f.raw.get("reason") or ""),
+            skipped=bool(f.raw.get("skipped")),
+        )
+
+
+@dataclass(frozen=True)
+class AuditSummary:
+    """``audit.json``: the verdicts of a finished audit and how it ran.
+
+    ``judged`` is the part ``rb verify`` re-derives (what
+    :func:`reprobridge.audit.verdicts.summarize` returns: ``tier``, ``experiments``,
+    ``claims``, ``verdict``, ``incomplete``, ``passed``), kept as the JSON it is, so a
+    comparison sees every stored leaf; the typed views below read from it.
+    """
+
+    FORMAT: ClassVar[str] = AUDIT_FORMAT
+
+    judged: Mapping[str, Any]
+    audit_id: str
+    rb_version: str
+    backend: str
+    hermetic: bool | None
+    sandboxed: bool | None
+    sandbox: str
+    started: str
+    finished: str
+    warnings: tuple[str, ...] = ()
+
+    @property
+    def tier(self) -> str:
+        return str(self.judged.get("tier") or "")
+
+    @property
+    def passed(self) -> bool | None:
+        value = self.judged.get("passed")
+        return value if isinstance(value, bool) else None
+
+    @property
+    def verdict(self) -> str:
+        """PASS, FAIL, INCOMPLETE; from ``passed`` for a bundle from before INCOMPLETE,
+        UNKNOWN when neither says."""
+        word = self.judged.get("verdict")
+        if word in {"PASS", "FAIL", "INCOMPLETE"}:
+            return str(word)
+        return {True: "PASS", False: "FAIL", None: "UNKNOWN"}[self.passed]
+
+    @property
+    def incomplete(self) -> tuple[str, ...]:
+        value = self.judged.get("incomplete")
+        return tuple(str(s) for s in value) if isinstance(value, list) else ()
+
+    @property
+    def experiments(self) -> dict[str, ExperimentSummary]:
+        """Each experiment's verdicts (RecordError for a malformed one)."""
+        raw = self.judged.get("experiments")
+        if not isinstance(raw, dict):
+            raise RecordError("audit.json.experiments: not an object")
+        return {
+            str(k): ExperimentSummary.from_json(v, f"audit.json.experiments.{k}")
+            for k, v in raw.items()
+        }
+
+    @property
+    def claims(self) -> list[ClaimResult]:
+        """Each claim's result (RecordError for a malformed one)."""
+        raw = self.judged.get("claims", [])
+        if not isinstance(raw, list):
+            raise RecordError("audit.json.claims: not a list")
+        return [ClaimResult.from_json(c, f"audit.json.claims[{i}]") for i, c in enumerate(raw)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            **self.judged,
+            "format": self.FORMAT,
+            "audit_id": self.audit_id,
+            "rb_version": self.rb_version,
+            "backend": self.backend,
+            "hermetic": self.hermetic,
+            "sandboxed": self.sandboxed,
+            "sandbox": self.sandbox,
+            "started": self.started,
+            "finished": self.finished,
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_json(cls, raw: Any) -> AuditSummary:
+        f = _Fields(raw, "audit.json")
+        f.format(cls.FORMAT)
+        own = {
+            "format",
+            "audit_id",
+            "rb_version",
+            "backend",
+            "hermetic",
+            "sandboxed",
+            "sandbox",
+            "started",
+            "finished",
+            "warnings",
+        }
+        warnings = f.raw.get("warnings")
+        return cls(
+            judged={k: v for k, v in f.raw.items() if k not in own},
+            audit_id=str(f.raw.get("audit_id") or ""),
+            rb_version=str(f.raw.get("rb_version") or ""),
+            backend=str(f.raw.get("backend") or ""),
+            hermetic=f.raw.get("hermetic") if isinstance(f.raw.get("hermetic"), bool) else None,
+            sandboxed=f.raw.get("sandboxed") if isinstance(f.raw.get("sandboxed"), bool) else None,
+            sandbox=str(f.raw.get("sandbox") or ""),
+            started=str(f.raw.get("started") or ""),
+            finished=str(f.raw.get("finished") or ""),
+            warnings=tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+        )
