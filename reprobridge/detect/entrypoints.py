@@ -19,6 +19,12 @@ Such a script (``bigram.py``, a ``train.py`` that just trains) is an experiment 
 name says so or it imports a numerical/ML library, with low confidence: the merge ranks
 it with the other candidates.
 
+A guarded file that imports relatively when it runs (``from .base import Sampler`` at
+module level) is no script: ``python pkg/mod.py`` fails with "attempted relative import
+with no known parent package". It is run as ``python -m pkg.mod`` from its package root
+(the first folder above it without an ``__init__.py``: the experiment's workdir), or,
+when its folders form no importable module path, reported as a ``rejected`` candidate.
+
 Tests, ``setup.py``, docs and vendored directories are skipped.
 
 The command is ``python path.py`` plus every *required* parameter the command line
@@ -154,7 +160,18 @@ class EntryPointsDetector(Detector):
             if not (named or has_cli or _example_script(path, imports)):
                 findings.append(_rejected(path, guard.lineno if guard else 1, _NOT_AN_EXPERIMENT))
                 continue
-            finding = self._finding(path, tree, imports, guard, named and has_cli, taken)
+            package = None
+            relative = None if is_pkg_main else _relative_import_line(tree)
+            if relative is not None:
+                # `python pkg/mod.py` fails with "attempted relative import with no known
+                # parent package": the file runs only as a module, from its package root.
+                package = _package_module(index, path)
+                if package is None:
+                    findings.append(_rejected(path, relative, _RELATIVE_NOT_A_MODULE))
+                    continue
+            finding = self._finding(
+                path, tree, imports, guard, named and has_cli, taken, package=package
+            )
             if finding is not None:
                 findings.append(finding)
         findings += self._unguarded_scripts(index, paths, taken)
@@ -243,9 +260,22 @@ class EntryPointsDetector(Detector):
         guard: ast.If | None,
         both: bool,
         taken: set[str],
+        package: tuple[str, str] | None = None,
     ) -> Finding | None:
+        """The experiment finding for ``path``; ``package`` = (module, package root) runs a
+        file with relative imports as ``python -m module`` from that root."""
         pure = PurePosixPath(path)
-        if pure.name == "__main__.py":
+        workdir = "."
+        notes: list[str] = []
+        if package is not None:
+            dotted, workdir = package
+            command, kind = f"python -m {dotted}", "module"
+            stem = pure.stem
+            notes.append(
+                "relative imports: run as a module from its package root"
+                + ("" if workdir == "." else f" ({workdir})")
+            )
+        elif pure.name == "__main__.py":
             module = module_of(path)
             if module is None:
                 return None
@@ -254,7 +284,6 @@ class EntryPointsDetector(Detector):
         else:
             command, kind = f"python {shlex.quote(path)}", "script"
             stem = pure.stem
-        notes: list[str] = []
         required = [p for p in cli_params(tree, imports) if p.required]
         for param in required:
             command += f" {param.flag} {{{param.name}}}" if param.flag else f" {{{param.name}}}"
@@ -277,7 +306,7 @@ class EntryPointsDetector(Detector):
                 "kind": kind,
                 "description": first_line(docstring),
                 "entry": path,
-                "workdir": ".",
+                "workdir": workdir,
             },
             evidence=(Evidence(path, line),),
             detector=self.name,
@@ -335,6 +364,62 @@ def _may_have_cli(data: bytes) -> bool:
         or b"add_argument" in data
         or bool(_ARGV_RE.search(data))
     )
+
+
+_RELATIVE_NOT_A_MODULE = (
+    "imports relatively at module level (`from . import ...`), so `python <file>` fails with "
+    '"attempted relative import with no known parent package", and its folders do not form '
+    "an importable package path (an __init__.py in each, identifier names) to run it with "
+    "`python -m`"
+)
+
+
+def _relative_import_line(tree: ast.Module) -> int | None:
+    """The line of the first relative import that runs when the file runs (module level, or
+    in a module-level ``try``/``if``, the ``__main__`` block included), or None. One inside
+    a function is left alone (it may never run), as is one in a ``try`` that catches
+    ImportError (the file runs as a script without it)."""
+    stack: list[ast.stmt] = list(tree.body)
+    while stack:
+        stmt = stack.pop(0)
+        if isinstance(stmt, ast.ImportFrom) and stmt.level > 0:
+            return stmt.lineno
+        if isinstance(stmt, ast.If):
+            stack[:0] = [*stmt.body, *stmt.orelse]
+        elif isinstance(stmt, ast.Try | ast.TryStar):
+            # The failure is an ImportError: a try that catches it runs as a script.
+            body = [] if any(_catches_import_error(h) for h in stmt.handlers) else stmt.body
+            stack[:0] = [*body, *stmt.orelse, *stmt.finalbody]
+            for handler in stmt.handlers:
+                stack[:0] = handler.body
+    return None
+
+
+_IMPORT_ERROR_BASES = frozenset({"ImportError", "Exception", "BaseException"})
+
+
+def _catches_import_error(handler: ast.ExceptHandler) -> bool:
+    """Whether ``except ...:`` catches an ImportError (bare, or naming it or a base)."""
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    return any(isinstance(t, ast.Name) and t.id in _IMPORT_ERROR_BASES for t in types)
+
+
+def _package_module(index: RepoIndex, path: str) -> tuple[str, str] | None:
+    """(dotted module, package root) for a file inside a package: the folders above it that
+    hold an ``__init__.py`` form the module path, the first one without is the root
+    (``lib/pkg/sub/mod.py`` -> ``("pkg.sub.mod", "lib")``). None when the file's own folder
+    is no package or a name on the path is not an identifier."""
+    inits = set(index.named("__init__.py"))
+    parts = path.split("/")
+    module = [_stem(parts[-1])]
+    folders = parts[:-1]
+    while folders and "/".join([*folders, "__init__.py"]) in inits:
+        module.insert(0, folders.pop())
+    if len(module) < 2 or not all(p.isidentifier() for p in module):
+        return None
+    return ".".join(module), "/".join(folders) or "."
 
 
 def _rejected(path: str, line: int, reason: str) -> Finding:

@@ -130,3 +130,41 @@ def test_guarded_library_modules_are_rejected_from_their_bytes(make_repo) -> Non
     assert rejected["pkg/odd.py"].evidence[0].line == 2  # another spelling: parsed
     assert [f.key for f in ctx.findings if f.kind == "experiment"] == ["cli_demo"]
     assert index.parse_count == 2
+
+
+def test_relative_imports_run_as_a_module_from_the_package_root(make_repo) -> None:
+    """`python lib/pkg/sub/sampler.py` would fail ("attempted relative import with no known
+    parent package"): the command is `python -m pkg.sub.sampler` in `lib/`, the first folder
+    above without an __init__.py. A relative import inside a function does not count."""
+    sampler = "import numpy\nfrom .base import B\n" + MAIN
+    lazy = "import numpy\ndef f():\n    from .base import B\n" + MAIN
+    ctx = run(
+        make_repo,
+        {
+            "lib/pkg/__init__.py": "",
+            "lib/pkg/sub/__init__.py": "",
+            "lib/pkg/sub/base.py": "class B: ...\n",
+            "lib/pkg/sub/sampler.py": sampler,
+            "scripts/train_lazy.py": lazy,
+        },
+    )
+    exps = {f.key: f.value for f in ctx.findings if f.kind == "experiment"}
+    assert exps["sampler"]["command"] == "python -m pkg.sub.sampler"
+    assert exps["sampler"]["workdir"] == "lib"
+    assert exps["train_lazy"]["command"] == "python scripts/train_lazy.py"
+    assert exps["train_lazy"]["workdir"] == "."
+
+
+def test_relative_imports_outside_a_package_are_rejected(make_repo) -> None:
+    """A root script with a relative import cannot run at all: rejected, with the reason.
+    One in a try that catches ImportError runs as a script (the import is optional)."""
+    optional = "import numpy\ntry:\n    from . import util\nexcept ImportError:\n    util = None\n"
+    ctx = run(
+        make_repo,
+        {"train.py": "from . import util\n" + MAIN, "examples/fit_opt.py": optional + MAIN},
+    )
+    exps = {f.key: f.value for f in ctx.findings if f.kind == "experiment"}
+    assert list(exps) == ["fit_opt"]
+    assert exps["fit_opt"]["command"] == "python examples/fit_opt.py"
+    rejected = {f.key: f.value["reason"] for f in ctx.findings if f.kind == "rejected"}
+    assert "attempted relative import" in rejected["train.py"]
