@@ -45,3 +45,12 @@ def test_manifest_render_smoke():
     assert "ratio old/new" in lines[0] and "same bytes" in lines[0]
     assert lines[1].split()[0] == "50" and lines[1].split()[-1] == "yes"
     assert lines[2].split()[0] == "120" and "skipped" in lines[2]
+
+
+def test_init_command_smoke():
+    # rb init as users run it, against the parse floor (no pipreqs: it is not a dependency).
+    out = _run(str(BENCH / "init_command.py"), "--files", "120", "--runs", "1")
+    row = next(line for line in out.splitlines() if line.startswith("| generated-120 "))
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[1] == "120" and cells[7].endswith("x") and cells[8].endswith("x")
+    assert float(cells[13]) > 0  # rb's peak RSS in MB
