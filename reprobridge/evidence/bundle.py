@@ -49,8 +49,6 @@ from reprobridge.evidence.records import STATUS_FORMAT, RunRecord
 
 RunState = Literal["missing", "partial", "sealed", "corrupt"]
 
-AUDIT_FILE = "audit.json"
-PLAN_FILE = "plan.json"
 JOURNAL_FILE = "journal.jsonl"
 SUMS_FILE = "SHA256SUMS"
 STATUS_FILE = "status.json"
