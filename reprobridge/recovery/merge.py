@@ -43,6 +43,7 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
@@ -181,6 +182,18 @@ def _project(
 # -- environment --------------------------------------------------------------------------
 
 
+def _longest_prefix_key(keys: Mapping[str, object], path: str) -> str | None:
+    """The longest of ``keys`` that is ``path`` or a dotted prefix of it (``a.b`` of
+    ``a.b.c``). Tries the path's own prefixes, longest first: a dict lookup each, instead of
+    sorting every key for every leaf (issue 14)."""
+    end = len(path)
+    while end > 0:
+        if path[:end] in keys:
+            return path[:end]
+        end = path.rfind(".", 0, end)
+    return None
+
+
 def _finalize(b: Builder) -> Manifest:
     data = dict(b.data)
     data["schema"] = 1
@@ -190,14 +203,7 @@ def _finalize(b: Builder) -> Manifest:
     )
     derived: dict[str, Derivation] = {}
     for path, value in leaves.items():
-        prov_key = next(
-            (
-                k
-                for k in sorted(b.prov, key=len, reverse=True)
-                if path == k or path.startswith(k + ".")
-            ),
-            None,
-        )
+        prov_key = _longest_prefix_key(b.prov, path)
         # Values nobody derived are the schema's defaults: known, not guessed.
         sources, conf = b.prov[prov_key] if prov_key else (["schema default"], "medium")
         derived[path] = Derivation(sources=sources, digest=digest(value), confidence=conf)
