@@ -50,6 +50,7 @@ from reprobridge.audit.backends import (
     NixBackend,
     RunSetup,
     SetupContext,
+    SetupStep,
 )
 from reprobridge.audit.claims import ClaimError, references
 from reprobridge.audit.collect import collect_files
@@ -923,17 +924,21 @@ def _run_setup_steps(
     key: str,
 ) -> None:
     """Run the backend's setup steps in the run's sandbox; their logs are evidence of the
-    run (``setup-<i>.stdout.log``). AuditError (an environment failure) when one fails,
-    unless it is optional (its log then says it failed and the run goes on)."""
-    for i, step in enumerate(setup.steps):
-        marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:setup-{i}"
+    run (``setup-<i>.stdout.log``). When a step fails and has a ``fallback``, the fallback's
+    steps run instead (``setup-<i>.retry-<j>.*.log``). AuditError (an environment failure)
+    when a step, or its fallback, fails, unless it is optional (its log then says it failed
+    and the run goes on)."""
+
+    def one(step: SetupStep, stem: str) -> str | None:
+        """Run ``step``; None when it succeeded, else its failure in one line."""
+        marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:{stem}"
         done = executor.run_step(
             StepRequest(
                 argv=step.argv,
                 workspace=workspace,
                 env={**step.env, "RB_RUN_MARKER": marker},
-                stdout_path=run_dir / f"setup-{i}.stdout.log",
-                stderr_path=run_dir / f"setup-{i}.stderr.log",
+                stdout_path=run_dir / f"{stem}.stdout.log",
+                stderr_path=run_dir / f"{stem}.stderr.log",
                 timeout_s=SETUP_TIMEOUT,
                 marker=marker,
                 redactor=Redactor(secrets_from_env(os.environ)),
@@ -943,20 +948,37 @@ def _run_setup_steps(
                 max_processes=max_processes,
             )
         )
-        if done.termination.kind != "exit" or done.termination.returncode != 0:
-            if step.optional:
-                with (run_dir / f"setup-{i}.stderr.log").open("a", encoding="utf-8") as log:
-                    log.write(
-                        f"\nrb: {step.what} failed ({done.termination.description}); "
-                        "optional: the run goes on without it\n"
-                    )
-                continue
-            tail = done.stderr.path.read_bytes()[-2000:].decode("utf-8", "replace")
-            lines = [ln.strip() for ln in tail.splitlines() if ln.strip()][-3:]
-            raise AuditError(
-                f"{step.what} failed in the sandbox ({done.termination.description})"
-                + (f": {' | '.join(lines)}" if lines else "")
-            )
+        if done.termination.kind == "exit" and done.termination.returncode == 0:
+            return None
+        tail = done.stderr.path.read_bytes()[-2000:].decode("utf-8", "replace")
+        lines = [ln.strip() for ln in tail.splitlines() if ln.strip()][-3:]
+        return f"{step.what} failed in the sandbox ({done.termination.description})" + (
+            f": {' | '.join(lines)}" if lines else ""
+        )
+
+    def note(stem: str, text: str) -> None:
+        with (run_dir / f"{stem}.stderr.log").open("a", encoding="utf-8") as log:
+            log.write(f"\nrb: {text}\n")
+
+    for i, step in enumerate(setup.steps):
+        failed = one(step, f"setup-{i}")
+        if failed is not None and step.fallback:
+            note(f"setup-{i}", f"{step.what} failed; retrying: {step.fallback_why}")
+            first, failed = failed, None
+            for j, retry in enumerate(step.fallback):
+                failed = one(retry, f"setup-{i}.retry-{j}")
+                if failed is not None and retry.optional:
+                    note(f"setup-{i}.retry-{j}", "optional: the retry goes on without it")
+                    failed = None
+                if failed is not None:
+                    failed = f"{failed} (retried after: {first})"
+                    break
+        if failed is None:
+            continue
+        if step.optional:
+            note(f"setup-{i}", f"{step.what} failed; optional: the run goes on without it")
+            continue
+        raise AuditError(failed)
 
 
 def _built_from_source(setup: RunSetup, run_dir: Path) -> dict[str, list[str]]:

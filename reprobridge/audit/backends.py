@@ -22,6 +22,7 @@ and never updates or writes the lock file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import stat
@@ -118,6 +119,11 @@ class SetupStep:
     #: A failure is recorded in the step's log and the run goes on (the repository's own
     #: project stays on PYTHONPATH only), instead of failing the run's environment.
     optional: bool = False
+    #: Steps that run, in order, when this one fails (a different way to the same end);
+    #: the run's environment fails only when one of them fails too. ``fallback_why`` says
+    #: why they may succeed where the step did not (written to the step's log).
+    fallback: tuple[SetupStep, ...] = ()
+    fallback_why: str = ""
 
 
 @dataclass(frozen=True)
@@ -540,6 +546,8 @@ class BuildPolicy:
 
 #: The host backend's policy when nothing is known about the sandbox: refuse.
 NO_BUILDS = BuildPolicy(False, "no sandbox to build in")
+#: What a build without isolation needs in the venv (isolation would have provided it).
+_BUILD_TOOLS = ("setuptools", "wheel")
 #: At most this many packages without a wheel are set aside before the sandboxed build.
 _MAX_SET_ASIDE = 8
 
@@ -775,7 +783,7 @@ class HostBackend:
             if refused is None or not self.builds.allowed:
                 raise AuditError(_uv_failure(exc, self.builds)) from exc
         aside = self._set_aside(uv, workspace, ctx.scratch, env, python, refused)
-        step = self._build_step(uv, workspace, ctx, env, python)
+        step = self._build_step(uv, workspace, ctx, env, python, aside)
         return RunSetup(_with_venv(env, workspace), binds, (step,), needs_build=tuple(aside))
 
     def _offline_install(
@@ -824,21 +832,35 @@ class HostBackend:
         return sorted(aside)
 
     def _build_step(
-        self, uv: list[str], workspace: Path, ctx: SetupContext, env: dict[str, str], python: str
+        self,
+        uv: list[str],
+        workspace: Path,
+        ctx: SetupContext,
+        env: dict[str, str],
+        python: str,
+        aside: Iterable[str] = (),
     ) -> SetupStep:
-        """The sandboxed uv command that installs everything, building what has no wheel."""
+        """The sandboxed uv command that installs everything, building what has no wheel.
+
+        Its fallback, when that fails, builds the set-aside packages without build
+        isolation, against the venv the host filled: a build that imports a runtime package
+        its metadata does not declare (an sdist whose ``setup.py`` imports torch: "PyTorch
+        is not installed, and must be installed prior to installing ...") fails in uv's
+        isolated build environment and needs the venv's. setuptools and wheel, which
+        isolation would have provided, are installed into the venv first. Both stay in
+        the run's sandbox.
+        """
         if len(uv) != 1:
             raise AuditError(
                 f"building in the sandbox needs the uv binary (found only `{' '.join(uv)}`)",
                 hint="put uv on PATH, or pass --no-build",
             )
         binary = Path(os.path.realpath(uv[0]))
-        commands = self._uv_argv(
-            [str(binary)], workspace / PYTHON_DIR, python, ctx.scratch, no_build=False
-        )
+        project = workspace / PYTHON_DIR
+        commands = self._uv_argv([str(binary)], project, python, ctx.scratch, no_build=False)
         # Not --quiet: uv's `Built X` lines are the evidence of what was built.
         argv = [a for a in commands[-1] if a != "--quiet"]
-        return SetupStep(
+        step = SetupStep(
             what="uv (building packages without a wheel)",
             argv=tuple(argv),
             env={
@@ -849,7 +871,33 @@ class HostBackend:
             },
             network=True,
             ro_binds=(binary,),
-            rw_binds=(ctx.cache, workspace / PYTHON_DIR / ".venv"),
+            rw_binds=(ctx.cache, project / ".venv"),
+        )
+        names = sorted(aside)
+        if not names:
+            return step
+        venv_python = str(project / ".venv" / "bin" / "python")
+        tools = (str(binary), "pip", "install", "--no-config", "--python", venv_python)
+        unisolated = [a for n in names for a in ("--no-build-isolation-package", n)]
+        return dataclasses.replace(
+            step,
+            fallback=(
+                dataclasses.replace(
+                    step,
+                    what="uv (setuptools and wheel, for builds without isolation)",
+                    argv=(*tools, *_BUILD_TOOLS),
+                    optional=True,
+                ),
+                dataclasses.replace(
+                    step,
+                    what="uv (building packages without a wheel, without build isolation)",
+                    argv=(*argv, *unisolated),
+                ),
+            ),
+            fallback_why=(
+                f"building {', '.join(names)} without build isolation, against the packages "
+                "already in the venv (a build that imports one, such as torch, fails isolated)"
+            ),
         )
 
     def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:

@@ -283,3 +283,78 @@ def test_an_sdist_requirement_is_built_in_the_sandbox_and_the_rest_comes_from_th
     assert "seen=absent" in (run / "stdout.log").read_text()
     record = json.loads((run / "status.json").read_text())["record"]
     assert record["built_from_source"] == {"without_wheel": ["evilpkg"], "built": ["evilpkg"]}
+
+
+#: A build backend that imports a runtime package at import time, undeclared in its build
+#: requirements (signatory's setup.py imports torch): in uv's isolated build environment
+#: the import fails; against the venv, where the host installed goodpkg, it succeeds.
+_NEEDS_GOODPKG_BACKEND = r"""
+import goodpkg, os, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    name = "needsgood-1.0-py3-none-any.whl"
+    files = {
+        "needsgood.py": "BUILT_WITH = %r\n" % goodpkg.VALUE,
+        "needsgood-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: needsgood\nVersion: 1.0\n",
+        "needsgood-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "needsgood-1.0.dist-info/RECORD": "",
+    }
+    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    return name
+"""
+
+
+@needs_sandbox
+def test_a_build_that_imports_a_runtime_package_is_retried_without_isolation(
+    make_repo, tmp_path: Path
+) -> None:
+    """torchcde's optional `signatory`: its setup.py imports torch, which its build
+    requirements do not declare. The isolated sandboxed build fails; the retry builds it
+    without isolation, against the venv the host filled (still in the sandbox)."""
+    pkgs = tmp_path / "pkgs"
+    (pkgs / "needsgood").mkdir(parents=True)
+    (pkgs / "needsgood/pyproject.toml").write_text(
+        _HOSTILE_PYPROJECT_LIKE.replace("evilpkg", "needsgood")
+    )
+    (pkgs / "needsgood/backend.py").write_text(_NEEDS_GOODPKG_BACKEND)
+    wheel = _wheel(pkgs)
+    reqs = [f"goodpkg @ {wheel.as_uri()}", f"needsgood @ {(pkgs / 'needsgood').as_uri()}"]
+    script = "python -c \"import needsgood; print('built_with=%s' % needsgood.BUILT_WITH)\"\n"
+
+    def two_requirements(root: Path) -> None:
+        text = (root / "reprobridge.toml").read_text()
+        (root / "reprobridge.toml").write_text(
+            text.replace(
+                f"python_requirements = [{json.dumps(reqs[0])}]",
+                f"python_requirements = {json.dumps(reqs)}",
+            )
+        )
+        init_repository(root, lock="never")
+
+    root = _committed(make_repo, reqs[0], {"run.sh": script + "echo acc=0.9\n"}, two_requirements)
+    result = run_audit(root, AuditOptions(runs=1, backend="host", extra_ro_binds=(pkgs,)))
+    run = result.path / "runs/main/0"
+    assert result.passed, json.dumps(result.summary, indent=1)
+    assert "built_with=1" in (run / "stdout.log").read_text()
+    first = (run / "setup-0.stderr.log").read_text()
+    assert "No module named 'goodpkg'" in first
+    assert "retrying: building needsgood without build isolation" in first
+    record = json.loads((run / "status.json").read_text())["record"]
+    assert record["built_from_source"]["without_wheel"] == ["needsgood"]
+    assert "needsgood" in record["built_from_source"]["built"]
+
+
+_HOSTILE_PYPROJECT_LIKE = """[build-system]
+requires = []
+build-backend = "backend"
+backend-path = ["."]
+
+[project]
+name = "evilpkg"
+dynamic = ["version"]
+"""
