@@ -14,6 +14,7 @@ pynvml-shaped object (the real ``pynvml`` module by default, a fake in tests).
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -184,3 +185,60 @@ def load_nvml(nvml: Any = None) -> Any:
     except ImportError:
         return None
     return pynvml
+
+
+def _version_key(path: Path) -> tuple[int, ...]:
+    return tuple(int(p) for p in re.findall(r"\d+", path.name)[:3])
+
+
+def interpreter_candidates(version: str, path_env: str | None = None) -> list[Path]:
+    """Where a Python ``version`` (``X.Y``) may be, best first: ``pythonX.Y`` on PATH, then
+    pyenv's installed versions (``$PYENV_ROOT/versions/X.Y.*``), then uv's managed ones
+    (``$UV_PYTHON_INSTALL_DIR`` or ``~/.local/share/uv/python``), newest patch first."""
+    out: list[Path] = []
+    exe = f"python{version}"
+    for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(":"):
+        if d and (Path(d) / exe).is_file():
+            out.append(Path(d) / exe)
+    home = Path.home()
+    pyenv = Path(os.environ.get("PYENV_ROOT") or home / ".pyenv") / "versions"
+    uv_dir = Path(os.environ.get("UV_PYTHON_INSTALL_DIR") or home / ".local/share/uv/python")
+    for root, pattern in ((pyenv, f"{version}.*"), (uv_dir, f"cpython-{version}.*")):
+        try:
+            found = sorted(root.glob(pattern), key=_version_key, reverse=True)
+        except OSError:
+            continue
+        out += [p / "bin" / exe for p in found if (p / "bin" / exe).is_file()]
+    return list(dict.fromkeys(out))
+
+
+#: Seconds an interpreter gets to start and exit (``-c pass``) before it counts as broken.
+INTERPRETER_CHECK_TIMEOUT = 20
+
+
+def interpreter_problem(python: str) -> str | None:
+    """Why ``python`` cannot be used (None when ``python -c pass`` exits 0 in a cleared
+    environment within :data:`INTERPRETER_CHECK_TIMEOUT`). A pyenv shim for a version that
+    is not installed is found on PATH but exits non-zero; choosing it only fails later."""
+    try:
+        result = _proc.run(
+            [python, "-I", "-c", "pass"],
+            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+            timeout=INTERPRETER_CHECK_TIMEOUT,
+            check=False,
+        )
+    except (CommandFailed, MachineError) as exc:
+        return f"it does not run ({exc.message})"
+    if result.returncode != 0:
+        tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
+        return f"`{python} -c pass` exited {result.returncode}" + (f" ({tail[0]})" if tail else "")
+    return None
+
+
+def first_working_interpreter(version: str) -> str | None:
+    """The first of :func:`interpreter_candidates` that runs (:func:`interpreter_problem`),
+    or None: what the audit's host backend and `rb init`'s lock both use for ``X.Y``."""
+    for candidate in interpreter_candidates(version):
+        if interpreter_problem(str(candidate)) is None:
+            return str(candidate)
+    return None

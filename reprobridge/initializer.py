@@ -22,15 +22,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from reprobridge import __version__, _proc
+from reprobridge import __version__, _machine, _proc
 from reprobridge._fs import Changes, apply_changes
 from reprobridge._log import emit
 from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
 from reprobridge.artifacts.launchers import render_check_script, render_launcher
 from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
-from reprobridge.audit.backends import interpreter_problem
-from reprobridge.audit.hostenv import interpreter_candidates, step_network_env
+from reprobridge.audit.hostenv import step_network_env
 from reprobridge.constants import (
     CHECK_SCRIPT,
     FLAKE_FILE,
@@ -218,18 +217,6 @@ def _unlocked_note(requirements: list[str]) -> str:
     )
 
 
-def _lock_interpreter(version: str | None) -> str | None:
-    """The interpreter uv resolves for: the audit's own choice for ``version`` (the first
-    candidate that runs; a pyenv shim for a version that is not the global one is found
-    on PATH but exits 127, and uv would pick it and fail), else None (uv looks itself)."""
-    if not version:
-        return None
-    for candidate in interpreter_candidates(version):
-        if interpreter_problem(str(candidate)) is None:
-            return str(candidate)
-    return None
-
-
 def _lock(
     root: Path,
     project_files: dict[str, str],
@@ -264,7 +251,7 @@ def _lock(
             result = lock_python_project(
                 scratch,
                 offline=False,
-                python=_lock_interpreter(python),
+                python=_machine.first_working_interpreter(python) if python else None,
                 # Index packages resolve in the sandbox (builds allowed there); a
                 # requirement that points at source (a path or URL of the repository's
                 # choosing) keeps the host's wheels-only refusal, and its guide note.

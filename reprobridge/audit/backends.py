@@ -38,7 +38,6 @@ from reprobridge import _machine, _proc
 from reprobridge.audit.hostenv import (
     HostInstall,
     choose_index,
-    interpreter_candidates,
     pip_inputs,
     step_network_env,
 )
@@ -505,27 +504,6 @@ class NixBackend:
         return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
 
 
-#: Seconds an interpreter gets to start and exit (``-c pass``) before it counts as broken.
-INTERPRETER_CHECK_TIMEOUT = 20
-
-
-def interpreter_problem(python: str) -> str | None:
-    """Why ``python`` cannot be used (None when ``python -c pass`` exits 0 in a cleared
-    environment within :data:`INTERPRETER_CHECK_TIMEOUT`). A pyenv shim for a version that
-    is not installed is found on PATH but exits non-zero; choosing it only fails later."""
-    try:
-        result = _proc.run(
-            [python, "-I", "-c", "pass"],
-            env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
-            timeout=INTERPRETER_CHECK_TIMEOUT,
-            check=False,
-        )
-    except (CommandFailed, MachineError) as exc:
-        return f"it does not run ({exc.message})"
-    if result.returncode != 0:
-        tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-1:]
-        return f"`{python} -c pass` exited {result.returncode}" + (f" ({tail[0]})" if tail else "")
-    return None
 
 
 def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
@@ -595,8 +573,8 @@ class HostBackend:
         self._routed = False
 
     def _python(self, state: EnvironmentState) -> str:
-        for candidate in interpreter_candidates(self.python_version):
-            why = interpreter_problem(str(candidate))
+        for candidate in _machine.interpreter_candidates(self.python_version):
+            why = _machine.interpreter_problem(str(candidate))
             if why is None:
                 return str(candidate)
             state.warnings.append(f"{candidate} is not used: {why}")

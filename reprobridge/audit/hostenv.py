@@ -169,31 +169,6 @@ def choose_index(install: HostInstall) -> IndexChoice:
     return IndexChoice(routed=False, url=routing.url, fallback=fallback, notes=[fallback])
 
 
-def _version_key(path: Path) -> tuple[int, ...]:
-    return tuple(int(p) for p in re.findall(r"\d+", path.name)[:3])
-
-
-def interpreter_candidates(version: str, path_env: str | None = None) -> list[Path]:
-    """Where a Python ``version`` (``X.Y``) may be, best first: ``pythonX.Y`` on PATH, then
-    pyenv's installed versions (``$PYENV_ROOT/versions/X.Y.*``), then uv's managed ones
-    (``$UV_PYTHON_INSTALL_DIR`` or ``~/.local/share/uv/python``), newest patch first."""
-    out: list[Path] = []
-    exe = f"python{version}"
-    for d in (path_env if path_env is not None else os.environ.get("PATH", "")).split(":"):
-        if d and (Path(d) / exe).is_file():
-            out.append(Path(d) / exe)
-    home = Path.home()
-    pyenv = Path(os.environ.get("PYENV_ROOT") or home / ".pyenv") / "versions"
-    uv_dir = Path(os.environ.get("UV_PYTHON_INSTALL_DIR") or home / ".local/share/uv/python")
-    for root, pattern in ((pyenv, f"{version}.*"), (uv_dir, f"cpython-{version}.*")):
-        try:
-            found = sorted(root.glob(pattern), key=_version_key, reverse=True)
-        except OSError:
-            continue
-        out += [p / "bin" / exe for p in found if (p / "bin" / exe).is_file()]
-    return list(dict.fromkeys(out))
-
-
 def built_from_source(log: str) -> list[str]:
     """Canonical names of the packages uv says it built (``Built X==1.0``), sorted."""
     return sorted({canonicalize_name(m) for m in _BUILT.findall(log)})

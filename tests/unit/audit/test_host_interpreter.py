@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge.audit.backends import HostBackend, interpreter_problem
+from reprobridge._machine import interpreter_problem
+from reprobridge.audit.backends import HostBackend
 
 
 def _shim(bin_dir: Path, name: str, body: str) -> Path:

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from reprobridge import _proc
+from reprobridge._machine import interpreter_candidates
 from reprobridge.artifacts.pyenv import TorchRouting
 from reprobridge.audit import hostenv
 from reprobridge.audit.hostenv import (
     HostInstall,
     built_from_source,
     choose_index,
-    interpreter_candidates,
     pip_inputs,
 )
 
