@@ -62,7 +62,7 @@ _MAX_DIFFERENCES = 8
 _SINCE_INCOMPLETE = ("verdict", "incomplete")
 
 
-def differences(recorded: Any, derived: Any, where: str) -> list[str]:
+def differences(recorded: object, derived: object, where: str) -> list[str]:
     """Every leaf where ``recorded`` (read from a JSON file) and ``derived`` (re-computed)
     differ, as ``where.key[i]...: recorded X, re-derived Y`` (two NaNs are equal)."""
     if isinstance(recorded, dict) and isinstance(derived, dict):
@@ -92,7 +92,7 @@ def differences(recorded: Any, derived: Any, where: str) -> list[str]:
     return [f"{where}: recorded {_shown(recorded)}, re-derived {_shown(derived)}"]
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = json.dumps(value, sort_keys=True)
     return text if len(text) <= 60 else text[:57] + "..."
 
@@ -103,7 +103,7 @@ class _Records:
 
     manifest: Manifest
     plan: Plan
-    recorded: dict[str, Any]
+    recorded: dict[str, object]
     environment_ok: bool
     environment_reason: str
 
@@ -119,24 +119,25 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
     except (OSError, UnicodeDecodeError, ManifestError) as exc:
         out.problems.append(f"inputs/reprobridge.toml: cannot be used ({exc})")
         return None
-    docs: dict[str, Any] = {}
+    docs: dict[str, dict[str, object]] = {}
     for name in ("plan.json", "audit.json", "environment.json"):
         try:
-            docs[name] = json.loads((path / name).read_bytes())
+            doc: object = json.loads((path / name).read_bytes())
         except (OSError, ValueError) as exc:
             out.problems.append(f"{name}: cannot be read ({exc})")
             return None
-        if not isinstance(docs[name], dict):
+        if not isinstance(doc, dict):
             out.problems.append(f"{name}: not a JSON object")
             return None
+        docs[name] = doc
     raw_plan, env = docs["plan.json"], docs["environment.json"]
     if not isinstance(raw_plan.get("tier"), str):
         out.problems.append("plan.json: no tier")
         return None
     runs = raw_plan.get("runs")
     for run in runs if isinstance(runs, list) else [runs]:
-        exp_id = run.get("experiment") if isinstance(run, dict) else None
-        k = run.get("k") if isinstance(run, dict) else None
+        exp_id: object = run.get("experiment") if isinstance(run, dict) else None
+        k: object = run.get("k") if isinstance(run, dict) else None
         if not isinstance(exp_id, str) or not isinstance(k, int) or isinstance(k, bool):
             out.problems.append(f"plan.json: malformed run entry {_shown(run)}")
             return None
@@ -163,7 +164,7 @@ def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> RunRecord | None
         out.problems.append(f"{rel}: not sealed")
         return None
     try:
-        status = json.loads(status_file.read_bytes())
+        status: object = json.loads(status_file.read_bytes())
     except (OSError, ValueError) as exc:
         out.problems.append(
             f"{rel}/status.json: unreadable, its verdict cannot be re-derived ({exc})"
@@ -225,8 +226,9 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             )
             complete = False
             continue
-        again = jsonable(judgement)
+        again: object = jsonable(judgement)
         stored_file = run_dir / "metrics.json"
+        stored: object
         try:
             stored = json.loads(stored_file.read_bytes()) if stored_file.is_file() else None
         except ValueError:
@@ -241,7 +243,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     if not complete:
         out.problems.append("audit.json: not compared (a run's record cannot be re-judged)")
         return out
-    derived = json.loads(
+    derived: dict[str, object] = json.loads(
         json.dumps(
             summarize(
                 records.manifest,
@@ -262,7 +264,8 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     out.problems += found[:_MAX_DIFFERENCES]
     if len(found) > _MAX_DIFFERENCES:
         out.problems.append(f"audit.json: and {len(found) - _MAX_DIFFERENCES} more differences")
+    incomplete = derived["incomplete"]
     out.passed = bool(derived["passed"])
     out.verdict = str(derived["verdict"])
-    out.incomplete = list(derived["incomplete"])
+    out.incomplete = [str(s) for s in incomplete] if isinstance(incomplete, list) else []
     return out

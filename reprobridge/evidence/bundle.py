@@ -32,6 +32,7 @@ import os
 import re
 import socket
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
@@ -457,7 +458,15 @@ class Bundle:
         run = self.path / rel
         if not run.is_dir() or run.is_symlink():
             return "missing", [f"{rel}: run is missing"]
-        status_path = run / STATUS_FILE
+        tree = scan_tree(run, prefix=f"{rel}/")
+        return self._judge_run(rel, tree, len(tree.files))
+
+    def _judge_run(self, rel: str, tree: Tree, count: int) -> tuple[RunState, list[str]]:
+        """The run at ``rel`` judged against its ``status.json``, from ``tree``: a scan that
+        holds (at least) every file under the run, by bundle-relative path, each hashed
+        once; ``count`` is how many of its files are under the run. Reads only the run's
+        ``status.json``."""
+        status_path = self.path / rel / STATUS_FILE
         if not status_path.exists():
             return "partial", [f"{rel}: run is not sealed (no {STATUS_FILE}; interrupted)"]
         srel = f"{rel}/{STATUS_FILE}"
@@ -473,9 +482,10 @@ class Bundle:
             or not isinstance(status.get("record"), dict)
         ):
             return "corrupt", [f"{srel}: not a sealed run status (files/record/sealed)"]
-        problems: list[str] = []
-        files, odd = self._run_files(run)
-        problems.extend(f"{rel}/{name}: not a regular file" for name in odd)
+        del status  # the listing can be large: keep one copy
+        prefix = f"{rel}/"
+        problems = [f"{o}: not a regular file" for o in tree.odd if o.startswith(prefix)]
+        found = 0
         for name, entry in sorted(listed.items()):
             if (
                 not isinstance(entry, dict)
@@ -485,23 +495,24 @@ class Bundle:
             ):
                 problems.append(f"{srel}: malformed entry for {name!r}")
                 continue
-            if name not in files:
+            got = tree.files.get(prefix + name) if name != STATUS_FILE else None
+            if got is None:
                 problems.append(f"{rel}/{name}: missing (listed in {STATUS_FILE})")
                 continue
-            try:
-                digest, size = sha256_file(files[name])
-            except OSError as exc:
-                problems.append(f"{rel}/{name}: unreadable ({exc.strerror})")
-                continue
-            if digest != entry["sha256"] or size != entry["size"]:
+            found += 1
+            if isinstance(got, str):
+                problems.append(f"{rel}/{name}: unreadable ({got})")
+            elif got[0] != entry["sha256"] or got[1] != entry["size"]:
                 problems.append(
                     f"{rel}/{name}: sha256 mismatch ({STATUS_FILE} says {entry['sha256'][:12]}… "
-                    f"{entry['size']} B, file has {digest[:12]}… {size} B)"
+                    f"{entry['size']} B, file has {got[0][:12]}… {got[1]} B)"
                 )
-        problems.extend(
-            f"{rel}/{name}: not listed in {STATUS_FILE} (added after sealing)"
-            for name in sorted(set(files) - set(listed))
-        )
+        if found != count - 1:  # status.json is under the run, never listed
+            problems.extend(
+                f"{f}: not listed in {STATUS_FILE} (added after sealing)"
+                for f in sorted(f for f in tree.files if f.startswith(prefix))
+                if f[len(prefix) :] not in listed and f != srel
+            )
         return ("corrupt" if problems else "sealed"), problems
 
     def set_aside_partial(self, exp_id: str, k: int) -> Path:
@@ -647,27 +658,30 @@ class Bundle:
 
     # ------------------------------------------------------------------ sealing and checking
 
-    def _all_files(self) -> tuple[dict[str, Path], list[str]]:
-        """Every regular file of the bundle (posix rel paths), and non-regular entries."""
-        files: dict[str, Path] = {}
-        odd: list[str] = []
-        for dirpath, dirnames, filenames in os.walk(self.path):
-            here = Path(dirpath)
-            for name in [*dirnames]:
-                if (here / name).is_symlink():
-                    odd.append((here / name).relative_to(self.path).as_posix())
-                    dirnames.remove(name)
-            dirnames.sort()
-            for name in filenames:
-                p = here / name
-                rel = p.relative_to(self.path).as_posix()
-                if rel in UNSUMMED_FILES:
-                    continue
-                if p.is_symlink() or not p.is_file():
-                    odd.append(rel)
-                else:
-                    files[rel] = p
-        return files, odd
+    def scan(self) -> Tree:
+        """Every file of the bundle but SHA256SUMS, the signature and the lock, hashed once
+        (one ``os.scandir`` walk), and every entry that is not a regular file."""
+        return scan_tree(self.path, skip_top=UNSUMMED_FILES)
+
+    def _runs_checked(self, tree: Tree) -> tuple[dict[tuple[str, int], RunState], list[str]]:
+        """The state of every run and their problems, judged from ``tree`` (no re-hashing)."""
+        counts: dict[str, int] = {}
+        for rel in tree.files:
+            head = rel.split("/", 3)
+            if len(head) == 4 and head[0] == RUNS_DIR:  # under runs/<exp>/<k>/
+                run = f"{head[0]}/{head[1]}/{head[2]}"
+                counts[run] = counts.get(run, 0) + 1
+        states: dict[tuple[str, int], RunState] = {}
+        problems: list[str] = []
+        for exp_id, k in self.runs():
+            rel = self._run_rel(exp_id, k)
+            run_dir = self.path / rel
+            if run_dir.is_symlink() or not run_dir.is_dir():
+                states[(exp_id, k)], found = "missing", [f"{rel}: run is missing"]
+            else:
+                states[(exp_id, k)], found = self._judge_run(rel, tree, counts.get(rel, 0))
+            problems.extend(found)
+        return states, problems
 
     def write_sha256sums(self) -> Path:
         """Seal the bundle: write ``SHA256SUMS`` (``<hex>  <relpath>``, sorted by path).
@@ -675,34 +689,32 @@ class Bundle:
         Covers every file except SHA256SUMS, the signature files and the lock. Refuses to
         seal over evidence that is not sound: a corrupt or unsealed run (set it aside
         first), a broken journal, a symlink or special file, or a hidden file outside a
-        set-aside ``.partial-*`` dir, so a seal can never launder tampering.
+        set-aside ``.partial-*`` dir, so a seal can never launder tampering. Each file is
+        read once: the digests that check the runs are the ones written.
         """
         self._require_lock()
         if (self.path / SUMS_FILE).exists():
             raise EvidenceError("the bundle is already sealed", path=SUMS_FILE)
-        problems: list[str] = []
-        for exp_id, k in self.runs():
-            problems.extend(self.check_run(exp_id, k))
+        tree = self.scan()
+        _states, problems = self._runs_checked(tree)
         self.journal_records()
-        files, odd = self._all_files()
-        problems.extend(f"{rel}: not a regular file" for rel in odd)
-        for rel in files:
+        problems.extend(f"{rel}: not a regular file" for rel in tree.odd)
+        for rel, got in tree.files.items():
             parts = rel.split("/")
             in_partial = len(parts) > 3 and parts[0] == RUNS_DIR and _PARTIAL_DIR.match(parts[2])
             if not in_partial and any(part.startswith(".") for part in parts):
                 problems.append(f"{rel}: hidden or temporary file")
             if any(c in rel for c in "\\\n\r"):
                 problems.append(f"{rel!r}: name cannot be listed in SHA256SUMS")
+            if isinstance(got, str):
+                problems.append(f"{rel}: unreadable ({got})")
         if problems:
             raise EvidenceError(
                 f"refusing to seal: {'; '.join(problems[:5])}"
                 + (f" (+{len(problems) - 5} more)" if len(problems) > 5 else ""),
                 path=str(self.path),
             )
-        lines = []
-        for rel in sorted(files):
-            digest, _size = sha256_file(files[rel])
-            lines.append(f"{digest}  {rel}\n")
+        lines = [f"{tree.files[rel][0]}  {rel}\n" for rel in sorted(tree.files)]
         return self._commit(self.path / SUMS_FILE, "".join(lines).encode("utf-8"), SUMS_FILE)
 
     def read_sha256sums(self) -> tuple[dict[str, str], list[str]]:
@@ -734,30 +746,71 @@ class Bundle:
 
         Each problem starts with the file it is about. Read-only; needs no lock.
         """
+        return self.inspect()[0]
+
+    def inspect(self) -> tuple[list[str], dict[tuple[str, int], RunState]]:
+        """:meth:`verify_files`' problems and every run's state, from one walk of the
+        bundle hashing each file once (``rb verify``'s integrity pass)."""
         entries, problems = self.read_sha256sums()
-        files, odd = self._all_files()
-        problems.extend(f"{rel}: not a regular file" for rel in odd)
+        tree = self.scan()
+        problems.extend(f"{rel}: not a regular file" for rel in tree.odd)
         if entries or (self.path / SUMS_FILE).exists():
             for rel, expected in sorted(entries.items()):
-                if rel not in files:
+                got = tree.files.get(rel)
+                if got is None:
                     problems.append(f"{rel}: missing (listed in {SUMS_FILE})")
-                    continue
-                try:
-                    digest, _size = sha256_file(files[rel])
-                except OSError as exc:
-                    problems.append(f"{rel}: unreadable ({exc.strerror})")
-                    continue
-                if digest != expected:
+                elif isinstance(got, str):
+                    problems.append(f"{rel}: unreadable ({got})")
+                elif got[0] != expected:
                     problems.append(
-                        f"{rel}: sha256 mismatch ({SUMS_FILE} says {expected[:12]}…, file has {digest[:12]}…)"
+                        f"{rel}: sha256 mismatch ({SUMS_FILE} says {expected[:12]}…, file has {got[0][:12]}…)"
                     )
             problems.extend(
                 f"{rel}: not listed in {SUMS_FILE} (added after sealing)"
-                for rel in sorted(set(files) - set(entries))
+                for rel in sorted(set(tree.files) - set(entries))
             )
-        for exp_id, k in self.runs():
-            problems.extend(self.check_run(exp_id, k))
-        return problems
+        del entries
+        states, run_problems = self._runs_checked(tree)
+        return problems + run_problems, states
+
+
+@dataclass
+class Tree:
+    """What one ``os.scandir`` walk found: ``files`` maps each regular file's path (relative
+    to the walk's base, with ``/``) to ``(sha256 hex, size)`` of the bytes read, or to why
+    it could not be read; ``odd`` lists entries that are neither a regular file nor a real
+    directory (links, FIFOs, sockets, devices), sorted."""
+
+    files: dict[str, tuple[str, int] | str]
+    odd: list[str]
+
+
+def scan_tree(base: Path, *, prefix: str = "", skip_top: frozenset[str] = frozenset()) -> Tree:
+    """Walk ``base`` once (``os.scandir``: the entry types come with the listing, no
+    ``stat`` per entry) and hash every regular file once; paths in the result start with
+    ``prefix``. Links are listed in ``odd``, never followed; ``skip_top`` names at the top
+    of ``base`` are left out."""
+    files: dict[str, tuple[str, int] | str] = {}
+    odd: list[str] = []
+    stack = [(os.fspath(base), prefix, True)]
+    while stack:
+        path, rel_dir, top = stack.pop()
+        with os.scandir(path) as listing:
+            for entry in listing:
+                if top and entry.name in skip_top:
+                    continue
+                rel = rel_dir + entry.name
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((entry.path, rel + "/", False))
+                elif entry.is_file(follow_symlinks=False):
+                    try:
+                        files[rel] = sha256_file(entry.path)
+                    except OSError as exc:
+                        files[rel] = str(exc.strerror or exc)
+                else:
+                    odd.append(rel)
+    odd.sort()
+    return Tree(files, odd)
 
 
 def _utc_iso() -> str:

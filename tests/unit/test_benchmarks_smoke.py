@@ -54,3 +54,11 @@ def test_init_command_smoke():
     cells = [c.strip() for c in row.strip("|").split("|")]
     assert cells[1] == "120" and cells[7].endswith("x") and cells[8].endswith("x")
     assert float(cells[13]) > 0  # rb's peak RSS in MB
+
+
+def test_verify_smoke():
+    out = _run(
+        str(BENCH / "verify.py"), "--files", "60", "--mb", "0.1", "--runs", "2", "--repeat", "1"
+    )
+    assert "rb verify" in out and "sha256sum -c" in out
+    assert "target <= 2.5x" in out and "peak" in out

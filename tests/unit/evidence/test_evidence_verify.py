@@ -82,3 +82,29 @@ def test_sha256_files_threads(tmp_path: Path) -> None:
     got = sha256_files(paths, workers=4)
     assert got == {p: (hashlib.sha256(p.read_bytes()).hexdigest(), p.stat().st_size) for p in paths}
     assert sha256_files(paths, workers=1) == got
+
+
+def test_verify_and_seal_read_each_file_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: verify hashed each run file three times (SHA256SUMS, the run's status.json,
+    then the run list), sealing twice. Now one walk hashes each file once for both."""
+    import reprobridge.evidence.bundle as bundle_mod
+
+    bundle = build_bundle(tmp_path, seal=False)
+    hashed: list[str] = []
+
+    def counting(path: Path | str) -> tuple[str, int]:
+        hashed.append(str(path))
+        return sha256_file(path)
+
+    monkeypatch.setattr(bundle_mod, "sha256_file", counting)
+    with bundle.lock():
+        bundle.write_sha256sums()
+    files = [p for p in bundle.path.rglob("*") if p.is_file() and not p.name.startswith(".lock")]
+    summed = [p for p in files if p.name != "SHA256SUMS"]
+    assert sorted(hashed) == sorted(str(p) for p in summed)
+    hashed.clear()
+    report = verify_bundle(bundle.path)
+    assert report.ok and set(report.runs.values()) == {"sealed"}
+    assert sorted(hashed) == sorted(str(p) for p in summed)
