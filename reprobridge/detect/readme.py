@@ -5,7 +5,9 @@ fenced blocks tagged ``bash``/``sh``/``shell``/``console``/``zsh`` or untagged, 
 (four-space) code blocks, and reST
 ``code-block``/``::`` literal blocks. ``$ `` prompts are stripped (in a block with prompts,
 lines without one are program output), ``\\`` continuations joined, ``cd dir`` tracked as
-the working directory, and ``export NAME=value`` lines recorded in the finding's note.
+the working directory (a command after a placeholder ``cd PATH_TO_PROJECT``, ``cd <dir>``
+or ``cd path/to/x``, naming no folder of the repository, is a ``rejected`` candidate: its
+working directory is unknown), and ``export NAME=value`` lines recorded in the finding's note.
 Every command :func:`~reprobridge.detect._text.parse_run` recognises (``python x.py``,
 ``python -m pkg``, ``torchrun``/``accelerate launch``/``deepspeed``, ``bash x.sh``,
 ``make target``; an environment manager's ``poetry run``/``uv run``/``pipenv run``/
@@ -86,6 +88,8 @@ class _Command:
     workdir: str
     env: list[str] = field(default_factory=list)
     more: list[Evidence] = field(default_factory=list)
+    #: The placeholder folder of a ``cd`` before it (``PATH_TO_PROJECT``), or "".
+    placeholder: str = ""
 
 
 def _clean_heading(text: str) -> str:
@@ -224,9 +228,25 @@ def _norm(path: str) -> str:
     return "/".join(parts) or "."
 
 
+#: A ``cd`` target that stands for the reader's own folder, in any case: ``<path>``,
+#: ``{dir}``, ``path/to/x``, ``your_folder``.
+_PLACEHOLDER_RE = re.compile(r"[<>{}]|(?:^|/)path/to(?:/|$)|(?:^|/)your[\w-]*(?:/|$)", re.I)
+#: ... or in capitals (``PATH_TO_PROJECT``, ``YOUR_DIR``; ``cd project`` is a folder).
+_PLACEHOLDER_CAPS_RE = re.compile(
+    r"(?:^|/)[A-Z0-9_]*(?:PATH|DIR|FOLDER|PROJECT|REPO)[A-Z0-9_]*(?:/|$)"
+)
+
+
+def placeholder_folder(target: str) -> bool:
+    """Whether a ``cd`` target looks like a placeholder for the reader's folder (the caller
+    still checks that no such folder is in the repository)."""
+    return bool(_PLACEHOLDER_RE.search(target) or _PLACEHOLDER_CAPS_RE.search(target))
+
+
 def _commands(block: _Block, base_dir: str) -> list[_Command]:
     found: list[_Command] = []
     workdir = base_dir
+    placeholder = ""
     comment = ""
     env: list[str] = []
     for number, text in _logical_lines(block):
@@ -239,6 +259,9 @@ def _commands(block: _Block, base_dir: str) -> list[_Command]:
                 target = words[1]
                 if target.startswith(("/", "~", "$")):
                     continue  # outside the repository (or unknowable): keep the last one
+                # A placeholder (`cd PATH_TO_PROJECT`) names no folder: what follows it has
+                # no known working directory, so it is a rejected candidate.
+                placeholder = target if placeholder_folder(target) else ""
                 workdir = _norm(f"{workdir}/{target}") if target != "-" else base_dir
                 continue
             if words[0] == "export" and len(words) >= 2:
@@ -247,10 +270,35 @@ def _commands(block: _Block, base_dir: str) -> list[_Command]:
             run = parse_run(segment)
             if run is not None:
                 found.append(
-                    _Command(run, block.path, number, block.heading, comment, workdir, [*env])
+                    _Command(
+                        run,
+                        block.path,
+                        number,
+                        block.heading,
+                        comment,
+                        workdir,
+                        [*env],
+                        placeholder=placeholder,
+                    )
                 )
         comment = ""
     return found
+
+
+def _is_folder(index: RepoIndex, path: str) -> bool:
+    prefix = f"{path}/"
+    return any(f.path.startswith(prefix) for f in index)
+
+
+def _readme_rejected(cmd: _Command, entry: str, reason: str) -> Finding:
+    return Finding(
+        kind="rejected",
+        key=entry,
+        value={"entry": entry, "reason": reason},
+        evidence=(Evidence(cmd.path, cmd.line),),
+        detector=ReadmeCommandsDetector.name,
+        confidence="low",
+    )
 
 
 def entry_path(index: RepoIndex, run: RunCommand, workdir: str) -> tuple[str, bool]:
@@ -444,22 +492,26 @@ class ReadmeCommandsDetector(Detector):
             )
             exp_id = unique_id(base, taken)
             entry, exists = entry_path(index, cmd.run, cmd.workdir)
+            if cmd.placeholder and not _is_folder(index, cmd.workdir):
+                findings.append(
+                    _readme_rejected(
+                        cmd,
+                        entry,
+                        f"`{cmd.run.command}` runs after `cd {cmd.placeholder}`, a placeholder "
+                        "for the reader's folder, not a folder of the repository: its working "
+                        "directory is unknown",
+                    )
+                )
+                continue
             if not exists and cmd.run.kind in {"script", "shell", "notebook"}:
                 # `python train.py` from the root where the file is src/train.py, or a
                 # placeholder folder (`cd PATH_TO_PROJECT`): the command cannot run as
                 # written, so it is a rejected candidate, not an experiment.
                 findings.append(
-                    Finding(
-                        kind="rejected",
-                        key=entry,
-                        value={
-                            "entry": entry,
-                            "reason": f"`{cmd.run.command}` runs {entry}, which is not in "
-                            "the repository",
-                        },
-                        evidence=(Evidence(cmd.path, cmd.line),),
-                        detector=self.name,
-                        confidence="low",
+                    _readme_rejected(
+                        cmd,
+                        entry,
+                        f"`{cmd.run.command}` runs {entry}, which is not in the repository",
                     )
                 )
                 continue

@@ -150,3 +150,33 @@ def test_readme_mentions_name_scripts_and_notebooks(make_repo) -> None:
         "notebooks/main_result.ipynb": ["README.md:3"],
         "tools/helpers.py": ["README.md:4"],
     }
+
+
+def test_a_placeholder_cd_never_becomes_a_workdir(make_repo) -> None:
+    """`cd PATH_TO_PROJECT`, `cd path/to/dir`, `cd {folder}`, `cd YOUR_DIR/sub`: what follows
+    is a rejected candidate, even a module (`python -m`) that would otherwise be kept with
+    the placeholder as its workdir. An absolute `/path/to/repo` keeps the last folder; a real
+    folder with a placeholder-like name (`cd PROJECT_DIR`) is kept."""
+    blocks = [
+        "cd PATH_TO_PROJECT\npython -m pkg.train\n",
+        "cd path/to/dir && python -m pkg.train --a 1\n",
+        "cd {folder}; python -m pkg.train --b 2\n",
+        "cd YOUR_DIR/sub\npython -m pkg.train --c 3\n",
+        "cd /path/to/repo\npython -m pkg.train --d 4\n",
+        "cd PROJECT_DIR\npython run.py\n",
+    ]
+    readme = "".join(f"## Step {i}\n\n```bash\n{b}```\n\n" for i, b in enumerate(blocks))
+    ctx = run(
+        make_repo,
+        {
+            "README.md": readme,
+            "pkg/__init__.py": "",
+            "pkg/train.py": "",
+            "PROJECT_DIR/run.py": "",
+        },
+    )
+    kept = sorted((f.value["command"], f.value["workdir"]) for f in experiments(ctx).values())
+    assert kept == [("python -m pkg.train --d 4", "."), ("python run.py", "PROJECT_DIR")]
+    rejected = [f.value["reason"] for f in ctx.findings if f.kind == "rejected"]
+    assert len(rejected) == 4
+    assert all("a placeholder for the reader's folder" in r for r in rejected)
