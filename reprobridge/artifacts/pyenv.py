@@ -316,7 +316,7 @@ def lock_python_project(
         argv += ["--python", python]
     try:
         if in_sandbox:
-            result = _sandboxed_lock(argv, directory, python, network_env or {}, timeout)
+            result = sandboxed_uv(argv, directory, python, network_env or {}, timeout)
         else:
             result = _proc.run(argv, cwd=directory, env=env, check=False, timeout=timeout)
     except CommandFailed as exc:  # only a timeout reaches here (check=False)
@@ -355,14 +355,18 @@ def lock_python_project(
     )
 
 
-def _sandboxed_lock(
+def sandboxed_uv(
     argv: list[str],
     directory: Path,
     python: str | None,
     network_env: Mapping[str, str],
     timeout: float,
 ) -> _proc.Result:
-    """``argv`` (uv lock, builds allowed) in bubblewrap: see :func:`lock_python_project`."""
+    """Run uv's ``argv`` (a resolution that may build sdists for their metadata) in
+    bubblewrap: network on, ``network_env`` (TLS/proxy/index settings) only, an empty HOME
+    and a fresh uv cache, ``directory`` (its working directory) the only writable host path,
+    the interpreter's prefix read-only. Used by :func:`lock_python_project` and by the host
+    backend's resolution without a lock. Never raises for uv's own failure (check=False)."""
     binary = Path(os.path.realpath(argv[0]))
     ro: list[Path] = [binary]
     if python:

@@ -25,8 +25,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import stat
 import sys
+import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,14 +37,16 @@ from typing import Any, Protocol
 from packaging.utils import canonicalize_name
 
 from reprobridge import _machine, _proc
+from reprobridge.artifacts.pyenv import sandboxed_uv
 from reprobridge.audit.hostenv import (
     HostInstall,
     choose_index,
     pip_inputs,
+    requirement_name,
     step_network_env,
 )
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
-from reprobridge.errors import AuditError, CommandFailed, MachineError
+from reprobridge.errors import AuditError, CommandFailed, MachineError, ReproBridgeError
 
 NIX_BASE_ARGS = ("--extra-experimental-features", "nix-command flakes")
 NIX_LOCK_ARGS = ("--no-update-lock-file", "--no-write-lock-file")
@@ -504,8 +508,6 @@ class NixBackend:
         return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
 
 
-
-
 def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
     venv = workspace / PYTHON_DIR / ".venv"
     if (venv / "bin" / "python").exists():
@@ -571,6 +573,8 @@ class HostBackend:
         self._offline_lines: list[str] = []
         #: Whether the torch family comes from its routed index (decided in prepare).
         self._routed = False
+        #: Without a lock: the exact pins resolved in a sandbox (decided in prepare).
+        self._pinned: list[str] | None = None
 
     def _python(self, state: EnvironmentState) -> str:
         for candidate in _machine.interpreter_candidates(self.python_version):
@@ -619,6 +623,15 @@ class HostBackend:
             if index.fallback:
                 state.warnings.append(index.fallback)
         self._routed = bool(index is not None and index.routed)
+        self._pinned = None
+        if (
+            self.has_requirements
+            and not locked
+            and self.builds.allowed
+            and self.offline is None
+            and not self._routed
+        ):
+            self._resolve_in_sandbox(python, state)
         if self.install_project:
             state.fingerprint["own_project"] = (
                 "installed editable without dependencies in each run's sandbox (a failed "
@@ -641,6 +654,76 @@ class HostBackend:
             "not hermetic: the host backend pins only the Python packages (uv.lock)"
         )
         return state
+
+    def _resolve_in_sandbox(self, python: str, state: EnvironmentState) -> None:
+        """Without a lock, resolve once per audit in a sandbox, sdists allowed, and install
+        the exact pins (:attr:`_pinned`) instead. Wheels-only resolution on the host silently
+        backtracks past a release that has no wheel and takes everything that depends on it
+        back years (a 2019 notebook stack got ipykernel 4.0, which cannot start a kernel);
+        with every package pinned, the host's ``--no-build`` install cannot backtrack: a pin
+        without a wheel is refused, set aside and built in the run's sandbox as before. On
+        failure the audit goes on with the wheels-only resolution, and says so."""
+        scratch = Path(tempfile.mkdtemp(prefix="rb-resolve-"))
+        try:
+            inputs = pip_inputs(self.install, scratch, routed=False)
+            # `uv pip compile` takes its source file as an argument, not `-r`.
+            if inputs[:1] == ["-r"]:
+                inputs = inputs[1:]
+            argv = [
+                *self._uv(),
+                "pip",
+                "compile",
+                "--quiet",
+                "--no-progress",
+                "--no-header",
+                "--no-annotate",
+                *inputs,
+                "--python",
+                python,
+                "-o",
+                str(scratch / "pinned.txt"),
+            ]
+            if len(argv) > 1 and not Path(argv[0]).is_absolute():
+                raise CommandFailed(f"the sandbox needs the uv binary, not `{argv[0]}`")
+            result = sandboxed_uv(argv, scratch, python, step_network_env(), SETUP_TIMEOUT)
+            pinned = scratch / "pinned.txt"
+            if result.returncode != 0 or not pinned.is_file():
+                tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-2:]
+                raise CommandFailed(
+                    f"uv pip compile exited {result.returncode}: {' | '.join(tail)}"
+                )
+            self._pinned = [
+                line.strip()
+                for line in pinned.read_text(encoding="utf-8").splitlines()
+                if line.strip() and not line.lstrip().startswith(("#", "-"))
+            ]
+            state.fingerprint["resolution"] = (
+                "in a sandbox (sdists allowed for their metadata); runs install the exact pins"
+            )
+        except (CommandFailed, MachineError, AuditError, OSError) as exc:
+            why = exc.message if isinstance(exc, ReproBridgeError) else str(exc)
+            state.fingerprint["resolution"] = "wheels only, on the host"
+            state.warnings.append(
+                f"the requirements could not be resolved in a sandbox ({why}): resolved from "
+                "wheels only, which picks an older release where the newest has no wheel"
+            )
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def _pinned_inputs(self, scratch: Path, exclude: Iterable[str]) -> list[str]:
+        """``-r pinned.txt --no-deps`` of :attr:`_pinned`, less ``exclude``d names."""
+        assert self._pinned is not None
+        skip = set(exclude)
+        lines = [
+            p for p in self._pinned if canonicalize_name(requirement_name(p) or "") not in skip
+        ]
+        scratch.mkdir(parents=True, exist_ok=True)
+        path = scratch / "pinned.txt"
+        path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+        flags = ["-r", str(path), "--no-deps"]
+        for url in self.install.indexes:
+            flags += ["--extra-index-url", url]
+        return flags
 
     def _uv_argv(
         self,
@@ -672,7 +755,11 @@ class HostBackend:
                 ]
             ]
         venv = project / ".venv"
-        inputs = pip_inputs(self.install, scratch, routed=self._routed, exclude=exclude)
+        inputs = (
+            self._pinned_inputs(scratch, exclude)
+            if self._pinned is not None
+            else pip_inputs(self.install, scratch, routed=self._routed, exclude=exclude)
+        )
         make = (
             []
             if (venv / "bin" / "python").exists()

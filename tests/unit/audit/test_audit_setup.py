@@ -11,6 +11,7 @@ sandboxed, issue 9), where the host path is not there and the secret is not set.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -358,3 +359,109 @@ backend-path = ["."]
 name = "evilpkg"
 dynamic = ["version"]
 """
+
+
+_BT_BACKEND = r"""
+import base64, hashlib, os, zipfile
+
+def get_requires_for_build_wheel(config_settings=None):
+    return []
+
+def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
+    return wheel(wheel_directory, "2.0")
+
+def wheel(directory, version):
+    name = "rbbt_dep-%s-py3-none-any.whl" % version
+    info = "rbbt_dep-%s.dist-info" % version
+    files = {
+        "rbbt_dep.py": "VERSION = %r\n" % version,
+        info + "/METADATA": "Metadata-Version: 2.1\nName: rbbt-dep\nVersion: %s\n" % version,
+        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
+        for path, text in files.items():
+            data = text.encode()
+            z.writestr(path, data)
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
+        record.append(info + "/RECORD,,")
+        z.writestr(info + "/RECORD", "\n".join(record) + "\n")
+    return name
+"""
+
+
+@pytest.fixture
+def backtracking_index(tmp_path: Path):
+    """A PEP 503 index over HTTP on localhost: ``rbbt-dep`` 1.0 as a wheel, 2.0 (the newest)
+    as an sdist only, as pandocfilters was in 2019. Yields the index URL."""
+    import http.server
+    import io
+    import tarfile
+    import threading
+
+    root = tmp_path / "index"
+    files = root / "rbbt-dep"
+    files.mkdir(parents=True)
+    scope: dict[str, object] = {}
+    exec(_BT_BACKEND, scope)
+    scope["wheel"](str(files), "1.0")  # type: ignore[operator]
+    members = {
+        "rbbt_dep-2.0/pyproject.toml": (
+            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
+            '[project]\nname = "rbbt-dep"\ndynamic = ["version"]\n'
+        ),
+        "rbbt_dep-2.0/backend.py": _BT_BACKEND,
+        "rbbt_dep-2.0/PKG-INFO": "Metadata-Version: 2.1\nName: rbbt-dep\nVersion: 2.0\n",
+    }
+    with tarfile.open(files / "rbbt_dep-2.0.tar.gz", "w:gz") as tar:
+        for name, text in members.items():
+            data = text.encode()
+            member = tarfile.TarInfo(name)
+            member.size = len(data)
+            tar.addfile(member, io.BytesIO(data))
+    links = "".join(f'<a href="{p.name}">{p.name}</a>\n' for p in sorted(files.iterdir()))
+    (files / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
+
+    def handler(*args, **kw):  # type: ignore[no-untyped-def]
+        return http.server.SimpleHTTPRequestHandler(*args, directory=str(root), **kw)
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs_sandbox
+def test_without_a_lock_the_requirements_resolve_in_the_sandbox_not_backwards(
+    make_repo, backtracking_index: str
+) -> None:
+    """Without uv.lock, the host's wheels-only resolution took rbbt-dep 1.0 silently (as it
+    took a 2019 notebook stack back to ipykernel 4.0, which cannot start a kernel). The
+    audit resolves once in a sandbox, sdists allowed, and installs the exact pins: the
+    newest release, built in the run's sandbox."""
+    script = "python -c \"import rbbt_dep; print('version=' + rbbt_dep.VERSION)\"\necho acc=0.9\n"
+
+    def with_index(root: Path) -> None:
+        # No date bound: a simple HTML index has no upload dates, which uv's exclude-newer
+        # treats as too new.
+        text = (root / "reprobridge.toml").read_text()
+        text = re.sub(r"(?m)^exclude_newer = .*\n", "", text)
+        index = f"[environment]\npython_indexes = [{json.dumps(backtracking_index)}]\n"
+        (root / "reprobridge.toml").write_text(text.replace("[environment]\n", index, 1))
+        init_repository(root, lock="never")
+        assert "exclude_newer" not in (root / "reprobridge.toml").read_text()
+
+    root = _committed(make_repo, "rbbt-dep", {"run.sh": script}, with_index)
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    run = result.path / "runs/main/0"
+    assert "version=2.0" in (run / "stdout.log").read_text()
+    record = json.loads((run / "status.json").read_text())["record"]
+    assert record["built_from_source"]["without_wheel"] == ["rbbt-dep"]
+    env = json.loads((result.path / "environment.json").read_text())
+    assert env["fingerprint"]["resolution"].startswith("in a sandbox")
