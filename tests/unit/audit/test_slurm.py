@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from reprobridge.audit.slurm import (
+    INFRA_STATES,
     JobResources,
     SlurmOptions,
     batch_header,
@@ -468,8 +469,15 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     assert resumed.returncode == 0, resumed.stderr
     assert f"found Slurm job {job_id}" in resumed.stderr
     (record,) = _records(root)
-    assert record["placement"]["job_id"] == job_id  # type: ignore[index]
-    assert len(record["placement"]["attempts"]) == 1  # type: ignore[index]
+    attempts = record["placement"]["attempts"]  # type: ignore[index]
+    # The job found by id is the first attempt, collected, not run again. Under a loaded CI
+    # the one node can stop responding right after the node-down test resumed it: the job
+    # then ends NODE_FAIL and is resubmitted, which is the executor doing its job (seen
+    # once: job 14 found, NODE_FAIL, collected as 16). Anything else is a failure.
+    assert attempts[0]["job_id"] == job_id
+    assert all(a["state"] in INFRA_STATES for a in attempts[:-1]), attempts
+    assert attempts[-1]["state"] == "COMPLETED", attempts
+    assert record["placement"]["job_id"] == attempts[-1]["job_id"]  # type: ignore[index]
 
 
 def test_the_node_result_round_trips_every_field_of_a_completed_run(tmp_path: Path) -> None:
