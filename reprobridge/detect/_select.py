@@ -27,7 +27,7 @@ from pathlib import PurePosixPath
 
 from reprobridge.detect._text import is_test_path, skip_path
 from reprobridge.detect.base import DetectContext
-from reprobridge.detect.index import import_statements
+from reprobridge.detect.index import RepoIndex, import_statements
 from reprobridge.detect.notebooks import notebook_code
 
 #: Files one procedure detector parses at most.
@@ -36,8 +36,10 @@ MAX_PARSED = 200
 _MEMO = "procedure_files"
 
 
-def _usable(path: str) -> bool:
-    return path.endswith(".py") and not skip_path(path) and not is_test_path(path)
+def _usable(path: str, index: RepoIndex) -> bool:
+    return (
+        path.endswith(".py") and not skip_path(path) and not is_test_path(path, index.try_read_text)
+    )
 
 
 def resolve_import(
@@ -107,16 +109,17 @@ def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:
     if isinstance(cached, tuple) and cached[0] == memo_key:
         return list(cached[1]), bool(cached[2])
     scan = index.py_scan()
-    entries = [p for p in dict.fromkeys(experiments) if p in scan and _usable(p)]
+    # An experiment's own file is read whatever its name: the README ran it.
+    entries = [p for p in dict.fromkeys(experiments) if p in scan and not skip_path(p)]
     mains = sorted(
         p
         for p, info in scan.items()
         if ("__main__" in info.markers or p.endswith("/__main__.py") or p == "__main__.py")
-        and _usable(p)
+        and _usable(p, index)
     )
     first = list(dict.fromkeys([*entries, *mains]))
     if not first:
-        ranked = sorted(p for p in scan if _usable(p))
+        ranked = sorted(p for p in scan if _usable(p, index))
         has_entries = False
     else:
         py_paths = set(scan)
@@ -125,7 +128,7 @@ def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:
             for module, names in index.imported_modules(path):
                 imported |= resolve_import(py_paths, path, module, names)
         seen = set(first)
-        ranked = first + sorted(p for p in imported if p not in seen and _usable(p))
+        ranked = first + sorted(p for p in imported if p not in seen and _usable(p, index))
         has_entries = True
     index.memo[_MEMO] = (memo_key, tuple(ranked), has_entries)
     return ranked, has_entries
@@ -143,7 +146,7 @@ def procedure_files(
     """The files ``detector`` should parse: relevant (see module docstring), matching
     ``pattern`` (or listed in ``matched``), at most ``cap``, in order of relevance."""
     ranked, _ = ranked_files(ctx)
-    order = list(dict.fromkeys([*ranked, *(p for p in sorted(extra) if _usable(p))]))
+    order = list(dict.fromkeys([*ranked, *(p for p in sorted(extra) if _usable(p, ctx.index))]))
     chosen: list[str] = []
     for path, data in ctx.index.py_bytes(order):
         if path not in matched and not pattern.search(data):

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 
 #: A printed number as one capturing group (sign, decimals, exponent).
@@ -69,23 +70,42 @@ def skip_path(path: str) -> bool:
     return any(p in _SKIP_DIRS or p.endswith(".egg-info") for p in parts)
 
 
-def is_test_path(path: str) -> bool:
-    """True for test files: under a tests/ directory, ``test_*.py``, ``*_test.py``, conftest."""
+#: What a test module contains: test functions or classes, or a test framework's import.
+_TEST_MARKERS = re.compile(
+    r"^[ \t]*(?:(?:async[ \t]+)?def[ \t]+test\w*[ \t]*\(|class[ \t]+\w*Test\w*\b"
+    r"|(?:import|from)[ \t]+(?:pytest\w*|unittest|nose\w*|hypothesis)\b)",
+    re.M,
+)
+
+
+def is_test_path(path: str, read: Callable[[str], str | None] | None = None) -> bool:
+    """True for test files: under a tests/ directory, conftest, ``test_*.py``, ``*_test.py``.
+
+    With ``read`` (the index's ``try_read_text``), a file known as a test only by its
+    *name* must also look like one — a ``test*`` function, a ``*Test*`` class, or a test framework's
+    import (pytest and its plugins, unittest, nose, hypothesis) — because research code names experiment scripts that way too (a
+    ``char_cnn_test.py`` that trains with argparse flags). ``read`` is called only then.
+    """
     parts = _parts(path)
     name = parts[-1] if parts else ""
-    if any(p in _TEST_DIRS for p in parts[:-1]):
+    if any(p in _TEST_DIRS for p in parts[:-1]) or name == "conftest.py":
         return True
-    return name == "conftest.py" or name.startswith("test_") or name.endswith("_test.py")
+    if not (name.startswith("test_") or name.endswith("_test.py")):
+        return False
+    if read is None:
+        return True
+    text = read(path)
+    return text is None or _TEST_MARKERS.search(text) is not None
 
 
 #: Directories of code that supports the project but is not run by its experiments.
 _SUPPORT_DIRS = frozenset({"docs", "doc", "benchmarks", "benchmark", "bench", "asv_bench"})
 
 
-def is_support_path(path: str) -> bool:
-    """True for tests (:func:`is_test_path`), documentation and benchmark code: files whose
-    imports are not requirements of the experiments."""
-    return is_test_path(path) or any(p in _SUPPORT_DIRS for p in _parts(path)[:-1])
+def is_support_path(path: str, read: Callable[[str], str | None] | None = None) -> bool:
+    """True for tests (:func:`is_test_path`, with ``read`` as there), documentation and
+    benchmark code: files whose imports are not requirements of the experiments."""
+    return is_test_path(path, read) or any(p in _SUPPORT_DIRS for p in _parts(path)[:-1])
 
 
 def _ascii(text: str) -> str:

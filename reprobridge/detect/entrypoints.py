@@ -25,7 +25,10 @@ with no known parent package". It is run as ``python -m pkg.mod`` from its packa
 (the first folder above it without an ``__init__.py``: the experiment's workdir), or,
 when its folders form no importable module path, reported as a ``rejected`` candidate.
 
-Tests, ``setup.py``, docs and vendored directories are skipped.
+Tests, ``setup.py``, docs and vendored directories are skipped; a ``test_*.py`` or
+``*_test.py`` file outside a tests/ folder is a test only when it looks like one (test
+functions, a ``TestCase``, a pytest/unittest import): research code names experiment
+scripts so too.
 
 The command is ``python path.py`` plus every *required* parameter the command line
 declares, as ``--flag {name}`` (or ``{name}`` for a positional): the launcher fills the
@@ -131,7 +134,7 @@ class EntryPointsDetector(Detector):
             pure = PurePosixPath(path)
             if (
                 skip_path(path)
-                or is_test_path(path)
+                or is_test_path(path, index.try_read_text)
                 or pure.name in _SKIP_NAMES
                 or pure.parts[0] in _SKIP_TOP
             ):
@@ -196,7 +199,7 @@ class EntryPointsDetector(Detector):
                 or _parent(path) in packages
                 or _stem(name) in imported
                 or skip_path(path)
-                or is_test_path(path)
+                or is_test_path(path, index.try_read_text)
             ):
                 continue
             info = scan[path]

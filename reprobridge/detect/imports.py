@@ -262,7 +262,7 @@ class ImportsDetector(Detector):
             # there (a test importing torch) would pull a framework the experiments never use.
             # It is still reported, marked support_only: the merge keeps it only when an
             # experiment runs from that folder (a benchmarks/ folder of experiments).
-            paths = [p for p in all_paths if not is_support_path(p)]
+            paths = [p for p in all_paths if not is_support_path(p, code.text)]
             support_only = not paths
             paths = paths or all_paths
             hit = self._confirm(code, paths, name)
@@ -313,7 +313,7 @@ class ImportsDetector(Detector):
         needles = {key.rsplit(".", 1)[1] for key in SUBMODULE_DISTS}
         out: dict[str, Finding] = {}
         paths = sorted(
-            {p for top in tops for p in importers.get(top, ()) if not is_support_path(p)}
+            {p for top in tops for p in importers.get(top, ()) if not is_support_path(p, code.text)}
         )
         for path in paths:
             text = code.text(path)

@@ -15,7 +15,8 @@ Every command :func:`~reprobridge.detect._text.parse_run` recognises (``python x
 (``pip``, ``conda``, ``git clone``...) are not commands it recognises.
 
 Ids come from the nearest preceding heading (not the document's title, its first
-level-1 heading); when one heading covers several commands,
+level-1 heading, nor a heading that names no experiment: "Note", "Usage", "Quick start");
+when one heading covers several commands, or the heading names no experiment, ids come
 from the comment above each command or else the script and config names. A command that
 appears in several files (translated READMEs) is reported once, with every place as
 evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
@@ -90,6 +91,21 @@ class _Command:
     more: list[Evidence] = field(default_factory=list)
     #: The placeholder folder of a ``cd`` before it (``PATH_TO_PROJECT``), or "".
     placeholder: str = ""
+
+
+#: Section headings that say how to read a README, not which experiment a command is:
+#: a command under "Note" or "Usage" is named for what it runs (``char_cnn_test``).
+_GENERIC_HEADINGS = frozenset(
+    {
+        "note", "notes", "usage", "example", "examples", "run", "running", "how-to-run",
+        "quick-start", "quickstart", "getting-started", "instructions", "commands", "code",
+        "overview", "details", "setup", "command", "to-run", "run-the-code",
+    }
+)  # fmt: skip
+
+
+def _generic(heading: str) -> bool:
+    return (slugify(heading) or "") in _GENERIC_HEADINGS
 
 
 def _clean_heading(text: str) -> str:
@@ -484,7 +500,7 @@ class ReadmeCommandsDetector(Detector):
             label = entry_label(cmd.run)
             alone = per_heading[(cmd.path, cmd.heading)] == 1
             base = (
-                (slugify(cmd.heading) if alone else None)
+                (slugify(cmd.heading) if alone and not _generic(cmd.heading) else None)
                 or slugify(cmd.comment)
                 or slugify(label)
                 or slugify(cmd.heading)
