@@ -14,6 +14,7 @@ import pytest
 
 from reprobridge import errors
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import FindingValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 
@@ -32,6 +33,11 @@ def _subset(expected: Any, actual: Any) -> bool:
         except (TypeError, ValueError):
             return False
     return bool(expected == actual)
+
+
+def _plain(value: Any) -> Any:
+    """A finding's value as the dict expected.toml describes (typed kinds: ``to_json()``)."""
+    return value.to_json() if isinstance(value, FindingValue) else value
 
 
 def _describe(findings: list[Any], kind: str) -> str:
@@ -59,7 +65,7 @@ def test_fixture_repo(case: Path) -> None:
             for f in findings
             if f.kind == want["kind"]
             and ("key" not in want or f.key == want["key"])
-            and _subset(want.get("value", {}), f.value)
+            and _subset(want.get("value", {}), _plain(f.value))
             and ("evidence" not in want or want["evidence"] in f.sources())
             and ("confidence" not in want or want["confidence"] == f.confidence)
         ]

@@ -54,12 +54,21 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Generic, Literal
+
+# PEP 696 defaults (a bare ``Finding`` is ``Finding[Any]`` while kinds are being typed).
+from typing_extensions import TypeVar
+
+from reprobridge.detect.findings import FindingValue
 
 if TYPE_CHECKING:
     from reprobridge.detect.index import RepoIndex
 
 Confidence = Literal["high", "medium", "low"]
+
+#: A finding's value type: one :mod:`~reprobridge.detect.findings` class per kind.
+V_co = TypeVar("V_co", covariant=True, default=Any)
+V = TypeVar("V", bound=FindingValue)
 
 
 @dataclass(frozen=True, order=True)
@@ -74,16 +83,22 @@ class Evidence:
 
 
 @dataclass(frozen=True)
-class Finding:
-    """One fact a detector found. See the module docstring for ``kind``/``key``/``value``."""
+class Finding(Generic[V_co]):
+    """One fact a detector found. See the module docstring for ``kind``/``key``/``value``;
+    a typed ``value`` (a :class:`~reprobridge.detect.findings.FindingValue`) must be of
+    ``kind`` (ValueError otherwise)."""
 
     kind: str
     key: str
-    value: dict[str, Any]
+    value: V_co
     evidence: tuple[Evidence, ...]
     detector: str
     confidence: Confidence = "high"
     note: str = ""
+
+    def __post_init__(self) -> None:
+        if isinstance(self.value, FindingValue) and self.kind != self.value.KIND:
+            raise ValueError(f"a {self.kind} finding with a {self.value.KIND} value")
 
     def sources(self) -> list[str]:
         """Evidence as ``file:line`` strings, for the manifest's provenance."""
@@ -113,6 +128,10 @@ class DetectContext:
     def of_kind(self, kind: str) -> list[Finding]:
         """Earlier findings of ``kind``."""
         return [f for f in self.findings if f.kind == kind]
+
+    def of(self, cls: type[V]) -> list[Finding[V]]:
+        """Earlier findings of the kind of value ``cls``, typed."""
+        return [f for f in self.findings if isinstance(f.value, cls)]
 
     def warn(self, message: str, path: str | None = None) -> None:
         """Record a non-fatal problem (skipped file, ambiguous value)."""

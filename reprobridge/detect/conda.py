@@ -27,6 +27,12 @@ from reprobridge.detect._pkgmap import CONDA_NOT_PYTHON, CONDA_SYSTEM, CONDA_TO_
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import (
+    CompilerValue,
+    CudaValue,
+    PythonVersionValue,
+    SystemLibraryValue,
+)
 from reprobridge.detect.requirements import (
     RequirementsParser,
     logical_lines,
@@ -174,7 +180,7 @@ class _EnvFile:
             Finding(
                 kind="cuda",
                 key="cuda",
-                value={"version": version},
+                value=CudaValue(version),
                 evidence=(self._evidence(node),),
                 detector=self.detector,
                 note=f"{why} {node.value}",
@@ -216,7 +222,7 @@ class _EnvFile:
                     Finding(
                         kind="compiler",
                         key="gcc",
-                        value={"version": major.group(1)},
+                        value=CompilerValue(major.group(1)),
                         evidence=(self._evidence(node),),
                         detector=self.detector,
                         note=f"conda package {spec}",
@@ -227,7 +233,7 @@ class _EnvFile:
                 Finding(
                     kind="system_library",
                     key=CONDA_SYSTEM[conda_name],
-                    value={"name": conda_name},
+                    value=SystemLibraryValue(conda_name),
                     evidence=(self._evidence(node),),
                     detector=self.detector,
                     note="conda package",
@@ -244,7 +250,11 @@ class _EnvFile:
 
     def _python(self, version: str, node: yaml.Node) -> None:
         exact = _EXACT_MINOR_RE.match(version)
-        value = {"exact": f"{exact.group(1)}.{exact.group(2)}"} if exact else {"specifier": version}
+        value = (
+            PythonVersionValue(exact=f"{exact.group(1)}.{exact.group(2)}")
+            if exact
+            else PythonVersionValue(specifier=version)
+        )
         if not version:
             return
         self.findings.append(

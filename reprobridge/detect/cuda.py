@@ -36,6 +36,7 @@ from packaging.version import InvalidVersion, Version
 from reprobridge.data import load_pins
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import CudaValue, IndexValue, NvccValue, RequirementValue
 
 # "/whl/cu121", "/cu113/torch1.11/", "+cu118", "%2Bcu118" — not "-cu12" (a wheel's name).
 _CU_TAG_RE = re.compile(r"(?:/|\+|%2B)cu(\d{2,3})(?!\d)", re.I)
@@ -101,7 +102,7 @@ class CudaDetector(Detector):
                 Finding(
                     kind="nvcc",
                     key="nvcc",
-                    value={},
+                    value=NvccValue(),
                     evidence=tuple(nvcc),
                     detector=self.name,
                     note="CUDA sources are compiled",
@@ -118,22 +119,20 @@ class CudaDetector(Detector):
                 cand.rules.append(rule)
 
         cpu_only = False
-        for f in ctx.of_kind("python_index"):
-            url = str(f.value.get("url", ""))
+        for index in ctx.of(IndexValue):
+            url = index.value.url
             match = _CU_TAG_RE.search(url)
             if match:
-                add(cu_tag_version(match.group(1)), "high", f.evidence, f"index URL {url}")
+                add(cu_tag_version(match.group(1)), "high", index.evidence, f"index URL {url}")
             elif _CPU_TAG_RE.search(url):
                 cpu_only = True
         requirements = []
-        for f in ctx.of_kind("python_requirement"):
+        for f in ctx.of(RequirementValue):
             try:
-                requirements.append((f, Requirement(str(f.value.get("requirement", "")))))
+                requirements.append((f, Requirement(f.value.requirement)))
             except InvalidRequirement:
                 continue
-        cpu_only = cpu_only or any(
-            _CPU_TAG_RE.search(str(f.value.get("requirement"))) for f, _ in requirements
-        )
+        cpu_only = cpu_only or any(_CPU_TAG_RE.search(f.value.requirement) for f, _ in requirements)
         for f, req in requirements:
             self._requirement(f, req, add, cpu_only)
         ordered = sorted(
@@ -145,7 +144,7 @@ class CudaDetector(Detector):
                 Finding(
                     kind="cuda",
                     key="cuda",
-                    value={"version": cand.version},
+                    value=CudaValue(cand.version),
                     evidence=tuple(cand.evidence),
                     detector=self.name,
                     confidence=cand.confidence,
@@ -169,9 +168,11 @@ class CudaDetector(Detector):
         return evidence
 
     @staticmethod
-    def _requirement(f: Finding, req: Requirement, add: _Add, cpu_only: bool) -> None:
+    def _requirement(
+        f: Finding[RequirementValue], req: Requirement, add: _Add, cpu_only: bool
+    ) -> None:
         name = f.key
-        text = str(f.value.get("requirement", ""))
+        text = f.value.requirement
         ev = f.evidence
         tag = _CU_TAG_RE.search(text.split(";", 1)[0])
         if tag:

@@ -39,6 +39,7 @@ from reprobridge.detect._pkgmap import (
 )
 from reprobridge.detect._text import is_support_path, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import RequirementValue
 from reprobridge.detect.index import scan_imports
 from reprobridge.detect.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
@@ -293,8 +294,9 @@ class ImportsDetector(Detector):
                 found[key] = Finding(
                     kind="python_requirement",
                     key=canonicalize_name(requirement.split(" @ ")[0]),
-                    value={"requirement": requirement, "declared": False, "importers": paths}
-                    | ({"support_only": True} if support_only else {}),
+                    value=RequirementValue(
+                        requirement, False, importers=tuple(paths), support_only=support_only
+                    ),
                     evidence=(evidence,),
                     detector=self.name,
                     confidence="low" if support_only else confidence,
@@ -328,7 +330,7 @@ class ImportsDetector(Detector):
                         out[key] = Finding(
                             kind="python_requirement",
                             key=key,
-                            value={"requirement": key, "declared": False},
+                            value=RequirementValue(key, declared=False),
                             evidence=(Evidence(path, code.line(path, offset)),),
                             detector=self.name,
                             confidence="medium",
@@ -348,7 +350,7 @@ class ImportsDetector(Detector):
                         Finding(
                             kind="python_requirement",
                             key=canonicalize_name(requirement.name),
-                            value={"requirement": str(requirement), "declared": True},
+                            value=RequirementValue(str(requirement), declared=True),
                             evidence=(Evidence(path, json_line_of(raw_lines, line)),),
                             detector=self.name,
                             confidence="medium",

@@ -27,6 +27,7 @@ from packaging.utils import canonicalize_name
 
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import PinValue, RequirementValue
 from reprobridge.detect.pipfile import pipenv_python
 from reprobridge.detect.pyproject import toml_error
 from reprobridge.errors import DetectionError
@@ -115,7 +116,7 @@ class LockfilesDetector(Detector):
                     Finding(
                         kind="python_requirement",
                         key=name,
-                        value={"requirement": req, "declared": True},
+                        value=RequirementValue(req, declared=True),
                         evidence=(Evidence(path, line),),
                         detector=self.name,
                         note="Pipfile.lock [default]",
@@ -127,7 +128,7 @@ class LockfilesDetector(Detector):
         return Finding(
             kind="python_pin",
             key=name,
-            value={"version": version, "lock": path},
+            value=PinValue(version, path),
             evidence=(Evidence(path, line),),
             detector=self.name,
         )

@@ -15,6 +15,7 @@ from typing import Any
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import IndexRole, PythonVersionValue
 from reprobridge.detect.pyproject import toml_error
 from reprobridge.detect.requirements import (
     index_finding,
@@ -42,7 +43,7 @@ def pipenv_python(
             return Finding(
                 kind="python_version",
                 key="python",
-                value={"exact": f"{match.group(1)}.{match.group(2)}"},
+                value=PythonVersionValue(exact=f"{match.group(1)}.{match.group(2)}"),
                 evidence=(Evidence(path, line_of(key)),),
                 detector=detector,
                 note=f"{where} {key}",
@@ -118,7 +119,7 @@ class PipfileDetector(Detector):
         for number, source in enumerate(data.get("source", []) or []):
             url = source.get("url") if isinstance(source, dict) else None
             if isinstance(url, str) and not is_default_index(url):
-                role = "index" if number == 0 else "extra"
+                role: IndexRole = "index" if number == 0 else "extra"
                 # [[source]] tables have no key to find; the url line is unique enough.
                 line = next((i + 1 for i, ln in enumerate(lines) if url in ln), 1)
                 findings.append(index_finding(url, role, Evidence(path, line), self.name))

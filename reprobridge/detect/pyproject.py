@@ -30,6 +30,7 @@ from reprobridge.detect.base import (
     Evidence,
     Finding,
 )
+from reprobridge.detect.findings import IndexRole
 from reprobridge.detect.requirements import (
     index_finding,
     is_default_index,
@@ -194,7 +195,7 @@ class _Run:
                 field=f"line {line}",
             ) from exc
 
-    def index(self, url: Any, role: str, line: int) -> None:
+    def index(self, url: Any, role: IndexRole, line: int) -> None:
         if isinstance(url, str) and url and not is_default_index(url):
             self.findings.append(index_finding(url, role, Evidence(self.path, line), self.detector))
 
@@ -286,16 +287,16 @@ class _Run:
                 self.python(str(pdm[key]), line, "PDM python_requires")
         for source in pdm.get("source", []) or []:
             if isinstance(source, dict):
-                role = "index" if source.get("name") == "pypi" else "extra"
+                role: IndexRole = "index" if source.get("name") == "pypi" else "extra"
                 line = self.lines.find("tool.pdm.source", str(source.get("name", "")))
                 self.index(source.get("url"), role, line)
 
     def uv(self, uv: dict[str, Any]) -> None:
         for source in uv.get("index", []) or []:
             if isinstance(source, dict):
-                role = "index" if source.get("default") is True else "extra"
+                uv_role: IndexRole = "index" if source.get("default") is True else "extra"
                 line = self.lines.find("tool.uv.index", str(source.get("name", "")))
-                self.index(source.get("url"), role, line)
+                self.index(source.get("url"), uv_role, line)
         if "index-url" in uv:
             self.index(uv["index-url"], "index", self.lines.find("tool.uv", "index-url"))
         extra = uv.get("extra-index-url", [])

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import MAX_SCAN_BYTES
 from reprobridge.errors import DetectionError, UnsafePathError
 
@@ -193,7 +194,7 @@ class PythonVersionDetector(Detector):
                 Finding(
                     kind="python_version",
                     key="python",
-                    value={"exact": version},
+                    value=PythonVersionValue(exact=version),
                     evidence=(Evidence(path, line),),
                     detector=self.name,
                 )
@@ -205,7 +206,7 @@ class PythonVersionDetector(Detector):
                 Finding(
                     kind="python_version",
                     key="python",
-                    value={"specifier": f">=3.{b.minor}"},
+                    value=PythonVersionValue(specifier=f">=3.{b.minor}"),
                     evidence=(Evidence(path, b.line),),
                     detector=self.name,
                     confidence="medium",

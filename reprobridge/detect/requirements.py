@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import IndexRole, IndexValue, PythonVersionValue, RequirementValue
 from reprobridge.errors import DetectionError, UnsafePathError
 
 # pip's own comment rule (req_file.COMMENT_RE): ``#`` at line start or after whitespace, so
@@ -84,7 +85,7 @@ def requirement_finding(
     return Finding(
         kind="python_requirement",
         key=canonicalize_name(req.name),
-        value={"requirement": str(req), "declared": declared},
+        value=RequirementValue(str(req), declared),
         evidence=(evidence,),
         detector=detector,
         confidence=confidence,
@@ -101,7 +102,7 @@ def python_spec_finding(spec: str, evidence: Evidence, detector: str, note: str)
     return Finding(
         kind="python_version",
         key="python",
-        value={"specifier": spec},
+        value=PythonVersionValue(specifier=spec),
         evidence=(evidence,),
         detector=detector,
         note=note,
@@ -109,13 +110,13 @@ def python_spec_finding(spec: str, evidence: Evidence, detector: str, note: str)
 
 
 def index_finding(
-    url: str, role: str, evidence: Evidence, detector: str, note: str = ""
+    url: str, role: IndexRole, evidence: Evidence, detector: str, note: str = ""
 ) -> Finding:
     """A ``python_index`` finding (``role`` is "index" or "extra")."""
     return Finding(
         kind="python_index",
         key=url,
-        value={"url": url, "role": role},
+        value=IndexValue(url, role),
         evidence=(evidence,),
         detector=detector,
         note=note,

@@ -29,6 +29,7 @@ from reprobridge.detect._pkgmap import (
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import SystemLibraryValue
 
 _APT_INSTALL_RE = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(.*)")
 _STOP_RE = re.compile(r"&&|\|\||[;|#`)]")
@@ -140,7 +141,7 @@ class SystemLibsDetector(Detector):
             Finding(
                 kind="system_library",
                 key=attr,
-                value={"name": entry.name},
+                value=SystemLibraryValue(entry.name),
                 evidence=tuple(entry.evidence),
                 detector=self.name,
                 confidence=entry.confidence,

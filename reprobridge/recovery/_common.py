@@ -4,11 +4,13 @@ the ranking of findings."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from reprobridge.detect.base import Finding
 from reprobridge.manifest.schema import Manifest
 from reprobridge.recovery import pins
+
+V = TypeVar("V")
 
 CONF_RANK = {"high": 0, "medium": 1, "low": 2}
 
@@ -62,7 +64,7 @@ class Builder:
         return True
 
 
-def best(findings: list[Finding], priority: dict[str, int]) -> list[Finding]:
+def best(findings: list[Finding[V]], priority: dict[str, int]) -> list[Finding[V]]:
     """Findings ordered strongest first: confidence, then source priority, then evidence."""
     return sorted(
         findings,

@@ -16,6 +16,15 @@ from packaging.version import Version
 
 from reprobridge.detect._pkgmap import RENAMED_REQUIREMENTS
 from reprobridge.detect.base import Finding
+from reprobridge.detect.findings import (
+    CompilerValue,
+    CudaValue,
+    IndexValue,
+    PinValue,
+    PythonVersionValue,
+    RequirementValue,
+    of_type,
+)
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import RenderError
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
@@ -45,8 +54,8 @@ def merge_requirements(
     b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult
 ) -> dict[str, Requirement]:
     """One requirement per distribution (the more specific file wins; undeclared imports flagged); returns them by name."""
-    groups: dict[str, list[Finding]] = defaultdict(list)
-    for f in by_kind["python_requirement"]:
+    groups: dict[str, list[Finding[RequirementValue]]] = defaultdict(list)
+    for f in of_type(by_kind, RequirementValue):
         key = canonicalize_name(f.key)
         groups[RENAMED_REQUIREMENTS.get(key, key)].append(f)
     chosen: dict[str, Requirement] = {}
@@ -62,10 +71,10 @@ def merge_requirements(
         )
         top = ranked[0]
         try:
-            req = Requirement(str(top.value["requirement"]))
+            req = Requirement(top.value.requirement)
         except InvalidRequirement:
             res.warnings.append(
-                f"{top.sources()[0]}: ignored invalid requirement {top.value['requirement']!r}"
+                f"{top.sources()[0]}: ignored invalid requirement {top.value.requirement!r}"
             )
             continue
         if canonicalize_name(req.name) != name:
@@ -75,24 +84,24 @@ def merge_requirements(
             )
             req = _renamed(req, name)
         chosen[name] = req
-        specs = {str(f.value["requirement"]) for f in ranked}
+        specs = {f.value.requirement for f in ranked}
         if len(specs) > 1:
             others = [
-                f"{f.value['requirement']} ({', '.join(f.sources())})"
+                f"{f.value.requirement} ({', '.join(f.sources())})"
                 for f in ranked[1:]
-                if str(f.value["requirement"]) != str(top.value["requirement"])
+                if f.value.requirement != top.value.requirement
             ]
             res.conflicts.append(
                 Conflict(
                     f"environment.python_requirements[{name}]",
-                    f"{top.value['requirement']} ({', '.join(top.sources())})",
+                    f"{top.value.requirement} ({', '.join(top.sources())})",
                     others,
                     "the more specific dependency file wins",
                 )
             )
-        if not top.value.get("declared", True):
+        if not top.value.declared:
             res.flagged_imports.append(f"{name} (imported at {top.sources()[0]}, declared nowhere)")
-    lock_sources = _apply_pins(b, by_kind["python_pin"], chosen, res)
+    lock_sources = _apply_pins(b, of_type(by_kind, PinValue), chosen, res)
     if chosen:
         sources = sorted({s for g in groups.values() for f in g for s in f.sources()})
         sources += lock_sources
@@ -103,7 +112,7 @@ def merge_requirements(
             sources,
             conf,
         )
-    indexes = sorted({str(f.value["url"]) for f in by_kind["python_index"]})
+    indexes = sorted({f.value.url for f in of_type(by_kind, IndexValue)})
     if indexes:
         b.put(
             "environment.python_indexes",
@@ -199,7 +208,10 @@ def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResu
 
 
 def _apply_pins(
-    b: Builder, pins_found: list[Finding], chosen: dict[str, Requirement], res: MergeResult
+    b: Builder,
+    pins_found: list[Finding[PinValue]],
+    chosen: dict[str, Requirement],
+    res: MergeResult,
 ) -> list[str]:
     """The committed lock's versions: each requirement it locks is pinned to the locked
     version (extras and markers kept) unless the requirement excludes it (a conflict, kept);
@@ -213,7 +225,7 @@ def _apply_pins(
         pin = by_name.get(name)
         if pin is None:
             continue
-        version = str(pin.value["version"])
+        version = pin.value.version
         if req.url or not req.specifier.contains(version, prereleases=True):
             res.conflicts.append(
                 Conflict(
@@ -229,11 +241,9 @@ def _apply_pins(
         chosen[name] = pinned
         used += pin.sources()
     constraints = [
-        f"{name}=={by_name[name].value['version']}"
-        for name in sorted(by_name)
-        if name not in chosen
+        f"{name}=={by_name[name].value.version}" for name in sorted(by_name) if name not in chosen
     ]
-    locks = sorted({str(f.value["lock"]) for f in pins_found})
+    locks = sorted({f.value.lock for f in pins_found})
     if constraints:
         b.put(
             "environment.python_constraints",
@@ -349,15 +359,16 @@ def merge_python(
     specifiers (framework pins included), the newest admitted, at most the default, and
     at most the newest Python released a year before the last commit (``head``): a 2022
     repository resolved as of its date has no wheels for a Python of late 2022."""
-    exact = [f for f in by_kind["python_version"] if "exact" in f.value]
+    found = of_type(by_kind, PythonVersionValue)
+    exact = [(f, v) for f in found if (v := f.value.exact) is not None]
     specs: list[tuple[SpecifierSet, Finding | str]] = []
-    for f in by_kind["python_version"]:
-        if "specifier" in f.value:
+    for f in found:
+        if f.value.specifier is not None:
             try:
-                specs.append((SpecifierSet(str(f.value["specifier"])), f))
+                specs.append((SpecifierSet(f.value.specifier), f))
             except InvalidSpecifier:
                 res.warnings.append(
-                    f"{f.sources()[0]}: ignored invalid Python specifier {f.value['specifier']!r}"
+                    f"{f.sources()[0]}: ignored invalid Python specifier {f.value.specifier!r}"
                 )
     for fw, table in _FRAMEWORK_MAX_PY.items():
         req = reqs.get(fw)
@@ -374,10 +385,12 @@ def merge_python(
                     break
     sources: list[str] = []
     if exact:
-        ranked = sorted(exact, key=lambda f: (_EXACT_PY_PRIORITY.get(f.detector, 9), f.sources()))
-        choice = _major_minor(str(ranked[0].value["exact"]))
-        sources = ranked[0].sources()
-        others = sorted({_major_minor(str(f.value["exact"])) for f in ranked[1:]} - {choice})
+        ranked = sorted(
+            exact, key=lambda fv: (_EXACT_PY_PRIORITY.get(fv[0].detector, 9), fv[0].sources())
+        )
+        choice = _major_minor(ranked[0][1])
+        sources = ranked[0][0].sources()
+        others = sorted({_major_minor(v) for _, v in ranked[1:]} - {choice})
         if others:
             res.conflicts.append(
                 Conflict(
@@ -474,20 +487,15 @@ def _cuda_version(raw: str) -> tuple[str, str | None]:
 
 def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> str | None:
     """The CUDA ``X.Y`` (highest-confidence source), or None for CPU only."""
-    found = best(by_kind["cuda"], {})
+    found = best(of_type(by_kind, CudaValue), {})
     if not found:
         return None
     top = found[0]
-    version, note = _cuda_version(str(top.value["version"]))
+    version, note = _cuda_version(top.value.version)
     if note:
         res.decisions.append(note)
     others = sorted(
-        {
-            _cuda_version(str(f.value["version"]))[0]
-            for f in found[1:]
-            if "." in str(f.value["version"])
-        }
-        - {version}
+        {_cuda_version(f.value.version)[0] for f in found[1:] if "." in f.value.version} - {version}
     )
     if others:
         res.conflicts.append(
@@ -518,8 +526,8 @@ def merge_environment(
             res.warnings.append(
                 "CUDA sources are compiled but no CUDA version was found: set environment.cuda"
             )
-    gcc_f = best(by_kind["compiler"], {})
-    gcc = _major_minor(str(gcc_f[0].value["version"])).split(".")[0] if gcc_f else None
+    gcc_f = best(of_type(by_kind, CompilerValue), {})
+    gcc = _major_minor(gcc_f[0].value.version).split(".")[0] if gcc_f else None
     system = sorted(
         {
             f.key

@@ -47,6 +47,7 @@ from collections.abc import Mapping
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import RequirementValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
@@ -115,7 +116,7 @@ def _scope_environment(
     choose, found on a scratch builder."""
     config_dir = env_scope(ctx.index).config_dir
     declaring = declaring_folders(by_kind, config_dir)
-    support = any(f.value.get("support_only") for f in by_kind["python_requirement"])
+    support = any(f.value.support_only for f in of_type(by_kind, RequirementValue))
     if not declaring and not support:
         return
     scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]

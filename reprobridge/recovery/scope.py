@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from reprobridge.detect._pkgmap import IMPORT_TO_DIST, PROVIDERS
 from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect.findings import RequirementValue, of_type
 from reprobridge.detect.index import RepoIndex, scan_imports
 
 #: Detectors whose findings come from declaration files (scoped by the file's folder).
@@ -83,9 +84,9 @@ def drop_support_only(by_kind: dict[str, list[Finding]], folders: list[str]) -> 
     inside = [f for f in folders if f]
     dropped: list[str] = []
     kept: list[Finding] = []
-    for f in by_kind.get("python_requirement", []):
-        importers = [str(p) for p in f.value.get("importers", [])]
-        if f.value.get("support_only") and not any(
+    for f in of_type(by_kind, RequirementValue):
+        importers = list(f.value.importers or ())
+        if f.value.support_only and not any(
             _inside(p.rpartition("/")[0], d) for p in importers for d in inside
         ):
             dropped.append(f"{f.key} ({importers[0] if importers else f.sources()[0]})")
@@ -159,7 +160,7 @@ def scope_findings(
                     Finding(
                         kind="python_requirement",
                         key=key,
-                        value={"requirement": key, "declared": False, "importers": [importer]},
+                        value=RequirementValue(key, declared=False, importers=(importer,)),
                         evidence=(Evidence(importer),),
                         detector="imports",
                         confidence="medium",
@@ -168,9 +169,8 @@ def scope_findings(
                 )
             return False
         if f.detector == "imports":
-            importers = [str(p) for p in f.value.get("importers", [])] or [
-                e.path for e in f.evidence
-            ]
+            seen = f.value.importers if isinstance(f.value, RequirementValue) else None
+            importers = list(seen or ()) or [e.path for e in f.evidence]
             if not any(related(p.rpartition("/")[0]) for p in importers):
                 dropped[f"import of {f.key} ({importers[0]})"] = None
                 return False

@@ -6,6 +6,7 @@ import pytest
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.conda import conda_version
+from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 from reprobridge.errors import DetectionError
@@ -67,8 +68,8 @@ def test_python_range_channel_cuda_and_unknown_native_library(make_repo) -> None
     )
     ctx = run(make_repo, env)
     (python,) = ctx.of_kind("python_version")
-    assert python.value == {"specifier": ">=3.9,<3.11"}
-    assert {f.value["version"] for f in ctx.of_kind("cuda")} == {"11.8"}
+    assert python.value == PythonVersionValue(specifier=">=3.9,<3.11")
+    assert {f.value.version for f in ctx.of_kind("cuda")} == {"11.8"}
     assert [f.sources() for f in ctx.of_kind("cuda")] == [
         ["environment.yml:2"],
         ["environment.yml:7"],
@@ -80,6 +81,6 @@ def test_python_range_channel_cuda_and_unknown_native_library(make_repo) -> None
 def test_non_pep440_version_is_dropped_with_a_note(make_repo) -> None:
     ctx = run(make_repo, "dependencies:\n  - weirdpkg=1.0a.b\n")
     (req,) = ctx.of_kind("python_requirement")
-    assert req.value["requirement"] == "weirdpkg"
+    assert req.value.requirement == "weirdpkg"
     assert req.confidence == "medium"
     assert "not PEP 440" in req.note

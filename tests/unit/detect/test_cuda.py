@@ -19,7 +19,7 @@ def run(make_repo, files: dict[str, str], *extra: str):
 
 
 def cuda(ctx) -> list[tuple[str, str]]:
-    return [(f.value["version"], f.confidence) for f in ctx.of_kind("cuda")]
+    return [(f.value.version, f.confidence) for f in ctx.of_kind("cuda")]
 
 
 def test_pins_data_ships_with_the_package() -> None:
@@ -80,7 +80,7 @@ def test_conda_cuda_is_not_repeated(make_repo) -> None:
         "conda",
     )
     # conda's pytorch follows cudatoolkit, not the PyPI wheel default (10.2 for 1.12)
-    assert [(f.detector, f.value["version"]) for f in ctx.of_kind("cuda")] == [("conda", "11.3")]
+    assert [(f.detector, f.value.version) for f in ctx.of_kind("cuda")] == [("conda", "11.3")]
 
 
 def test_cpp_extension_without_cuda_needs_no_nvcc(make_repo) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import RequirementValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 
@@ -16,7 +17,7 @@ def flagged(ctx) -> dict[str, str]:
     return {
         f.key: f.sources()[0]
         for f in ctx.of_kind("python_requirement")
-        if f.value["declared"] is False
+        if f.value.declared is False
     }
 
 
@@ -129,7 +130,7 @@ def test_notebook_code_cells_are_scanned_magics_are_not(make_repo) -> None:
     )
     reqs = {f.key: f for f in ctx.of_kind("python_requirement")}
     assert set(reqs) == {"numpy", "jax", "einops", "pyyaml"}
-    assert reqs["einops"].value == {"requirement": "einops==0.7", "declared": True}
+    assert reqs["einops"].value == RequirementValue("einops==0.7", declared=True)
     assert reqs["numpy"].sources() == ["nb/demo.ipynb:7"]  # the line in the .ipynb JSON
 
 
@@ -144,7 +145,7 @@ def test_imports_only_in_tests_docs_and_benchmarks_are_not_run_requirements(make
             "benchmarks/bench_io.py": "import asv\n",
         },
     )
-    run_deps = {f.key for f in ctx.of_kind("python_requirement") if not f.value.get("support_only")}
+    run_deps = {f.key for f in ctx.of_kind("python_requirement") if not f.value.support_only}
     assert run_deps == {"numpy"}
     support = {f.key: f.sources() for f in ctx.of_kind("python_requirement")}
     assert support["torch"] == ["tests/test_train.py:1"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 from reprobridge.errors import DetectionError
@@ -33,9 +34,9 @@ def test_git_dependency_and_full_python_version(make_repo) -> None:
         },
     )
     (foo,) = ctx.of_kind("python_requirement")
-    assert foo.value["requirement"] == "foo @ git+https://github.com/a/foo.git@v1"
+    assert foo.value.requirement == "foo @ git+https://github.com/a/foo.git@v1"
     (python,) = ctx.of_kind("python_version")
-    assert python.value == {"exact": "3.10"}
+    assert python.value == PythonVersionValue(exact="3.10")
     assert python.sources() == ["Pipfile:4"]
 
 

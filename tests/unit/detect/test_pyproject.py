@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.pyproject import poetry_constraint
 from reprobridge.detect.registry import detectors
@@ -68,7 +69,7 @@ def test_dynamic_dependencies_from_a_file(make_repo) -> None:
         },
     )
     (dep,) = ctx.of_kind("python_requirement")
-    assert dep.value["requirement"] == "lightning>=2"
+    assert dep.value.requirement == "lightning>=2"
     assert dep.sources() == ["deps.txt:1"]
 
 
@@ -83,7 +84,7 @@ def test_uv_index_url_and_extra(make_repo) -> None:
             )
         },
     )
-    assert [(f.key, f.value["role"]) for f in ctx.of_kind("python_index")] == [
+    assert [(f.key, f.value.role) for f in ctx.of_kind("python_index")] == [
         ("https://mirror.example/simple", "index"),
         ("https://download.pytorch.org/whl/cu124", "extra"),
     ]
@@ -101,10 +102,10 @@ def test_poetry_markers_and_url(make_repo) -> None:
             )
         },
     )
-    got = {f.key: f.value["requirement"] for f in ctx.of_kind("python_requirement")}
+    got = {f.key: f.value.requirement for f in ctx.of_kind("python_requirement")}
     assert got == {
         "pywin32": 'pywin32<307.0,>=306; sys_platform == "win32"',
         "wheelpkg": "wheelpkg @ https://example.org/wheelpkg-1.0-py3-none-any.whl",
     }
     (python,) = ctx.of_kind("python_version")
-    assert python.value == {"specifier": "<3.12,>=3.9"}
+    assert python.value == PythonVersionValue(specifier="<3.12,>=3.9")

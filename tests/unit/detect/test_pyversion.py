@@ -13,7 +13,7 @@ def run(make_repo, files: dict[str, str]):
 
 
 def values(ctx) -> list[tuple[dict[str, str], list[str]]]:
-    return [(f.value, f.sources()) for f in ctx.of_kind("python_version")]
+    return [(f.value.to_json(), f.sources()) for f in ctx.of_kind("python_version")]
 
 
 def test_python_version_file_with_system_is_a_warning(make_repo) -> None:

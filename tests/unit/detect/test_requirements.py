@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import IndexValue, PythonVersionValue
 from reprobridge.detect.index import MAX_TEXT_BYTES, RepoIndex
 from reprobridge.detect.registry import detectors
 from reprobridge.detect.requirements import is_requirements_file, logical_lines
@@ -21,7 +22,7 @@ def run(make_repo, files: dict[str, str | bytes], *names: str):
 
 
 def reqs(ctx) -> dict[str, str]:
-    return {f.key: f.value["requirement"] for f in ctx.of_kind("python_requirement")}
+    return {f.key: f.value.requirement for f in ctx.of_kind("python_requirement")}
 
 
 def test_file_above_the_size_limit_is_an_error(tmp_path: Path) -> None:
@@ -56,7 +57,7 @@ def test_compact_include_and_index_url(make_repo) -> None:
     )
     assert reqs(ctx) == {"einops": "einops==0.7.0"}
     (index,) = ctx.of_kind("python_index")
-    assert index.value == {"url": "https://mirror.example/simple", "role": "index"}
+    assert index.value == IndexValue("https://mirror.example/simple", "index")
     assert index.sources() == ["requirements.txt:2"]
 
 
@@ -102,7 +103,7 @@ def test_vcs_urls_editables_and_local_paths(make_repo) -> None:
 def test_python_listed_as_requirement_is_a_python_version(make_repo) -> None:
     ctx = run(make_repo, {"requirements.txt": "python>=3.8\nnumpy\n"})
     (version,) = ctx.of_kind("python_version")
-    assert version.value == {"specifier": ">=3.8"}
+    assert version.value == PythonVersionValue(specifier=">=3.8")
     assert "python" not in reqs(ctx)
 
 
@@ -115,7 +116,7 @@ def test_constraints_annotate_but_never_add(make_repo) -> None:
         },
     )
     (numpy,) = ctx.of_kind("python_requirement")
-    assert numpy.value["requirement"] == "numpy"
+    assert numpy.value.requirement == "numpy"
     assert numpy.note == "constrained to numpy==1.26.4 by constraints.txt:1"
 
 

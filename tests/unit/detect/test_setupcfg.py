@@ -21,7 +21,7 @@ def test_file_directive_defers_to_that_file(make_repo) -> None:
         },
     )
     (numpy,) = ctx.of_kind("python_requirement")
-    assert numpy.value["requirement"] == "numpy==1.26.4"
+    assert numpy.value.requirement == "numpy==1.26.4"
     assert numpy.sources() == ["deps/run.txt:1"]
     assert "setup.cfg:2" in numpy.note
 
@@ -36,4 +36,4 @@ def test_percent_signs_are_not_interpolated(make_repo) -> None:
         make_repo, {"setup.cfg": "[options]\ninstall_requires =\n    foo @ https://x/a%20b.whl\n"}
     )
     (foo,) = ctx.of_kind("python_requirement")
-    assert foo.value["requirement"] == "foo @ https://x/a%20b.whl"
+    assert foo.value.requirement == "foo @ https://x/a%20b.whl"

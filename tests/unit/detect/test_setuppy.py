@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 from reprobridge.errors import DetectionError
@@ -18,7 +19,7 @@ def run(make_repo, files: dict[str, str], *names: str):
 
 
 def reqs(ctx) -> dict[str, str]:
-    return {f.key: f.value["requirement"] for f in ctx.of_kind("python_requirement")}
+    return {f.key: f.value.requirement for f in ctx.of_kind("python_requirement")}
 
 
 def test_setup_py_is_never_executed(make_repo) -> None:
@@ -47,7 +48,7 @@ def test_keywords_from_a_dict_splat_and_multiline_string(make_repo) -> None:
     numpy = next(f for f in ctx.of_kind("python_requirement") if f.key == "numpy")
     assert numpy.sources() == ["setup.py:3"]
     (python,) = ctx.of_kind("python_version")
-    assert python.value == {"specifier": ">=3.8"}
+    assert python.value == PythonVersionValue(specifier=">=3.8")
 
 
 def test_reading_a_requirements_file_defers_without_duplicates(make_repo) -> None:
