@@ -304,6 +304,15 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
     out.append("")
     if env.python_requirements:
         out += ["Python requirements:", "", *_fenced(env.python_requirements), ""]
+    if env.optional_requirements:
+        out += [
+            "Optional, not installed (imported only inside a `try` that falls back when "
+            f"the import fails: {src('environment.optional_requirements')}); add one to "
+            "`environment.python_requirements` to use what needs it:",
+            "",
+            *_fenced(env.optional_requirements),
+            "",
+        ]
     if notes.lock_note:
         out += [_esc(notes.lock_note), ""]
     if notes.decisions:

@@ -12,6 +12,8 @@ kind [key]             value
 =====================  ==========================================================================
 python_requirement     ``{"requirement": "torch==2.1.2; python_version<'3.12'",
  [normalized dist]      "declared": bool}`` — declared=False for one only seen in imports (flagged)
+optional_import        ``{"requirement": dist, "module": name}`` — imported only inside a ``try``
+ [normalized dist]      that catches a failed import (evidence: every guarded import)
 python_index [url]     ``{"url": str, "role": "index" | "extra"}``
 python_pin [dist]      ``{"version": "1.24.4", "lock": path}`` — a committed lock's version
 python_version         ``{"exact": "3.10"}`` or ``{"specifier": ">=3.8,<3.12"}`` (PEP 440 set)

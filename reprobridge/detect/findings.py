@@ -87,6 +87,16 @@ class RequirementValue(FindingValue, kind="python_requirement"):
     support_only: bool = absent(False)
 
 
+@dataclass(frozen=True)
+class OptionalImportValue(FindingValue, kind="optional_import"):
+    """[normalized distribution name]: imported (``module``) only inside a ``try`` whose
+    handler catches a failed import; the evidence is every guarded import. Never a
+    requirement: the merge lists it in ``environment.optional_requirements``."""
+
+    requirement: str
+    module: str
+
+
 IndexRole = Literal["index", "extra"]
 
 

@@ -26,6 +26,7 @@ import sys
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from reprobridge.detect._guards import import_sites
 from reprobridge.detect._pkgmap import (
     GOOGLE_SUBPACKAGES,
     IMPORT_TO_DIST,
@@ -39,11 +40,15 @@ from reprobridge.detect._pkgmap import (
 )
 from reprobridge.detect._text import is_support_path, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import RequirementValue
+from reprobridge.detect.findings import OptionalImportValue, RequirementValue
 from reprobridge.detect.index import scan_imports
 from reprobridge.detect.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
 NOTE = "imported but not declared in any dependency file"
+OPTIONAL_NOTE = (
+    "imported only inside a try whose except catches a failed import: the code runs "
+    "without it, so it is not a requirement"
+)
 #: Files re-read at most per undeclared import name, to confirm the scan's match.
 _MAX_CONFIRM = 5
 #: Import names the tables know as third-party: never taken for a nested repo module.
@@ -173,6 +178,18 @@ class _Code:
             return self._nb[path]
         return self._ctx.index.try_read_text(path)
 
+    def code_line(self, path: str, line: int) -> int | None:
+        """The line of the file itself for 1-based ``line`` of :meth:`text`."""
+        if path not in self._nb:
+            return line
+        text = self._nb[path]
+        offset = 0
+        for _ in range(line - 1):
+            offset = text.find("\n", offset) + 1
+            if offset == 0:
+                return None
+        return self.line(path, offset)
+
     def line(self, path: str, offset: int) -> int | None:
         """The 1-based line of character ``offset`` of :meth:`text` in the file itself."""
         text = self.text(path) or ""
@@ -231,6 +248,21 @@ def _pip_install_requirements(line: str) -> list[Requirement]:
     return out
 
 
+def _optional(
+    key: str, requirement: str, import_name: str, guards: list[Evidence]
+) -> Finding[OptionalImportValue]:
+    """The ``optional_import`` finding of ``requirement`` (see :mod:`.findings`)."""
+    return Finding(
+        kind="optional_import",
+        key=key,
+        value=OptionalImportValue(requirement, import_name),
+        evidence=tuple(sorted(set(guards))),
+        detector="imports",
+        confidence="medium",
+        note=OPTIONAL_NOTE,
+    )
+
+
 class ImportsDetector(Detector):
     """Flags third-party imports that no dependency file declares (see module docstring)."""
 
@@ -239,6 +271,8 @@ class ImportsDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         code = _Code(ctx)
         found: dict[str, Finding] = {}
+        #: Imports guarded everywhere (``try: import x except ImportError``): optional.
+        optional: dict[str, Finding] = {}
         for finding in self._notebook_installs(ctx, code):
             found.setdefault(finding.key, finding)
         declared = {f.key for f in ctx.of_kind("python_requirement")} | set(found)
@@ -270,6 +304,7 @@ class ImportsDetector(Detector):
             if hit is None:
                 continue  # only in docstrings or strings: the scan's regex over-matched
             path, line = hit
+            guards = self._all_guarded(code, paths, name)
             if name == "google":
                 targets = self._google(code, path)
             else:
@@ -291,6 +326,9 @@ class ImportsDetector(Detector):
                     if line is not None and "." not in import_name
                     else self._evidence(code, path, import_name)
                 )
+                if guards is not None and not support_only:
+                    optional.setdefault(key, _optional(key, requirement, import_name, guards))
+                    continue
                 found[key] = Finding(
                     kind="python_requirement",
                     key=canonicalize_name(requirement.split(" @ ")[0]),
@@ -303,8 +341,29 @@ class ImportsDetector(Detector):
                     note="imported only by tests, docs or benchmarks" if support_only else note,
                 )
         for finding in self._submodules(code, importers, declared | set(found)):
-            found.setdefault(finding.key, finding)
-        return [found[k] for k in sorted(found)]
+            if finding.kind == "optional_import":
+                optional.setdefault(finding.key, finding)
+            else:
+                found.setdefault(finding.key, finding)
+        kept = [optional[k] for k in sorted(optional) if k not in found]
+        return [found[k] for k in sorted(found)] + kept
+
+    @staticmethod
+    def _all_guarded(code: _Code, paths: list[str], name: str) -> list[Evidence] | None:
+        """The guarded imports of ``name`` when every import of it in ``paths`` is guarded
+        (:mod:`~reprobridge.detect._guards`), else None. Reading stops at the first file
+        with an unguarded import (or that does not parse: then it counts as required)."""
+        guards: list[Evidence] = []
+        for path in paths:
+            text = code.text(path)
+            sites = import_sites(text) if text is not None else None
+            if sites is None:
+                return None
+            mine = [s for s in sites if s.top == name]
+            if any(not s.guarded for s in mine):
+                return None
+            guards += [Evidence(path, code.code_line(path, s.line)) for s in mine]
+        return guards or None
 
     def _submodules(
         self, code: _Code, importers: dict[str, list[str]], declared: set[str]
@@ -317,25 +376,36 @@ class ImportsDetector(Detector):
         paths = sorted(
             {p for top in tops for p in importers.get(top, ()) if not is_support_path(p, code.text)}
         )
+        #: key -> (the dotted import, its guarded sites): optional unless also unguarded.
+        guarded: dict[str, tuple[str, list[Evidence]]] = {}
         for path in paths:
             text = code.text(path)
             if text is None or not any(n in text for n in needles):
                 continue
+            sites = import_sites(text)
+            safe = {s.line for s in sites or () if s.guarded}
             for module, names, offset in _dotted_imports(text):
                 for dotted in [module, *(f"{module}.{n}" for n in names)]:
                     for dist in submodule_dists(dotted):
                         key = canonicalize_name(dist)
                         if key in out or key in declared:
                             continue
+                        where = Evidence(path, code.line(path, offset))
+                        if text.count("\n", 0, offset) + 1 in safe:
+                            guarded.setdefault(key, (dotted, []))[1].append(where)
+                            continue
                         out[key] = Finding(
                             kind="python_requirement",
                             key=key,
                             value=RequirementValue(key, declared=False),
-                            evidence=(Evidence(path, code.line(path, offset)),),
+                            evidence=(where,),
                             detector=self.name,
                             confidence="medium",
                             note=f"{NOTE}; `{dotted}` needs it (package table rule)",
                         )
+        for dist_key, (dotted, where_guarded) in guarded.items():
+            if dist_key not in out:
+                out[dist_key] = _optional(dist_key, dist_key, dotted, where_guarded)
         return [out[k] for k in sorted(out)]
 
     def _notebook_installs(self, ctx: DetectContext, code: _Code) -> list[Finding]:

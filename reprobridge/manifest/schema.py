@@ -169,6 +169,12 @@ class Environment(StrictModel):
     python_indexes: list[str] = Field(
         default_factory=list, description="Extra package indexes (e.g. PyTorch CUDA wheel indexes)."
     )
+    optional_requirements: list[str] = Field(
+        default_factory=list,
+        description="Distributions the code imports only inside a `try` that falls back when "
+        "the import fails: not installed (the code runs without them); listed so a person "
+        "can add one to `python_requirements` to use the feature that needs it.",
+    )
     python_lock: str | None = Field(None, description="Path of the uv lock, relative to the repo.")
     pythonpath: list[
         Annotated[

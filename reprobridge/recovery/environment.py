@@ -20,6 +20,7 @@ from reprobridge.detect.findings import (
     CompilerValue,
     CudaValue,
     IndexValue,
+    OptionalImportValue,
     PinValue,
     PythonVersionValue,
     RequirementValue,
@@ -120,6 +121,38 @@ def merge_requirements(
             [s for f in by_kind["python_index"] for s in f.sources()],
         )
     return chosen
+
+
+def merge_optional_imports(
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    requirements: dict[str, Requirement],
+    res: MergeResult,
+) -> None:
+    """``environment.optional_requirements``: distributions imported only under a guard
+    that falls back when the import fails (``optional_import`` findings), that no
+    requirement names. Not installed: a guarded import of a package that builds for
+    minutes (an sdist compiled against torch) must not block an environment whose code
+    runs without it. The guards are the provenance."""
+    optional = {
+        canonicalize_name(f.key): f
+        for f in of_type(by_kind, OptionalImportValue)
+        if canonicalize_name(f.key) not in requirements
+    }
+    if not optional:
+        return
+    names = sorted(optional)
+    b.put(
+        "environment.optional_requirements",
+        names,
+        [s for n in names for s in optional[n].sources()],
+        "medium",
+    )
+    res.decisions.append(
+        "not installed, imported only inside a try that falls back when the import fails: "
+        + "; ".join(f"{n} ({', '.join(optional[n].sources())})" for n in names)
+        + "; add one to environment.python_requirements to use what needs it"
+    )
 
 
 def _renamed(req: Requirement, name: str) -> Requirement:

@@ -5,7 +5,10 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
 * **Dependencies**: one requirement per distribution. When sources disagree, the more
   specific declaration wins: requirements files > pyproject > setup.cfg > setup.py >
   Pipfile > environment.yml > imports; the loser is reported as a conflict. Imports no file
-  declares are added unpinned and flagged.
+  declares are added unpinned and flagged. An import found only inside a ``try`` whose
+  handler catches a failed import (``except ImportError``, bare, ``Exception``) is optional:
+  listed in ``environment.optional_requirements`` with its guards, never installed; the
+  same import unguarded anywhere in the code keeps it required.
 * **Which files**: repo2docker's precedence (:mod:`reprobridge.detect.envscope`) decides
   before anything is read: a ``binder/`` directory replaces the root's files;
   ``environment.yml`` > ``Pipfile(.lock)`` > ``requirements.txt``; a Pipfile's Python wins
@@ -56,6 +59,7 @@ from reprobridge.recovery.environment import (
     merge_cuda,
     merge_environment,
     merge_exclude_newer,
+    merge_optional_imports,
     merge_python,
     merge_pythonpath,
     merge_requirements,
@@ -94,6 +98,7 @@ def merge_findings(
     _project(b, by_kind, repo_name, paper_path)
     _scope_environment(ctx, by_kind, res)
     requirements = merge_requirements(b, by_kind, res)
+    merge_optional_imports(b, by_kind, requirements, res)
     python = merge_python(b, by_kind, requirements, res, ctx.index.head)
     cuda = merge_cuda(b, by_kind, res)
     merge_environment(b, by_kind, python, cuda, python_lock, res)

@@ -90,3 +90,20 @@ def test_code_spans_cannot_be_closed_early() -> None:
     assert span.startswith("``` ") and span.endswith(" ```")
     assert _code("x|y") == "`x\\|y`"
     assert _code("plain") == "`plain`"
+
+
+def test_optional_imports_are_listed_with_their_guards_and_not_as_requirements() -> None:
+    data = sample_manifest_data()
+    data["environment"]["optional_requirements"] = ["signatory"]
+    data["derived"] = {
+        "environment.optional_requirements": {
+            "sources": ["pkg/log_ode.py:2"],
+            "digest": "0123456789abcdef",
+        }
+    }
+    text = render_guide(Manifest.model_validate(data), GuideNotes(), version=VERSION)
+    optional = text.split("Optional, not installed")[1].split("```", 2)
+    assert "pkg/log_ode.py:2" in optional[0]
+    assert optional[1].strip() == "signatory"
+    requirements = text.split("Python requirements:")[1].split("Optional")[0]
+    assert "signatory" not in requirements
