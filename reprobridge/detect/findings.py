@@ -151,3 +151,48 @@ class SystemLibraryValue(FindingValue, kind="system_library"):
     """[nixpkgs attribute]: ``name`` is the name the source used."""
 
     name: str
+
+
+# -- project and paper ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ProjectValue(FindingValue, kind="project"):
+    """[field: name, title, url, doi, license or authors]: the field's ``value``; authors
+    also come one by one (``values``; ``value`` joins them with ``"; "``)."""
+
+    value: str
+    values: tuple[str, ...] | None = absent(None)
+
+
+@dataclass(frozen=True)
+class TargetValue(FindingValue, kind="target"):
+    """[row::column]: a number of a paper's result table, with its table's name and
+    caption, the column's direction (None: unknown), whether it is a percentage, and the
+    ``spread`` of ``91.2 ± 0.3`` (None without one)."""
+
+    row: str
+    column: str
+    value: float
+    table: str
+    caption: str
+    higher_is_better: bool | None
+    percent: bool
+    spread: float | None = absent(None)
+
+
+@dataclass(frozen=True)
+class ClaimValue(FindingValue, kind="claim"):
+    """[better>worse]: the paper says row ``better`` beats row ``worse`` (on column
+    ``metric``, where it says which)."""
+
+    better: str
+    worse: str
+    metric: str | None
+
+
+@dataclass(frozen=True)
+class ReproducesValue(FindingValue, kind="reproduces"):
+    """[file:line]: a README sentence about which paper result the code gives."""
+
+    text: str

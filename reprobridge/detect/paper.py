@@ -43,6 +43,7 @@ from reprobridge.detect._paper_md import parse_markdown
 from reprobridge.detect._paper_pdf import parse_pdf
 from reprobridge.detect._paper_tex import parse_latex, strip_comments, tex_events
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ClaimValue, ProjectValue, TargetValue
 from reprobridge.errors import DetectionError
 
 #: Largest paper file read (PDFs with figures are larger than source files).
@@ -75,7 +76,7 @@ class PaperDetector(Detector):
                 Finding(
                     kind="project",
                     key="title",
-                    value={"value": titled.title},
+                    value=ProjectValue(titled.title),
                     evidence=(Evidence(titled.path, titled.title_line),),
                     detector=self.name,
                     confidence=confidence,
@@ -97,7 +98,7 @@ class PaperDetector(Detector):
                 Finding(
                     kind="claim",
                     key=key,
-                    value={"better": claim.better, "worse": claim.worse, "metric": claim.metric},
+                    value=ClaimValue(claim.better, claim.worse, claim.metric),
                     evidence=(Evidence(claim.path, claim.line),),
                     detector=self.name,
                     # Read from prose: the roles are clear, the metric less so.
@@ -119,18 +120,18 @@ class PaperDetector(Detector):
                     if cell is None:
                         continue
                     column = columns[k] or f"column {k + 1}"
-                    value: dict[str, object] = {
-                        "row": row.label,
-                        "column": column,
-                        "value": cell.value,
-                        "table": table.name,
-                        "caption": table.caption,
-                        "higher_is_better": column_direction(table.headers[k]),
-                        "percent": cell.percent or "%" in table.headers[k],
-                    }
+                    value = TargetValue(
+                        row=row.label,
+                        column=column,
+                        value=cell.value,
+                        table=table.name,
+                        caption=table.caption,
+                        higher_is_better=column_direction(table.headers[k]),
+                        percent=cell.percent or "%" in table.headers[k],
+                        spread=cell.spread,
+                    )
                     notes = [_page_note(doc, row.line)] if doc.pages else []
                     if cell.spread is not None:
-                        value["spread"] = cell.spread
                         notes.append(f"± {cell.spread:g} is the spread the paper reports")
                     findings.append(
                         Finding(

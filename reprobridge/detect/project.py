@@ -31,6 +31,7 @@ from typing import Any
 import yaml
 
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ProjectValue
 
 #: ``add(field, value, path, line, confidence="high", note="")`` — records a field once.
 _Add = Callable[..., None]
@@ -112,9 +113,9 @@ class ProjectDetector(Detector):
             if field in found:
                 return  # an earlier (better) source already gave it
             if isinstance(value, list):
-                payload: dict[str, Any] = {"value": "; ".join(value), "values": value}
+                payload = ProjectValue("; ".join(value), tuple(value))
             else:
-                payload = {"value": value}
+                payload = ProjectValue(value)
             found[field] = Finding(
                 kind="project",
                 key=field,

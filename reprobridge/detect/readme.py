@@ -42,6 +42,7 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ReproducesValue
 from reprobridge.detect.index import RepoIndex
 
 _SHELL_LANGS = frozenset(
@@ -430,7 +431,7 @@ def _reproduces(index: RepoIndex) -> list[Finding]:
                     Finding(
                         kind="reproduces",
                         key=f"{readme}:{number}",
-                        value={"text": sentence[:300]},
+                        value=ReproducesValue(sentence[:300]),
                         evidence=(Evidence(readme, number),),
                         detector=ReadmeCommandsDetector.name,
                         confidence="medium",

@@ -11,6 +11,7 @@ from typing import Any
 
 from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
+from reprobridge.detect.findings import TargetValue, of_type
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, rank
@@ -209,7 +210,7 @@ def merge_experiments(
     chosen, others = rank(
         [k[0] for k in kept],
         by_kind["mention"],
-        by_kind["target"],
+        of_type(by_kind, TargetValue),
         fetching,
         lambda f: any(_gpus(h) > 0 for h in _hardware(by_kind, f)),
         frozenset(str(m.value.get("entry")) for m in by_kind["metric"]),

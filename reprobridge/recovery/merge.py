@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import RequirementValue, of_type
+from reprobridge.detect.findings import ProjectValue, RequirementValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
@@ -164,23 +164,25 @@ def _scope_environment(
 def _project(
     b: Builder, by_kind: dict[str, list[Finding]], repo_name: str, paper: str | None
 ) -> None:
-    found = {f.key: f for f in best(by_kind["project"], {"project": 0, "paper": 1})[::-1]}
+    found = {
+        f.key: f for f in best(of_type(by_kind, ProjectValue), {"project": 0, "paper": 1})[::-1]
+    }
     name = found.get("name")
     b.put(
         "project.name",
-        str(name.value.get("value")) if name else repo_name,
+        name.value.value if name else repo_name,
         name.sources() if name else ["repository directory name"],
     )
     for key in ("title", "url", "doi"):
         if key in found:
-            b.put(f"project.paper.{key}", str(found[key].value["value"]), found[key].sources())
+            b.put(f"project.paper.{key}", found[key].value.value, found[key].sources())
     if "authors" in found:
-        authors = found["authors"].value.get("values") or [
-            a.strip() for a in str(found["authors"].value.get("value", "")).split(";") if a.strip()
+        authors = found["authors"].value.values or [
+            a.strip() for a in found["authors"].value.value.split(";") if a.strip()
         ]
-        b.put("project.paper.authors", [str(a) for a in authors], found["authors"].sources())
+        b.put("project.paper.authors", list(authors), found["authors"].sources())
     if "license" in found:
-        b.put("project.license", str(found["license"].value["value"]), found["license"].sources())
+        b.put("project.license", found["license"].value.value, found["license"].sources())
     if paper:
         b.put("project.paper.path", paper, ["rb init --paper"])
 

@@ -7,6 +7,7 @@ import re
 from typing import Any
 
 from reprobridge.detect.base import Finding
+from reprobridge.detect.findings import ClaimValue, ReproducesValue, TargetValue, of_type
 from reprobridge.recovery._common import Builder, MergeResult
 
 _SYNONYMS = {"acc": "accuracy", "err": "error", "ppl": "perplexity", "top1": "top1", "f1": "f1"}
@@ -92,12 +93,14 @@ def _match_row(label: str, exp_tokens: dict[str, set[str]], exps: dict[str, Any]
     return scored[0][1]
 
 
-def _readme_sentences(exps: dict[str, Any], sentences: list[Finding]) -> dict[str, set[str]]:
+def _readme_sentences(
+    exps: dict[str, Any], sentences: list[Finding[ReproducesValue]]
+) -> dict[str, set[str]]:
     """Words of the README's sentences about results, per experiment they belong to: one
     that names the experiment (its id or script), else the only experiment there is."""
     out: dict[str, set[str]] = {}
     for f in sentences:
-        text = str(f.value.get("text", ""))
+        text = f.value.text
         words = _tokens(text)
         named = [
             e
@@ -137,36 +140,36 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         | {t for v in d.get("params", {}).values() if isinstance(v, str) for t in _tokens(v)}
         for e, d in exps.items()
     }
-    for e, words in _readme_sentences(exps, by_kind["reproduces"]).items():
+    for e, words in _readme_sentences(exps, of_type(by_kind, ReproducesValue)).items():
         exp_tokens[e] |= words
     row_to_exp: dict[str, str | None] = {}
     seeded: set[str] = set()
-    for f in sorted(by_kind["target"], key=lambda f: f.sources()):
-        row, col = str(f.value["row"]), str(f.value["column"])
+    for f in sorted(of_type(by_kind, TargetValue), key=lambda f: f.sources()):
+        row, col = f.value.row, f.value.column
         exp = row_to_exp.setdefault(row, _match_row(row, exp_tokens, exps))
         metrics = exps.get(exp, {}).get("metrics", {}) if exp else {}
         metric = _match(col, {m: _tokens(m) for m in metrics}) if metrics else None
-        where = f"{', '.join(f.sources())} ({f.value.get('table', 'table')}, row {row!r}, column {col!r})"
+        where = f"{', '.join(f.sources())} ({f.value.table}, row {row!r}, column {col!r})"
         if exp is None or metric is None:
             res.unmatched_targets.append(
-                f"{f.value['value']} at {where}: no "
+                f"{f.value.value} at {where}: no "
                 + ("experiment" if exp is None else f"metric of {exp}")
                 + " matches"
             )
             continue
-        value = float(f.value["value"])
-        spread = f.value.get("spread")
+        value = float(f.value.value)
+        spread = f.value.spread
         note = ""
-        if f.value.get("percent") and 1.0 < value <= 100.0:
+        if f.value.percent and 1.0 < value <= 100.0:
             value, note = (
                 value / 100.0,
-                f"; the paper's {f.value['value']}% read as the fraction {value / 100.0:g}",
+                f"; the paper's {f.value.value}% read as the fraction {value / 100.0:g}",
             )
-            spread = float(spread) / 100.0 if isinstance(spread, int | float) else spread
+            spread = spread / 100.0 if spread is not None else None
         mp = f"experiments.{exp}.metrics.{metric}"
         if b.has(f"{mp}.target"):
             continue
-        seeds = _seeds_in(str(f.value.get("caption", "")))
+        seeds = _seeds_in(f.value.caption)
         if seeds and exp not in seeded:
             seeded.add(exp)
             b.put(
@@ -175,10 +178,10 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
                 [*f.sources(), "the table caption names the seeds"],
             )
         b.put(f"{mp}.target", round(value, 10), f.sources(), "medium")
-        if isinstance(spread, int | float) and spread > 0:
+        if spread is not None and spread > 0:
             b.put(
                 f"{mp}.tolerance",
-                round(max(3 * float(spread), 0.01 * abs(value)), 10),
+                round(max(3 * spread, 0.01 * abs(value)), 10),
                 [*f.sources(), "rb rule: 3 x the paper's ± spread (at least 1% of the target)"],
                 "medium",
             )
@@ -189,10 +192,8 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
                 ["rb default: the paper gives no spread; edit it"],
                 "low",
             )
-        if f.value.get("higher_is_better") is not None:
-            b.put(
-                f"{mp}.higher_is_better", bool(f.value["higher_is_better"]), f.sources(), "medium"
-            )
+        if f.value.higher_is_better is not None:
+            b.put(f"{mp}.higher_is_better", f.value.higher_is_better, f.sources(), "medium")
         if note:
             # A percentage read as a fraction cannot leave [0, 1]: the report clips its
             # confidence interval there (a mean of 0.99 ± 0.02 is not "up to 1.008").
@@ -205,27 +206,25 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         b.put(f"{mp}.provenance", f"{where}{note}", f.sources(), "medium")
     claims: list[dict[str, str]] = []
     sources: list[str] = []
-    for f in sorted(by_kind["claim"], key=lambda f: f.sources()):
-        better = row_to_exp.get(str(f.value["better"])) or _match(
-            str(f.value["better"]), exp_tokens
-        )
-        worse = row_to_exp.get(str(f.value["worse"])) or _match(str(f.value["worse"]), exp_tokens)
+    for claim in sorted(of_type(by_kind, ClaimValue), key=lambda f: f.sources()):
+        better = row_to_exp.get(claim.value.better) or _match(claim.value.better, exp_tokens)
+        worse = row_to_exp.get(claim.value.worse) or _match(claim.value.worse, exp_tokens)
         if not better or not worse or better == worse:
             res.unmatched_targets.append(
-                f"claim at {', '.join(f.sources())}: experiments not matched"
+                f"claim at {', '.join(claim.sources())}: experiments not matched"
             )
             continue
         common = sorted(set(exps[better].get("metrics", {})) & set(exps[worse].get("metrics", {})))
         metric = None
-        if f.value.get("metric"):
-            metric = _match(str(f.value["metric"]), {m: _tokens(m) for m in common})
+        if claim.value.metric:
+            metric = _match(claim.value.metric, {m: _tokens(m) for m in common})
         targeted = [m for m in common if "target" in exps[better]["metrics"][m]]
         metric = metric or (
             targeted[0] if len(targeted) == 1 else common[0] if len(common) == 1 else None
         )
         if metric is None:
             res.unmatched_targets.append(
-                f"claim at {', '.join(f.sources())}: no common metric of {better} and {worse}"
+                f"claim at {', '.join(claim.sources())}: no common metric of {better} and {worse}"
             )
             continue
         hib = exps[better]["metrics"][metric].get("higher_is_better", True)
@@ -233,10 +232,10 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         claims.append(
             {
                 "expr": f"{better}.{metric} {op} {worse}.{metric}",
-                "provenance": ", ".join(f.sources()),
+                "provenance": ", ".join(claim.sources()),
             }
         )
-        sources += f.sources()
+        sources += claim.sources()
     if claims:
         b.put("claims", claims, sources, "medium")
 

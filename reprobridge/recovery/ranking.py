@@ -34,6 +34,7 @@ from pathlib import PurePosixPath
 
 from reprobridge.detect.base import Finding
 from reprobridge.detect.entrypoints import looks_like_experiment_name
+from reprobridge.detect.findings import TargetValue
 
 #: Weights of :func:`score`, by signal.
 WEIGHTS: dict[str, int] = {
@@ -163,7 +164,7 @@ def score(
 def rank(
     candidates: list[Finding],
     mentions: list[Finding],
-    targets: list[Finding],
+    targets: list[Finding[TargetValue]],
     fetching: frozenset[str] = frozenset(),
     needs_gpu: Callable[[Finding], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
@@ -175,7 +176,7 @@ def rank(
     ``needs_gpu`` and ``reporting`` as in :func:`score`.
     """
     mentioned = {m.key for m in mentions}
-    rows = [_words(str(t.value.get("row", ""))) for t in targets]
+    rows = [_words(t.value.row) for t in targets]
     ranked = sorted(
         (score(f, mentioned, rows, fetching, needs_gpu, reporting) for f in candidates),
         key=lambda r: (r.handicap - r.score, r.finding.sources(), r.finding.key),

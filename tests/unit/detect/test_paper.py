@@ -21,6 +21,7 @@ from reprobridge.detect._paper_doc import (
     parse_cell,
 )
 from reprobridge.detect.base import DetectContext, Finding
+from reprobridge.detect.findings import ClaimValue, ProjectValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.paper import PaperDetector
 from reprobridge.errors import DetectionError
@@ -96,24 +97,24 @@ def test_pdf_tables_title_and_claims(tmp_path: Path) -> None:
     (tmp_path / "paper.pdf").write_bytes(minimal_pdf(PDF_PAGES, title="A Tiny PDF Paper"))
     ctx = _run(tmp_path, "paper.pdf")
     title = _by_key(ctx, "project")["title"]
-    assert title.value == {"value": "A Tiny PDF Paper"}
+    assert title.value == ProjectValue("A Tiny PDF Paper")
     targets = _by_key(ctx, "target")
     acc = targets["Mixup::Accuracy"]
-    assert acc.value["value"] == 88.0
-    assert acc.value["spread"] == 1.2
-    assert acc.value["table"] == "Table 1"
-    assert acc.value["higher_is_better"] is True
+    assert acc.value.value == 88.0
+    assert acc.value.spread == 1.2
+    assert acc.value.table == "Table 1"
+    assert acc.value.higher_is_better is True
     assert acc.sources() == ["paper.pdf:1"]
     assert "page 1" in acc.note
-    assert targets["Baseline::Loss"].value["higher_is_better"] is False
+    assert targets["Baseline::Loss"].value.higher_is_better is False
     claim = _by_key(ctx, "claim")["Mixup>Baseline"]
-    assert claim.value == {"better": "Mixup", "worse": "Baseline", "metric": "Accuracy"}
+    assert claim.value == ClaimValue("Mixup", "Baseline", "Accuracy")
     assert claim.sources() == ["paper.pdf:2"]
 
 
 def test_pdf_title_falls_back_to_first_line(tmp_path: Path) -> None:
     (tmp_path / "paper.pdf").write_bytes(minimal_pdf(PDF_PAGES))
-    assert _by_key(_run(tmp_path, "paper.pdf"), "project")["title"].value["value"] == (
+    assert _by_key(_run(tmp_path, "paper.pdf"), "project")["title"].value.value == (
         "A Tiny PDF Paper"
     )
 
@@ -173,13 +174,13 @@ def test_arxiv_source_tarball_follows_inputs(tmp_path: Path) -> None:
     (tmp_path / "2401.01234.tar.gz").write_bytes(archive)
     ctx = _run(tmp_path, "2401.01234.tar.gz")
     targets = _by_key(ctx, "target")
-    assert targets["Base::BLEU"].value["value"] == 27.1  # not the unused copy's 99.9
-    assert targets["Base::BLEU"].value["table"] == "Table 2"  # numbered after main's table
+    assert targets["Base::BLEU"].value.value == 27.1  # not the unused copy's 99.9
+    assert targets["Base::BLEU"].value.table == "Table 2"  # numbered after main's table
     assert targets["Base::BLEU"].sources() == ["2401.01234.tar.gz/sections/results.tex:7"]
-    assert targets["Ours::PPL"].value["higher_is_better"] is False
-    assert targets["Large::Params"].value["table"] == "Table 1"
-    assert _by_key(ctx, "project")["title"].value["value"] == "Archived Paper"
-    assert _by_key(ctx, "claim")["Ours>Base"].value["metric"] == "BLEU"
+    assert targets["Ours::PPL"].value.higher_is_better is False
+    assert targets["Large::Params"].value.table == "Table 1"
+    assert _by_key(ctx, "project")["title"].value.value == "Archived Paper"
+    assert _by_key(ctx, "claim")["Ours>Base"].value.metric == "BLEU"
     assert not (tmp_path / "ms.tex").exists()  # read in memory, nothing extracted
 
 
@@ -205,7 +206,7 @@ def test_absolute_paper_outside_repo(tmp_path: Path) -> None:
     ctx = _run(repo, str(paper))
     target = _by_key(ctx, "target")["B::F1"]
     assert target.sources() == ["my paper.md:6"]  # the user's path stays out of evidence
-    assert target.value["higher_is_better"] is True
+    assert target.value.higher_is_better is True
 
 
 def test_absolute_paper_inside_repo_uses_relative_evidence(tmp_path: Path) -> None:

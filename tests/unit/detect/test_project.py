@@ -51,7 +51,7 @@ def test_unknown_license_warns_and_falls_back(tmp_path: Path) -> None:
     (tmp_path / "LICENSE").write_text("All rights reserved. Ask us first.\n")
     (tmp_path / "setup.cfg").write_text("[metadata]\nname = cfgpkg\nlicense = MIT\n")
     ctx = _run(tmp_path)
-    found = {f.key: (f.value["value"], f.sources()) for f in ctx.findings}
+    found = {f.key: (f.value.value, f.sources()) for f in ctx.findings}
     assert found == {"name": ("cfgpkg", ["setup.cfg:2"]), "license": ("MIT", ["setup.cfg:3"])}
     assert any(w.path == "LICENSE" for w in ctx.warnings)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect.findings import TargetValue
 from reprobridge.recovery.ranking import FALLBACK_KEPT, rank
 
 
@@ -39,7 +40,8 @@ def test_a_plain_train_script_beats_notebooks() -> None:
 
 def test_readme_commands_are_kept_and_mentions_and_tables_raise_a_candidate() -> None:
     mention = Finding("mention", "nb/result.ipynb", {"entry": "nb/result.ipynb"}, (), "readme")
-    target = Finding("target", "r::c", {"row": "Logistic baseline", "column": "acc"}, (), "paper")
+    row = TargetValue("Logistic baseline", "acc", 0.9, "Table 1", "", None, False)
+    target = Finding("target", "r::c", row, (), "paper")
     cands = [
         cand("scripts/plot_figures.py", "readme", "high"),  # declared: kept whatever its name
         cand("nb/result.ipynb", "notebooks"),
