@@ -13,6 +13,7 @@ through :mod:`reprobridge._proc`; NVML is read through a pynvml-shaped object (t
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import shutil
 import sys
@@ -64,14 +65,8 @@ class Check:
     facts: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The row as a JSON-ready dict."""
-        return {
-            "name": self.name,
-            "status": self.status,
-            "detail": self.detail,
-            "fix": self.fix,
-            "facts": self.facts,
-        }
+        """The row as a JSON-ready dict (its fields, in order)."""
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)

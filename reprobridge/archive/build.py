@@ -37,6 +37,7 @@ from reprobridge.constants import MANIFEST_FILE
 from reprobridge.errors import ArchiveError, ManifestError
 from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.hashing import sha256_bytes
+from reprobridge.evidence.records import jsonable
 
 MANIFEST_JSON = "MANIFEST.json"
 SIGNATURE_FILE = "MANIFEST.dsse.json"
@@ -93,17 +94,11 @@ class ArchiveResult:
     signed: bool
 
     def to_json(self) -> dict[str, Any]:
-        """The `rb archive --json` document (stable keys)."""
-        return {
-            "path": str(self.path),
-            "size": self.size,
-            "files": self.files,
-            "commit": self.commit,
-            "source_date_epoch": self.epoch,
-            "audits": self.audits,
-            "manifest_sha256": self.manifest_sha256,
-            "signed": self.signed,
-        }
+        """The `rb archive --json` document (stable keys): the fields, ``path`` as a
+        string and ``epoch`` as ``source_date_epoch``."""
+        doc: dict[str, Any] = jsonable(self)
+        doc["source_date_epoch"] = doc.pop("epoch")
+        return doc
 
 
 def default_name(project: str, commit: str, fmt: Format) -> str:

@@ -55,6 +55,7 @@ from reprobridge.archive.build import (
 from reprobridge.archive.rocrate import CRATE_FILE
 from reprobridge.constants import MANIFEST_FILE
 from reprobridge.errors import ArchiveError
+from reprobridge.evidence.verify import VerifyResult
 
 #: Members whose bytes are kept in memory during the scan (all small).
 _KEEP = frozenset(
@@ -74,32 +75,18 @@ ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 
 
 @dataclass
-class ArchiveReport:
+class ArchiveReport(VerifyResult):
     """What :func:`verify_archive` found. ``ok`` means no problem at all."""
 
-    path: Path
     format: str = "unknown"
-    problems: list[str] = field(default_factory=list)
-    signature: str = "absent"
     files: dict[str, tuple[str, int]] = field(default_factory=dict)
     dirs: set[str] = field(default_factory=set)
     manifest: dict[str, Any] | None = None
     kept: dict[str, bytes] = field(default_factory=dict)
 
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
     def to_json(self) -> dict[str, Any]:
         """The `rb archive verify --json` document (stable keys)."""
-        return {
-            "path": str(self.path),
-            "ok": self.ok,
-            "format": self.format,
-            "files": len(self.files),
-            "problems": self.problems,
-            "signature": self.signature,
-        }
+        return {**super().to_json(), "format": self.format, "files": len(self.files)}
 
 
 @contextlib.contextmanager

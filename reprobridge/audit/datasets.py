@@ -22,6 +22,7 @@ What is hashed (``sha256`` in ``[datasets.<id>]``):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import stat
@@ -56,18 +57,8 @@ class DatasetCheck:
     size: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """The check as a JSON-ready dict."""
-        return {
-            "id": self.id,
-            "path": self.path,
-            "expected_sha256": self.expected_sha256,
-            "actual_sha256": self.actual_sha256,
-            "ok": self.ok,
-            "reason": self.reason,
-            "kind": self.kind,
-            "files": self.files,
-            "size": self.size,
-        }
+        """The check as a JSON-ready dict (its fields, in order)."""
+        return dataclasses.asdict(self)
 
 
 def _walk_files(top: Path) -> list[tuple[bytes, Path]]:

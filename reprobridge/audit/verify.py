@@ -22,34 +22,25 @@ from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
 from reprobridge.evidence.records import Plan, RecordError, RunRecord, jsonable
 from reprobridge.evidence.store import bundle_state
+from reprobridge.evidence.verify import VerifyResult, verify_bundle
 from reprobridge.manifest.io import parse_document, validate_document
 from reprobridge.manifest.schema import Manifest
 
 
 @dataclass
-class VerifyOutcome:
+class VerifyOutcome(VerifyResult):
     """Everything `rb verify` found; ``ok`` when there is no problem."""
 
-    path: Path
-    problems: list[str] = field(default_factory=list)
-    signature: str = "absent"
     runs: dict[str, str] = field(default_factory=dict)
     passed: bool | None = None
     #: The re-derived overall verdict (PASS, FAIL, INCOMPLETE) and its gaps; None unknown.
     verdict: str | None = None
     incomplete: list[str] = field(default_factory=list)
 
-    @property
-    def ok(self) -> bool:
-        return not self.problems
-
     def to_json(self) -> dict[str, Any]:
         """The `rb verify --json` document (stable keys)."""
         return {
-            "path": str(self.path),
-            "ok": self.ok,
-            "problems": self.problems,
-            "signature": self.signature,
+            **super().to_json(),
             "runs": self.runs,
             "passed": self.passed,
             "verdict": self.verdict,
@@ -185,8 +176,6 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     """Verify the bundle at ``path`` (see the module docstring). Raises AuditError when the
     path is not a bundle at all; everything wrong inside a bundle (a corrupt or forged
     record included) is a problem in the outcome, never an exception."""
-    from reprobridge.evidence.verify import verify_bundle
-
     path = path.resolve()
     if not (path / "plan.json").is_file():
         raise AuditError("is not an evidence bundle (no plan.json)", path=str(path))

@@ -52,6 +52,7 @@ __all__ = [
     "Stats",
     "StreamSummary",
     "TerminationRecord",
+    "failed_level",
     "jsonable",
 ]
 
@@ -207,12 +208,7 @@ class PlannedRun:
         return f"{self.experiment}/{self.k}"
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "experiment": self.experiment,
-            "k": self.k,
-            "seed": self.seed,
-            "timeout_s": self.timeout_s,
-        }
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, raw: Any, where: str = "plan.json: runs[]") -> PlannedRun:
@@ -304,12 +300,25 @@ class StreamSummary:
     truncated: bool
 
     def to_json(self) -> dict[str, Any]:
-        return {"total_bytes": self.total_bytes, "sha256": self.sha256, "truncated": self.truncated}
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> StreamSummary:
         f = _Fields(raw, where)
         return cls(f.int_("total_bytes"), f.str_("sha256", ""), f.bool_("truncated", False))
+
+
+#: What a run's record holds once the run ended (stored with its ``termination``).
+_ENDED = (
+    "wall_s",
+    "cpu_user_s",
+    "cpu_sys_s",
+    "cpu_source",
+    "started_at",
+    "finished_at",
+    "survivors_killed",
+    "peaks",
+)
 
 
 @dataclass(frozen=True)
@@ -383,10 +392,7 @@ class RunRecord:
         if self.built_from_source is not None:
             out["built_from_source"] = self.built_from_source
         if self.not_started is not None:
-            out["not_started"] = {
-                "level": self.not_started.level,
-                "reason": self.not_started.reason,
-            }
+            out["not_started"] = dataclasses.asdict(self.not_started)
         if self.executor is not None:
             out["executor"] = self.executor
         if self.placement is not None:
@@ -394,23 +400,8 @@ class RunRecord:
         if self.files_refused is not None:
             out["files_refused"] = self.files_refused
         if self.termination is not None:
-            t = self.termination
-            out.update(
-                termination={
-                    "kind": t.kind,
-                    "returncode": t.returncode,
-                    "signal": t.signal,
-                    "description": t.description,
-                },
-                wall_s=self.wall_s,
-                cpu_user_s=self.cpu_user_s,
-                cpu_sys_s=self.cpu_sys_s,
-                cpu_source=self.cpu_source,
-                started_at=self.started_at,
-                finished_at=self.finished_at,
-                survivors_killed=self.survivors_killed,
-                peaks=self.peaks,
-            )
+            out["termination"] = dataclasses.asdict(self.termination)
+            out.update({name: getattr(self, name) for name in _ENDED})
         for name in ("stdout", "stderr", "output"):
             stream: StreamSummary | None = getattr(self, name)
             if stream is not None:
@@ -535,6 +526,11 @@ class LevelVerdict:
     reason: str
 
 
+def failed_level(levels: Mapping[str, LevelVerdict]) -> str | None:
+    """The lowest of :data:`LEVELS` whose status is ``fail``, or None."""
+    return next((n for n in LEVELS if levels[n].status == "fail"), None)
+
+
 @dataclass(frozen=True)
 class MetricSummary:
     """One metric of one experiment over its runs, as ``audit.json`` states it
@@ -584,7 +580,7 @@ class ExperimentSummary:
     @property
     def failed_level(self) -> str | None:
         """The lowest failing level, or None."""
-        return next((n for n in LEVELS if self.levels[n].status == "fail"), None)
+        return failed_level(self.levels)
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> ExperimentSummary:

@@ -10,9 +10,33 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from reprobridge.evidence.bundle import STATEMENT_FILE, Bundle
 from reprobridge.evidence.errors import EvidenceError
+
+
+@dataclass
+class VerifyResult:
+    """What a verify verb (`rb verify`, `rb archive verify`) found about ``path``:
+    ``problems``, one line each (none: ``ok``), and the ``signature``'s state."""
+
+    path: Path
+    problems: list[str] = field(default_factory=list)
+    signature: str = "absent"
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def to_json(self) -> dict[str, Any]:
+        """The keys every verify verb's ``--json`` document has; each adds its own."""
+        return {
+            "path": str(self.path),
+            "ok": self.ok,
+            "problems": self.problems,
+            "signature": self.signature,
+        }
 
 
 @dataclass
