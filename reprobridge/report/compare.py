@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from reprobridge.evidence.records import LEVELS
 from reprobridge.report.load import (
-    LEVELS,
     VARYING_BY_DESIGN,
     AuditData,
     ExperimentData,
@@ -144,8 +144,8 @@ def plan_differences(before: AuditData, after: AuditData) -> list[str]:
     for what, a, b in (
         ("tier", before.tier, after.tier),
         ("backend", before.backend, after.backend),
-        ("hermetic", _yes(before.hermetic), _yes(after.hermetic)),
-        ("sandbox", before.sandbox, after.sandbox),
+        ("hermetic", _yes(before.summary.hermetic), _yes(after.summary.hermetic)),
+        ("sandbox", before.summary.sandbox, after.summary.sandbox),
     ):
         if a != b:
             out.append(f"{what} differs: {a or '—'} in A, {b or '—'} in B")
@@ -166,11 +166,11 @@ def _fingerprint_rows(audit: AuditData) -> dict[str, dict[str, str]]:
         "audit": {
             "tier": audit.tier,
             "backend": audit.backend,
-            "hermetic": _yes(audit.hermetic),
-            "sandbox": audit.sandbox,
+            "hermetic": _yes(audit.summary.hermetic),
+            "sandbox": audit.summary.sandbox,
             "rb version": audit.rb_version,
             "manifest sha256": audit.manifest_sha256,
-            "passed": _yes(audit.passed),
+            "passed": _yes(audit.summary.passed),
         },
         "host": flatten(audit.host),
         "GPU": flatten(audit.gpu),

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from reprobridge.evidence.records import LEVELS, ClaimResult
 from reprobridge.report.compare import Comparison, RunDifferences, run_differences
 from reprobridge.report.load import (
-    LEVELS,
     AuditData,
-    ClaimData,
     ExperimentData,
     MetricData,
     RunData,
@@ -142,7 +141,7 @@ def page(title: str, parts: Sequence[str]) -> str:
 
 
 def _overall(audit: AuditData) -> tuple[str, str]:
-    state = overall_state(audit.passed, audit.hermetic, audit.verdict_word or None)
+    state = overall_state(audit.summary.passed, audit.summary.hermetic, audit.verdict_word or None)
     return state, label(state).upper()
 
 
@@ -150,9 +149,9 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
     cls, word = _overall(audit)
     failed = [e for e in audit.experiments if e.failed_level]
     held = sum(1 for c in audit.claims if c.holds is True)
-    if audit.passed is True:
+    if audit.summary.passed is True:
         line = "Every experiment passed at every level and every claim holds."
-        if audit.hermetic is False:
+        if audit.summary.hermetic is False:
             line += (
                 " The environment was not hermetic: the numbers held on this machine, "
                 "but nothing pins what the system around the Python packages was."
@@ -167,17 +166,17 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
         if audit.claims and held < len(audit.claims):
             bits.append(f"{len(audit.claims) - held} of {len(audit.claims)} claim(s) do not hold")
         if audit.verdict == "INCOMPLETE":
-            bits += [f"not judged: {gap}" for gap in audit.incomplete]
+            bits += [f"not judged: {gap}" for gap in audit.summary.incomplete]
         line = "; ".join(bits) + "." if bits else "The audit did not pass."
     facts = [
         ("audit", audit.audit_id),
         ("tier", audit.tier),
-        ("backend", audit.backend + ("" if audit.hermetic else " (not hermetic)")),
+        ("backend", audit.backend + ("" if audit.summary.hermetic else " (not hermetic)")),
         ("runs", f"{audit.run_count} in {len(audit.experiments)} experiment(s)"),
         ("claims", f"{held} of {len(audit.claims)} hold" if audit.claims else "none"),
         ("commit", audit.commit[:12] or "—"),
-        ("started", audit.started or "—"),
-        ("finished", audit.finished or "—"),
+        ("started", audit.summary.started or "—"),
+        ("finished", audit.summary.finished or "—"),
     ]
     dl = "".join(f"<div><dt>{esc(k)}</dt><dd>{esc(v)}</dd></div>" for k, v in facts)
     title = esc(audit.project or "Reproduction report")
@@ -202,7 +201,11 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
 
 def _level_status(audit: AuditData, level: str, status: str) -> str:
     """A level's display state: the environment level of a non-hermetic audit passes amber."""
-    return (shown_status(status, audit.hermetic) or status) if level == "environment" else status
+    return (
+        (shown_status(status, audit.summary.hermetic) or status)
+        if level == "environment"
+        else status
+    )
 
 
 def _nav(audit: AuditData, anchors: dict[str, str], compare: bool) -> str:
@@ -236,7 +239,7 @@ def _summary(audit: AuditData, anchors: dict[str, str]) -> str:
     )
 
 
-def _claims(claims: Sequence[ClaimData]) -> str:
+def _claims(claims: Sequence[ClaimResult]) -> str:
     if not claims:
         return '<section id="claims"><h2>Claims</h2><p class="muted">The manifest states no claims.</p></section>'
     rows = [
@@ -260,11 +263,11 @@ def _claims(claims: Sequence[ClaimData]) -> str:
 def audit_warnings(audit: AuditData) -> list[str]:
     """The bundle's warnings, plus what its facts say about trust (not hermetic, not
     sandboxed, a dirty working tree)."""
-    out = list(audit.warnings)
-    if audit.hermetic is False and not any("hermetic" in w for w in out):
+    out = list(audit.summary.warnings)
+    if audit.summary.hermetic is False and not any("hermetic" in w for w in out):
         out.append("not hermetic: the environment is not fully pinned by Nix")
-    if audit.sandboxed is False:
-        out.append(f"runs were not sandboxed ({audit.sandbox or 'reason not recorded'})")
+    if audit.summary.sandboxed is False:
+        out.append(f"runs were not sandboxed ({audit.summary.sandbox or 'reason not recorded'})")
     changed = audit.git.get("changed")
     if isinstance(changed, list) and changed:
         out.append(
@@ -314,7 +317,7 @@ def _experiment(e: ExperimentData, anchor: str, audit: AuditData) -> str:
         gpu_note = f'<p class="muted">No GPU readings{": " + esc("; ".join(states)) if states else ""}.</p>'
     return (
         f'<section id="{anchor}" class="experiment"><h2>Experiment {esc(e.id)} '
-        f"{_exp_badge(e, audit.hermetic)}</h2>{desc}"
+        f"{_exp_badge(e, audit.summary.hermetic)}</h2>{desc}"
         f'<div class="levels">{levels}</div>'
         f"<h3>Metrics</h3>{legend}{metrics}"
         f"<h3>Runs</h3>{_runs_table(e)}"
@@ -534,8 +537,8 @@ def _environment(audit: AuditData) -> str:
     run_env: list[tuple[str, object]] = [
         ("backend", audit.backend),
         ("environment", str(env.get("reason") or "—")),
-        ("hermetic", _yes(audit.hermetic)),
-        ("sandbox", audit.sandbox or "—"),
+        ("hermetic", _yes(audit.summary.hermetic)),
+        ("sandbox", audit.summary.sandbox or "—"),
         ("rb version", audit.rb_version or "—"),
         ("manifest sha256", _code(audit.manifest_sha256) if audit.manifest_sha256 else "—"),
     ]
@@ -604,8 +607,8 @@ def _comparison(c: Comparison) -> str:
     a, b = c.before.audit_id, c.after.audit_id
     parts = [
         f'<section id="compare"><h2>Comparison with an earlier audit</h2>'
-        f'<p class="lead">A = {_code(a)} ({esc(c.before.started or "—")}, '
-        f"{esc(_overall(c.before)[1])}); B = {_code(b)} ({esc(c.after.started or '—')}, "
+        f'<p class="lead">A = {_code(a)} ({esc(c.before.summary.started or "—")}, '
+        f"{esc(_overall(c.before)[1])}); B = {_code(b)} ({esc(c.after.summary.started or '—')}, "
         f"{esc(_overall(c.after)[1])}). This page shows B.</p>",
     ]
     if c.plan:

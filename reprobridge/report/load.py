@@ -17,6 +17,7 @@ Contract:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
@@ -31,15 +32,17 @@ from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.constants import EVIDENCE_DIR
 from reprobridge.errors import AuditError
 from reprobridge.evidence.records import (
+    LEVELS,
     AuditSummary,
     ClaimResult,
+    LevelVerdict,
     MetricSummary,
     Plan,
     RecordError,
     RunRecord,
     RunStatus,
+    failed_level,
 )
-from reprobridge.stats import Stats
 
 #: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
 MAX_TIMELINE_POINTS = 400
@@ -48,7 +51,6 @@ LOG_TAIL_LINES = 40
 LOG_TAIL_BYTES = 8192
 #: Run variables that differ between runs by design (a run's own id and its scratch home).
 VARYING_BY_DESIGN = frozenset({"RB_RUN_ID", "RB_RUN_MARKER", "HOME"})
-LEVELS = ("environment", "procedure", "metric")
 
 
 # -- small readers (untrusted JSON: never raise, never trust a type) -----------------------
@@ -99,14 +101,6 @@ def _bool(value: Any) -> bool | None:
 
 
 @dataclass(frozen=True)
-class Level:
-    """One level's verdict as the bundle states it (``pass``/``fail``/``skipped``/...)."""
-
-    status: str
-    reason: str
-
-
-@dataclass(frozen=True)
 class Band:
     """What a metric must meet, for drawing: ``target`` ± ``half`` (a two-sided band), or a
     one-sided target (``direction`` ``ge``/``le``; ``eq`` for an exact target), plus
@@ -129,22 +123,12 @@ class Band:
 
 
 @dataclass(frozen=True)
-class MetricData:
-    """One metric of one experiment over its runs (lists are in run order)."""
+class MetricData(MetricSummary):
+    """One metric of one experiment over its runs, as ``audit.json`` states it (the
+    :class:`MetricSummary` fields, in run order), with what the report draws it with: the
+    manifest's band, direction and provenance."""
 
     name: str
-    values: list[float | None]
-    statuses: list[str]
-    reasons: list[str]
-    counted: list[bool]
-    stats: Stats | None
-    threshold: str
-    source: str
-    outcome: str
-    reason: str
-    policy: str
-    claimed: float | None
-    claimed_vs_measured: dict[str, Any] | None
     band: Band | None
     higher_is_better: bool | None
     provenance: str
@@ -200,7 +184,7 @@ class ExperimentData:
 
     id: str
     description: str
-    levels: dict[str, Level]
+    levels: dict[str, LevelVerdict]
     metrics: list[MetricData]
     runs: list[RunData]
     policy: str
@@ -208,62 +192,44 @@ class ExperimentData:
     @property
     def failed_level(self) -> str | None:
         """The lowest failing level, as ``ExperimentVerdict.failed_level`` names it."""
-        for name in LEVELS:
-            if self.levels[name].status == "fail":
-                return name
-        return None
-
-
-@dataclass(frozen=True)
-class ClaimData:
-    """A claim and its result: ``holds`` True/False, or None (undecided or not evaluated)."""
-
-    expr: str
-    provenance: str
-    holds: bool | None
-    substituted: str
-    reason: str
-    skipped: bool
+        return failed_level(self.levels)
 
 
 @dataclass(frozen=True)
 class AuditData:
-    """A finished audit, as its bundle records it."""
+    """A finished audit, as its bundle records it: ``summary`` is its ``audit.json``; the
+    other fields are the rest of the bundle, and the identity with fallbacks where an older
+    bundle lacks it (``audit_id``: the directory's name; ``tier``, ``rb_version``: the
+    plan's; ``backend``: ``unknown``)."""
 
     path: Path
+    summary: AuditSummary
     audit_id: str
-    passed: bool | None
     tier: str
     backend: str
-    hermetic: bool | None
-    sandboxed: bool | None
-    sandbox: str
-    started: str
-    finished: str
     rb_version: str
     commit: str
     manifest_sha256: str
     project: str
     paper_title: str
-    warnings: list[str]
     experiments: list[ExperimentData]
-    claims: list[ClaimData]
+    claims: list[ClaimResult]
     environment: dict[str, Any]
     host: dict[str, Any]
     gpu: dict[str, Any]
     git: dict[str, Any]
     nix: dict[str, Any]
     flake_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: What was not judged (INCOMPLETE), one line each, as `rb audit` prints them.
-    incomplete: list[str] = field(default_factory=list)
-    verdict_word: str = ""
 
     @property
     def verdict(self) -> str:
         """PASS, FAIL, INCOMPLETE or UNKNOWN (a bundle from before INCOMPLETE: from ``passed``)."""
-        if self.verdict_word in {"PASS", "FAIL", "INCOMPLETE"}:
-            return self.verdict_word
-        return {True: "PASS", False: "FAIL"}.get(self.passed, "UNKNOWN")  # type: ignore[arg-type]
+        return self.summary.verdict
+
+    @property
+    def verdict_word(self) -> str:
+        """The verdict word ``audit.json`` states, as it stands ("" when none)."""
+        return _str(self.summary.judged.get("verdict"))
 
     @property
     def run_count(self) -> int:
@@ -326,23 +292,15 @@ def load_audit(path: Path) -> AuditData:
     git = _dict(_json(path / "fingerprint" / "git.json"))
     return AuditData(
         path=path,
+        summary=summary,
         audit_id=summary.audit_id or path.name,
-        passed=summary.passed,
         tier=tier,
         backend=summary.backend or "unknown",
-        hermetic=summary.hermetic,
-        sandboxed=summary.sandboxed,
-        sandbox=summary.sandbox,
-        started=summary.started,
-        finished=summary.finished,
         rb_version=summary.rb_version or (plan.rb_version if plan else ""),
         commit=(plan.commit if plan else "") or _str(git.get("commit")),
         manifest_sha256=plan.manifest_sha256 if plan else "",
         project=_str(project.get("name")),
         paper_title=_str(_dict(project.get("paper")).get("title")),
-        warnings=list(summary.warnings),
-        incomplete=list(summary.incomplete),
-        verdict_word=_str(summary.judged.get("verdict"), ""),
         experiments=experiments,
         claims=[_claim(c, i) for i, c in enumerate(_list(summary.judged.get("claims")))],
         environment=_dict(_json(path / "environment.json")),
@@ -370,12 +328,11 @@ def _flake_inputs(path: Path) -> dict[str, dict[str, Any]]:
     return {name: _dict(pins) for name, pins in sorted(_dict(parsed.get("inputs")).items())}
 
 
-def _claim(raw: Any, i: int) -> ClaimData:
+def _claim(raw: Any, i: int) -> ClaimResult:
     try:
-        c = ClaimResult.from_json(raw, f"audit.json.claims[{i}]")
+        return ClaimResult.from_json(raw, f"audit.json.claims[{i}]")
     except RecordError:  # a malformed claim is shown empty, the report still renders
-        c = ClaimResult("", "", None, "", "", False)
-    return ClaimData(c.expr, c.provenance, c.holds, c.substituted, c.reason, c.skipped)
+        return ClaimResult("", "", None, "", "", False)
 
 
 def _experiment(
@@ -388,7 +345,7 @@ def _experiment(
     levels = {}
     for name in LEVELS:
         raw = _dict(verdict.get(name))
-        levels[name] = Level(_str(raw.get("status"), "unknown"), _str(raw.get("reason")))
+        levels[name] = LevelVerdict(_str(raw.get("status"), "unknown"), _str(raw.get("reason")))
     try:
         specs, judged = tier_metrics(spec, tier)
     except (AttributeError, TypeError):  # a malformed manifest table: no bands, still a report
@@ -413,19 +370,8 @@ def _metric(name: str, raw: dict[str, Any], spec: dict[str, Any], judged: bool) 
     except RecordError:  # a malformed metric is shown empty, the report still renders
         m = MetricSummary.from_json({}, name)
     return MetricData(
+        **{f.name: getattr(m, f.name) for f in dataclasses.fields(m)},
         name=name,
-        values=list(m.values),
-        statuses=list(m.statuses),
-        reasons=list(m.reasons),
-        counted=list(m.counted),
-        stats=m.stats,
-        threshold=m.threshold,
-        source=m.source,
-        outcome=m.outcome,
-        reason=m.reason,
-        policy=m.policy,
-        claimed=m.claimed,
-        claimed_vs_measured=m.claimed_vs_measured,
         band=band_of(spec, judged) if spec else None,
         higher_is_better=_bool(spec.get("higher_is_better")),
         provenance=_str(spec.get("provenance")),

@@ -14,9 +14,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from reprobridge.evidence.records import LEVELS
 from reprobridge.report.compare import Comparison
 from reprobridge.report.html import audit_warnings
-from reprobridge.report.load import LEVELS, AuditData, failure_excerpt
+from reprobridge.report.load import AuditData, failure_excerpt
 from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
 from reprobridge.report.states import PASS_NOT_HERMETIC, overall_state, shown_status
 
@@ -66,7 +67,11 @@ def _status(status: str | None) -> str:
 
 def _shown(audit: AuditData, level: str, status: str) -> str:
     """The environment level of a non-hermetic audit passes amber (as in the HTML page)."""
-    return (shown_status(status, audit.hermetic) or status) if level == "environment" else status
+    return (
+        (shown_status(status, audit.summary.hermetic) or status)
+        if level == "environment"
+        else status
+    )
 
 
 def _failures(audit: AuditData) -> list[str]:
@@ -113,7 +118,8 @@ def _opt(value: float | None) -> str:
 def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> str:
     """The Markdown report of ``audit`` (optionally with a comparison section)."""
     word = _OVERALL.get(
-        overall_state(audit.passed, audit.hermetic, audit.verdict_word or None), "❔ UNKNOWN"
+        overall_state(audit.summary.passed, audit.summary.hermetic, audit.verdict_word or None),
+        "❔ UNKNOWN",
     )
     held = sum(1 for c in audit.claims if c.holds is True)
     title = md_escape(audit.project or "Reproduction report")
@@ -121,10 +127,10 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
         f"## {word}: {title}",
         "",
         f"Audit {md_escape(audit.audit_id)} · tier {md_escape(audit.tier)} · "
-        f"backend {md_escape(audit.backend)}{'' if audit.hermetic else ' (not hermetic)'} · "
+        f"backend {md_escape(audit.backend)}{'' if audit.summary.hermetic else ' (not hermetic)'} · "
         f"{audit.run_count} run(s) · claims {held}/{len(audit.claims)} hold · "
-        f"commit {md_escape(audit.commit[:12] or '—')} · {md_escape(audit.started)} → "
-        f"{md_escape(audit.finished)}",
+        f"commit {md_escape(audit.commit[:12] or '—')} · {md_escape(audit.summary.started)} → "
+        f"{md_escape(audit.summary.finished)}",
         "",
         "### Verdicts",
         "",

@@ -71,7 +71,7 @@ def test_a_passing_run_shows_no_failure_block(tiny_repo, capsys) -> None:
     assert '<span class="badge pass-not-hermetic">pass, not hermetic</span>' in page
     assert '<div class="failure">' not in page
     # The same audit, had it been hermetic: a green pass.
-    hermetic = dataclasses.replace(audit, hermetic=True)
+    hermetic = dataclasses.replace(audit, summary=dataclasses.replace(audit.summary, hermetic=True))
     assert '<div class="verdict" id="overall">PASS</div>' in render_html(hermetic)
     assert render_markdown(hermetic).startswith("## ✅ PASS: ")
     assert "pass-not-hermetic" not in render_html(hermetic).split("</style>")[1]

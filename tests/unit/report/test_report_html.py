@@ -126,7 +126,11 @@ def test_compare_across_plans_warns_first(audits: Audits) -> None:
         for e in before.experiments
     ]
     after = dataclasses.replace(
-        before, tier="smoke", backend="nix", hermetic=True, experiments=exps
+        before,
+        tier="smoke",
+        backend="nix",
+        summary=dataclasses.replace(before.summary, hermetic=True),
+        experiments=exps,
     )
     comparison = compare_audits(before, after)
     assert comparison.verdicts == []  # no verdict changed...

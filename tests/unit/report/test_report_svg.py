@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from reprobridge.report.load import Band, MetricData, RunData, Sample, Stats, band_of, thin
+from reprobridge.report.load import Band, MetricData, RunData, Sample, band_of, thin
 from reprobridge.report.svg import (
     Series,
     fmt_bytes,
@@ -11,6 +11,7 @@ from reprobridge.report.svg import (
     resource_charts,
     timeline_chart,
 )
+from reprobridge.stats import Stats
 
 
 def _metric(**kw: object) -> MetricData:
