@@ -25,34 +25,42 @@ from reprobridge.evidence.redact import Redactor
 from reprobridge.sandbox import SandboxSpec, wrap
 
 
-@dataclass(frozen=True)
-class RunRequest:
-    """Everything an executor needs for one run; ``env`` is the run's whole environment."""
+@dataclass(frozen=True, kw_only=True)
+class Isolated:
+    """A command that runs with a run's isolation: in ``workspace``, with exactly ``env``,
+    network only when ``network``, read-only ``ro_binds`` and at most ``max_processes``;
+    stopped after ``timeout_s``; ``marker`` tags its processes, ``redactor`` its output."""
 
     argv: tuple[str, ...]
     workspace: Path
     env: dict[str, str]
-    run_dir: Path
     timeout_s: float
     marker: str
     redactor: Redactor
+    network: bool = False
+    ro_binds: tuple[Path, ...] = ()
+    max_processes: int | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRequest(Isolated):
+    """Everything an executor needs for one run; ``env`` is the run's whole environment."""
+
+    run_dir: Path
     stop_event: threading.Event
     stop_reason: Callable[[], str]
-    network: bool = False
     gpu: bool = False
     #: The manifest's hardware request (a scheduler asks for it; a local run only records it).
     gpus: int = 0
     cpus: int | None = None
     memory_gb: float | None = None
-    ro_binds: tuple[Path, ...] = ()
     grace: float = 30.0
     sample_interval: float = 0.5
     echo: bool = False
-    max_processes: int | None = None
 
 
-@dataclass(frozen=True)
-class StepRequest:
+@dataclass(frozen=True, kw_only=True)
+class StepRequest(Isolated):
     """A short command that belongs to a run but is not the experiment: making its
     environment (a devShell's ``shellHook``, a sandboxed ``uv sync``) or listing its
     packages. It runs where the run runs, with the run's isolation: the same workspace
@@ -60,19 +68,10 @@ class StepRequest:
     ``stdout_path``/``stderr_path`` (capped at ``cap_bytes``, redacted with ``redactor``).
     """
 
-    argv: tuple[str, ...]
-    workspace: Path
-    env: dict[str, str]
     stdout_path: Path
     stderr_path: Path
-    timeout_s: float
-    marker: str
-    redactor: Redactor
-    network: bool = False
-    ro_binds: tuple[Path, ...] = ()
     rw_binds: tuple[Path, ...] = ()
     cap_bytes: int = 1024 * 1024
-    max_processes: int | None = None
 
 
 @dataclass(frozen=True)
@@ -207,40 +206,30 @@ class LocalExecutor:
 
     def _wrap(
         self,
-        argv: list[str],
+        request: Isolated,
         *,
-        workspace: Path,
-        env: dict[str, str],
-        network: bool,
         gpu: bool = False,
-        ro_binds: tuple[Path, ...] = (),
         rw_binds: tuple[Path, ...] = (),
-        max_processes: int | None = None,
     ) -> list[str]:
+        """The argv that runs ``request`` here: in bubblewrap with its workspace, binds,
+        environment, network and process limit; as it is when unsandboxed."""
+        argv = list(request.argv)
         if self.unsandboxed is not None:
             return argv
         spec = SandboxSpec(
-            workdir=workspace.parent,
-            cwd=workspace,
-            ro_binds=tuple(p for p in dict.fromkeys(ro_binds) if p.exists()),
+            workdir=request.workspace.parent,
+            cwd=request.workspace,
+            ro_binds=tuple(p for p in dict.fromkeys(request.ro_binds) if p.exists()),
             rw_binds=tuple(dict.fromkeys(rw_binds)),
-            network=network,
+            network=request.network,
             gpu=gpu,
-            env=env,
-            max_processes=max_processes,
+            env=request.env,
+            max_processes=request.max_processes,
         )
         return wrap(argv, spec)
 
     def run_step(self, request: StepRequest) -> Completed:
-        argv = self._wrap(
-            list(request.argv),
-            workspace=request.workspace,
-            env=request.env,
-            network=request.network,
-            ro_binds=request.ro_binds,
-            rw_binds=request.rw_binds,
-            max_processes=request.max_processes,
-        )
+        argv = self._wrap(request, rw_binds=request.rw_binds)
         with pids_cgroup(request.max_processes) as join:
             return run_monitored(
                 [*join, *argv],
@@ -258,15 +247,7 @@ class LocalExecutor:
 
     def execute(self, request: RunRequest) -> RunOutput:
         sandboxed = self.unsandboxed is None
-        argv = self._wrap(
-            list(request.argv),
-            workspace=request.workspace,
-            env=request.env,
-            network=request.network,
-            gpu=request.gpu,
-            ro_binds=request.ro_binds,
-            max_processes=request.max_processes,
-        )
+        argv = self._wrap(request, gpu=request.gpu)
         sampler: Sampler | None = None
 
         def on_start(pid: int) -> None:

@@ -29,22 +29,37 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 _JOIN = 'for f do [ "$f" = -- ] && break; echo "$$" > "$f" || exit; shift; done; shift; exec "$@"'
 
 
-def _own_group(controller: str) -> Path | None:
-    """This process's cgroup directory that has the ``pids`` controller, or None."""
+def _proc_cgroups() -> tuple[dict[str, Path], Path | None] | None:
+    """This process's groups from ``/proc/self/cgroup``: each v1 controller's directory
+    (under ``CGROUP_ROOT/<controller>``) and the v2 group's (None without one); None when
+    the file cannot be read."""
     try:
         lines = Path("/proc/self/cgroup").read_text().splitlines()
     except OSError:
         return None
+    v1: dict[str, Path] = {}
+    v2: Path | None = None
     for line in lines:
         _, controllers, path = line.split(":", 2)
-        if controller in controllers.split(","):
-            return CGROUP_ROOT / controller / path.lstrip("/")
-    for line in lines:
         if line.startswith("0::"):
-            group = CGROUP_ROOT / line[3:].lstrip("/")
-            with contextlib.suppress(OSError):
-                if controller in (group / "cgroup.subtree_control").read_text().split():
-                    return group
+            v2 = v2 or CGROUP_ROOT / path.lstrip("/")
+        for controller in filter(None, controllers.split(",")):
+            v1.setdefault(controller, CGROUP_ROOT / controller / path.lstrip("/"))
+    return v1, v2
+
+
+def _own_group(controller: str) -> Path | None:
+    """This process's cgroup directory that has ``controller`` (v1, else v2), or None."""
+    groups = _proc_cgroups()
+    if groups is None:
+        return None
+    v1, v2 = groups
+    if controller in v1:
+        return v1[controller]
+    if v2 is not None:
+        with contextlib.suppress(OSError):
+            if controller in (v2 / "cgroup.subtree_control").read_text().split():
+                return v2
     return None
 
 
@@ -126,18 +141,15 @@ def _make_group(parent: Path | None, token: str, limit: int | None) -> Path | No
 def _cpu_parent() -> Path | None:
     """This process's group in the v1 ``cpuacct`` hierarchy, else its v2 group (on a host
     whose cgroup2 is mounted at :data:`CGROUP_ROOT`)."""
-    try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
-    except OSError:
+    groups = _proc_cgroups()
+    if groups is None:
         return None
-    for line in lines:
-        _, controllers, path = line.split(":", 2)
-        if "cpuacct" in controllers.split(","):
-            group = CGROUP_ROOT / "cpuacct" / path.lstrip("/")
-            return group if (group / "cpuacct.usage").is_file() else None
-    for line in lines:
-        if line.startswith("0::") and (CGROUP_ROOT / "cgroup.controllers").is_file():
-            return CGROUP_ROOT / line[3:].lstrip("/")
+    v1, v2 = groups
+    if "cpuacct" in v1:
+        group = v1["cpuacct"]
+        return group if (group / "cpuacct.usage").is_file() else None
+    if v2 is not None and (CGROUP_ROOT / "cgroup.controllers").is_file():
+        return v2
     return None
 
 

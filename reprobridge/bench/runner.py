@@ -181,12 +181,9 @@ def bench_one(
         done = _child(argv, work, logs / "init", deadline, stop)
         if done is None:
             return None
-        rec.init_exit = done.termination.returncode
-        rec.init_s = done.wall_s
-        if done.termination.kind == "timeout":
-            return _finish(
-                rec, opts, t0, "init", f"time limit {opts.time_limit_s:g}s reached in rb init"
-            )
+        rec.init_exit, rec.init_s = done.termination.returncode, done.wall_s
+        if (late := _past_limit(done, opts, "rb init")) is not None:
+            return _finish(rec, opts, t0, "init", late)
         if done.termination.returncode != 0:
             return _finish(rec, opts, t0, "init", _error_line(logs / "init.stderr"))
         init_doc = _json_or_none(logs / "init.stdout")
@@ -223,12 +220,9 @@ def bench_one(
     done = _child(argv, work, logs / "audit", deadline, stop)
     if done is None:
         return None
-    rec.audit_exit = done.termination.returncode
-    rec.audit_s = done.wall_s
-    if done.termination.kind == "timeout":
-        return _finish(
-            rec, opts, t0, "environment", f"time limit {opts.time_limit_s:g}s reached in rb audit"
-        )
+    rec.audit_exit, rec.audit_s = done.termination.returncode, done.wall_s
+    if (late := _past_limit(done, opts, "rb audit")) is not None:
+        return _finish(rec, opts, t0, "environment", late)
     doc = _json_or_none(logs / "audit.stdout")
     # Every verdict (PASS, FAIL, INCOMPLETE) comes with the summary; other exits are errors.
     if doc is None or done.termination.returncode not in VERDICT_EXIT.values():
@@ -239,6 +233,13 @@ def bench_one(
     except RecordError as exc:
         return _finish(rec, opts, t0, "environment", f"rb audit --json: {exc.message}")
     return _finish(rec, opts, t0, None, "")
+
+
+def _past_limit(done: Completed, opts: BenchOptions, verb: str) -> str | None:
+    """Why ``verb`` failed when the repository's time limit stopped it, else None."""
+    if done.termination.kind != "timeout":
+        return None
+    return f"time limit {opts.time_limit_s:g}s reached in {verb}"
 
 
 def _finish(

@@ -27,16 +27,15 @@ without.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import tomllib
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from reprobridge.errors import SuiteError
+from reprobridge.manifest.validation import first_problem
 
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 _COMMIT = re.compile(r"^[0-9a-f]{7,40}$")
@@ -152,37 +151,6 @@ def resolve_source(entry: RepoEntry, base: Path) -> Path | None:
 
 
 def _one_line(exc: ValidationError, path: str) -> SuiteError:
-    # A misspelt key also makes the real one "missing": report the misspelling first.
-    err = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")[0]
-    loc = tuple(str(p) for p in err["loc"])
-    where = ".".join(loc) or None
-    if err["type"] == "extra_forbidden":
-        known = _known_keys(loc[:-1])
-        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
-        msg = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
-        hint = f"known keys here: {', '.join(sorted(known))}" if known else None
-        return SuiteError(msg, path=path, field=where, hint=hint)
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "missing":
-        msg = "is required but missing"
-    return SuiteError(msg, path=path, field=where)
-
-
-def _known_keys(loc: tuple[str, ...]) -> list[str]:
-    model: Any = Suite
-    for part in loc:
-        if part.isdigit():
-            continue
-        if model is Suite and part == "repo":
-            model = RepoEntry
-        elif model is Suite and part == "bench":
-            model = BenchSettings
-        elif model is RepoEntry and part == "expected":
-            model = None  # a table of metric names; the next part is a name
-        elif model is None:
-            model = Expected
-        else:
-            return []
-    if model is None:
-        return []
-    return [f.alias or n for n, f in model.model_fields.items()]
+    problem = first_problem(exc, Suite)
+    hint = f"known keys here: {', '.join(sorted(problem.known))}" if problem.known else None
+    return SuiteError(problem.message, path=path, field=problem.field, hint=hint)

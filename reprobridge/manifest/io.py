@@ -14,21 +14,17 @@ Contracts:
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 import math
 import tomllib
-import types
-import typing
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 from tomlkit.items import AoT, InlineTable, Item, Table
 from tomlkit.toml_document import TOMLDocument
 
@@ -39,6 +35,7 @@ from reprobridge.errors import (
     UnsafePathError,
 )
 from reprobridge.manifest.schema import SCHEMA_VERSION, Derivation, Manifest
+from reprobridge.manifest.validation import first_problem
 
 _MISSING = object()
 
@@ -159,72 +156,15 @@ def _first_non_finite(value: Any, loc: tuple[str, ...]) -> str | None:
 
 
 def _validation_error(exc: ValidationError, path: str) -> ManifestError:
-    # A misspelt key also makes the real one "missing": report the misspelling.
-    errs = sorted(exc.errors(), key=lambda e: e["type"] != "extra_forbidden")
-    err = errs[0]
-    loc = tuple(str(p) for p in err["loc"])
-    where = ".".join(loc) or None
-    if err["type"] == "extra_forbidden":
-        known = _fields_at(loc[:-1])
-        close = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
+    problem = first_problem(exc, Manifest)
+    hint = None
+    if problem.unknown_key:
         hint = (
-            f"known keys here: {', '.join(sorted(known))}"
-            if known and not close
+            f"known keys here: {', '.join(sorted(problem.known))}"
+            if problem.known and problem.close is None
             else "see `rb schema` or docs/manifest-reference.md"
         )
-        msg = "unknown key" + (f" (did you mean {close[0]!r}?)" if close else "")
-        return ManifestError(msg, path=path, field=where, hint=hint)
-    msg = err["msg"].removeprefix("Value error, ")
-    if err["type"] == "missing":
-        msg = "is required but missing"
-    return ManifestError(msg, path=path, field=where)
-
-
-def _fields_at(loc: tuple[str, ...]) -> list[str]:
-    """Field names (aliases) of the model reached by ``loc`` from Manifest, if any."""
-    current: Any = Manifest
-    for part in loc:
-        current = _step(current, part)
-        if current is None:
-            return []
-    model = _as_model(current)
-    if model is None:
-        return []
-    return [f.alias or name for name, f in model.model_fields.items()]
-
-
-def _as_model(tp: Any) -> type[BaseModel] | None:
-    for candidate in _unwrap(tp):
-        if isinstance(candidate, type) and issubclass(candidate, BaseModel):
-            return candidate
-    return None
-
-
-def _unwrap(tp: Any) -> Iterator[Any]:
-    origin = typing.get_origin(tp)
-    if origin is typing.Annotated:
-        yield from _unwrap(typing.get_args(tp)[0])
-    elif origin in (typing.Union, types.UnionType):
-        for arg in typing.get_args(tp):
-            yield from _unwrap(arg)
-    else:
-        yield tp
-
-
-def _step(tp: Any, part: str) -> Any:
-    model = _as_model(tp)
-    if model is not None:
-        for name, f in model.model_fields.items():
-            if part in (name, f.alias):
-                return f.annotation
-        return None
-    for candidate in _unwrap(tp):
-        origin = typing.get_origin(candidate)
-        if origin is dict:
-            return typing.get_args(candidate)[1]
-        if origin is list:
-            return typing.get_args(candidate)[0]
-    return None
+    return ManifestError(problem.message, path=path, field=problem.field, hint=hint)
 
 
 # -- rendering a new document ------------------------------------------------------------
