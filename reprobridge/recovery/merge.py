@@ -70,6 +70,7 @@ from reprobridge.recovery.scope import (
     declaring_folders,
     drop_support_only,
     experiment_folder,
+    root_declares,
     scope_findings,
     subproject,
 )
@@ -120,7 +121,7 @@ def _scope_environment(
     :mod:`reprobridge.recovery.scope`); the primary experiment is the main one (first) the merge rules
     choose, found on a scratch builder."""
     config_dir = env_scope(ctx.index).config_dir
-    declaring = declaring_folders(by_kind, config_dir)
+    declaring, configs = declaring_folders(by_kind, config_dir, ctx.index)
     support = any(f.value.support_only for f in of_type(by_kind, RequirementValue))
     if not declaring and not support:
         return
@@ -147,14 +148,19 @@ def _scope_environment(
     finding = next((f for f in by_kind["experiment"] if sorted(set(f.sources())) == sources), None)
     primary = subproject(experiment_folder(finding), declaring) if finding else None
     if primary is None:
-        return
-    dropped = scope_findings(by_kind, primary, declaring, config_dir, ctx.index)
+        # The main experiment belongs to the root's project: the folders that declare their
+        # own environment are other sub-projects (a pyproject.toml beside one algorithm), so
+        # they are left out too — unless the root declares nothing to scope to.
+        if finding is None or not root_declares(by_kind, configs):
+            return
+        primary = ""
+    dropped = scope_findings(by_kind, primary, declaring, configs, ctx.index)
     res.dropped_experiments += [d for d in dropped if d.startswith("experiment ")]
     if dropped:
         res.decisions.append(
-            f"the environment is that of {primary}/, the sub-project of the main experiment "
-            f"(other folders declare their own; run `rb init` there): left out "
-            f"{'; '.join(dropped)}"
+            f"the environment is that of {primary + '/' if primary else 'the root project'}, "
+            "the sub-project of the main experiment (other folders declare their own; run "
+            f"`rb init` there): left out {'; '.join(dropped)}"
         )
 
 

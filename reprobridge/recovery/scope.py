@@ -4,6 +4,9 @@ A repository of many sub-projects, each folder with its own requirements, got on
 environment for all of them (68 requirements, 382 locked packages, and a lock that failed on
 one sub-project's placeholder package). Rule, applied before the environment is merged:
 
+* a *sub-project* is a folder below the root that declares an environment and holds code
+  (a Python file or notebook); a declaring folder without code (``tools/requirements.txt``,
+  ``docker/``) configures the root's project, like the root itself;
 * the *primary* experiment is the first the merge rules choose (README commands first);
   its sub-project is the deepest folder at or above it (below the root) that declares an
   environment (a requirements file, environment.yml, Pipfile, pyproject.toml, setup.py,
@@ -16,13 +19,18 @@ one sub-project's placeholder package). Rule, applied before the environment is 
   imports, stays, as an import of that file: a sub-project's requirements file that omits
   ``torch`` (every file there imports it) must not lose it.
 
-Nothing is scoped when the primary experiment's folder declares nothing of its own (an
-experiment at the root, say).
+When no folder between the primary experiment and the root declares anything (an
+experiment at the root, or ``algos/ppo.py`` under a root ``pyproject.toml``), its sub-project
+is the root's: every folder that no other declaring folder contains. The declaring folders
+are then the other sub-projects (``algos/isaac/pyproject.toml`` beside the root project's
+scripts) and are left out the same way. Nothing is scoped when the root declares nothing
+either.
 """
 
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Set as AbstractSet
 
 from packaging.utils import canonicalize_name
 
@@ -60,16 +68,61 @@ def _inside(folder: str, parent: str) -> bool:
     return folder == parent or folder.startswith(parent + "/")
 
 
-def declaring_folders(by_kind: dict[str, list[Finding]], config_dir: str) -> set[str]:
-    """Folders below the root (and not the configuration directory) that declare an
-    environment."""
-    return {
+def declaring_folders(
+    by_kind: dict[str, list[Finding]], config_dir: str, index: RepoIndex | None = None
+) -> tuple[set[str], frozenset[str]]:
+    """(sub-projects, configuration folders).
+
+    A folder below the root (and not the configuration directory) that declares an
+    environment belongs to the nearest folder at or above it that holds code (a Python file
+    or notebook at any depth; with ``index``): that folder is a sub-project
+    (``algo/isaac/pyproject.toml`` declares for ``algo/`` when ``isaac/`` has no code), or,
+    when it is the root, the declaring folder configures the root's project, like the root
+    and the configuration directory (``tools/requirements.txt``, ``docker/``)."""
+    declaring = {
         _folder(e.path)
         for kind in SCOPED_KINDS
         for f in by_kind.get(kind, [])
         if f.detector in _DECLARED
         for e in f.evidence
     } - {"", config_dir}
+    if index is None:
+        return declaring, frozenset({"", config_dir})
+    holding: set[str] = set()  # every folder with code at any depth below it
+    for e in index:
+        if e.suffix in (".py", ".ipynb"):
+            folder = e.path.rpartition("/")[0]
+            while folder and folder not in holding:
+                holding.add(folder)
+                folder = folder.rpartition("/")[0]
+    owners: dict[str, str] = {}
+    for d in declaring:
+        owner = d
+        while owner and owner not in holding:
+            owner = owner.rpartition("/")[0]
+        owners[d] = owner
+    configs = {"", config_dir} | {d for d, owner in owners.items() if owner == ""}
+    return set(owners.values()) - configs, frozenset(configs)
+
+
+def _in_subproject(folder: str, primary: str, declaring: AbstractSet[str]) -> bool:
+    """Whether ``folder`` belongs to sub-project ``primary``: inside it, or, for the root's
+    sub-project (``""``), inside no other declaring folder."""
+    if primary:
+        return _inside(folder, primary)
+    return subproject(folder, set(declaring)) is None
+
+
+def root_declares(by_kind: dict[str, list[Finding]], configs: AbstractSet[str]) -> bool:
+    """Whether the root's project declares an environment (in one of ``configs``, see
+    :func:`declaring_folders`)."""
+    return any(
+        _folder(e.path) in configs
+        for kind in SCOPED_KINDS
+        for f in by_kind.get(kind, [])
+        if f.detector in _DECLARED
+        for e in f.evidence
+    )
 
 
 def subproject(folder: str, declaring: set[str]) -> str | None:
@@ -105,11 +158,16 @@ def _import_names(dist: str) -> set[str]:
     return names
 
 
-def _imported_in(index: RepoIndex, folder: str, dist: str) -> str | None:
-    """The first Python file under ``folder`` that imports ``dist`` (None: none does)."""
+def _imported_in(
+    index: RepoIndex, folder: str, dist: str, declaring: AbstractSet[str] = frozenset()
+) -> str | None:
+    """The first Python file of sub-project ``folder`` that imports ``dist`` (None: none
+    does). The root's sub-project (``folder == ""``) is every file outside the other
+    ``declaring`` folders."""
     names = _import_names(dist)
     for entry in index:
-        if entry.suffix != ".py" or not _inside(entry.path.rpartition("/")[0], folder):
+        parent = entry.path.rpartition("/")[0]
+        if entry.suffix != ".py" or not _in_subproject(parent, folder, declaring):
             continue
         text = index.try_read_text(entry.path)
         if text is not None and names & scan_imports(text.encode()):
@@ -121,7 +179,7 @@ def scope_findings(
     by_kind: dict[str, list[Finding]],
     primary: str,
     declaring: set[str],
-    config_dir: str,
+    configs: AbstractSet[str],
     index: RepoIndex | None = None,
 ) -> list[str]:
     """Keep, in place, only the experiments and environment findings of sub-project
@@ -132,7 +190,11 @@ def scope_findings(
     readded: dict[str, Finding] = {}
 
     def related(folder: str) -> bool:
-        return folder in ("", config_dir) or _inside(folder, primary) or _inside(primary, folder)
+        if folder in configs:
+            return True
+        if not primary:  # the root's sub-project: every folder no other one declares
+            return subproject(folder, declaring) is None
+        return _inside(folder, primary) or _inside(primary, folder)
 
     experiments = []
     for f in by_kind.get("experiment", []):
@@ -150,7 +212,7 @@ def scope_findings(
             dropped.update(dict.fromkeys(sorted({e.path for e in f.evidence})))
             key = canonicalize_name(f.key)
             importer = (
-                _imported_in(index, primary, key)
+                _imported_in(index, primary, key, declaring)
                 if index is not None and f.kind == "python_requirement"
                 else None
             )
@@ -164,7 +226,8 @@ def scope_findings(
                         evidence=(Evidence(importer),),
                         detector="imports",
                         confidence="medium",
-                        note=f"imported in {primary}/, declared only in another folder",
+                        note=f"imported in {primary + '/' if primary else 'the root project'}, "
+                        "declared only in another folder",
                     ),
                 )
             return False
