@@ -98,8 +98,8 @@ class Probes:
 def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
     """The command to suggest after `rb init`, one that works on this machine.
 
-    ``nix_checks`` are :func:`check_nix`'s rows. ``nix run .#reproduce-<exp>`` only when this
-    Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX`), with
+    ``nix_checks`` are :func:`nix_for_next_step`'s (or :func:`check_nix`'s) rows.
+    ``nix run .#reproduce-<exp>`` only when this Nix can evaluate current nixpkgs (>= 2.18, :data:`MIN_NIX`), with
     the experimental-features flag spelled out when nix.conf does not enable flakes;
     otherwise the host run, which works everywhere, and how to get a Nix that does.
     """
@@ -198,6 +198,33 @@ def check_python(p: Probes) -> Check:
 
 def check_nix(p: Probes) -> list[Check]:
     """``nix`` and its version, then flakes, the store and the sandbox setting."""
+    first = _nix_row(p)
+    if isinstance(first, list):
+        return first
+    nix, version = first
+    return [nix, *_nix_config_checks(p, version or (0, 0))]
+
+
+def nix_for_next_step(p: Probes) -> list[Check]:
+    """The rows :func:`next_step_after_init` reads: ``nix``, and ``flakes`` only where this
+    nix is new enough (:data:`MIN_NIX`) for the suggestion to be ``nix run``.
+
+    :func:`check_nix` without the probes whose answers the suggestion never uses (the
+    store, the sandbox setting; flakes under MIN_NIX): each is a nix start, and `rb init`
+    on a small repository paid four of them to print one line.
+    """
+    first = _nix_row(p)
+    if isinstance(first, list):
+        return first
+    nix, version = first
+    if version is None or version[:2] < MIN_NIX:
+        return [nix]
+    return [nix, _flakes_check(p, _machine.nix_config(p.run, version, p.timeout))]
+
+
+def _nix_row(p: Probes) -> list[Check] | tuple[Check, tuple[int, ...] | None]:
+    """The ``nix`` row and the version it read; the final rows when nix is missing or
+    does not run."""
     path = p.which("nix")
     if path is None:
         fix = "install Nix >= 2.18: `curl -L https://nixos.org/nix/install | sh -s -- --daemon`"
@@ -228,51 +255,50 @@ def check_nix(p: Probes) -> list[Check]:
         )
     else:
         nix = Check("nix", "ok", f"{_dotted(version)} ({path})", None, facts)
-    return [nix, *_nix_config_checks(p, version or (0, 0))]
+    return nix, version
+
+
+def _flakes_check(p: Probes, config: dict[str, str] | str) -> Check:
+    """The ``flakes`` row: enabled in nix.conf, else whether this nix evaluates them when
+    asked to (``--extra-experimental-features``)."""
+    enable = "add `experimental-features = nix-command flakes` to ~/.config/nix/nix.conf"
+    features = config.get("experimental-features", "").split() if isinstance(config, dict) else []
+    if "flakes" in features:
+        return Check("flakes", "ok", "enabled in nix.conf", None, {"enabled": True})
+    # Not enabled by config: does this nix support them at all when asked to?
+    got = _try(
+        p,
+        [
+            "nix",
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "eval",
+            "--expr",
+            "builtins ? getFlake",
+        ],
+    )
+    if not isinstance(got, str) and got.returncode == 0 and got.text.strip() == "true":
+        return Check(
+            "flakes",
+            "warn",
+            "supported but not enabled in nix.conf; rb passes "
+            "--extra-experimental-features itself, `nix run .#...` by hand needs them",
+            enable,
+            {"enabled": False, "supported": True},
+        )
+    reason = got if isinstance(got, str) else _err_line(got)
+    return Check(
+        "flakes",
+        "missing",
+        f"this nix cannot evaluate flakes: {reason}",
+        _NIX_UPGRADE_FIX,
+        {"enabled": False, "supported": False},
+    )
 
 
 def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
     config = _machine.nix_config(p.run, version, p.timeout)
-    rows: list[Check] = []
-    enable = "add `experimental-features = nix-command flakes` to ~/.config/nix/nix.conf"
-    features = config.get("experimental-features", "").split() if isinstance(config, dict) else []
-    if "flakes" in features:
-        rows.append(Check("flakes", "ok", "enabled in nix.conf", None, {"enabled": True}))
-    else:
-        # Not enabled by config: does this nix support them at all when asked to?
-        got = _try(
-            p,
-            [
-                "nix",
-                "--extra-experimental-features",
-                "nix-command flakes",
-                "eval",
-                "--expr",
-                "builtins ? getFlake",
-            ],
-        )
-        if not isinstance(got, str) and got.returncode == 0 and got.text.strip() == "true":
-            rows.append(
-                Check(
-                    "flakes",
-                    "warn",
-                    "supported but not enabled in nix.conf; rb passes "
-                    "--extra-experimental-features itself, `nix run .#...` by hand needs them",
-                    enable,
-                    {"enabled": False, "supported": True},
-                )
-            )
-        else:
-            reason = got if isinstance(got, str) else _err_line(got)
-            rows.append(
-                Check(
-                    "flakes",
-                    "missing",
-                    f"this nix cannot evaluate flakes: {reason}",
-                    _NIX_UPGRADE_FIX,
-                    {"enabled": False, "supported": False},
-                )
-            )
+    rows: list[Check] = [_flakes_check(p, config)]
     rows.append(_nix_store_check(p, version))
     if isinstance(config, dict) and "sandbox" in config:
         sandbox = config["sandbox"]

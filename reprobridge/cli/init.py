@@ -166,6 +166,8 @@ def _next_step(result: InitResult) -> str | None:
     """What to run next, checked against this machine's Nix (never a command that fails)."""
     if not result.manifest.experiments or result.dry_run:
         return None
-    from reprobridge.doctor import Probes, check_nix, next_step_after_init
+    from reprobridge.doctor import Probes, next_step_after_init, nix_for_next_step
 
-    return next_step_after_init(next(iter(result.manifest.experiments)), check_nix(Probes()))
+    return next_step_after_init(
+        next(iter(result.manifest.experiments)), nix_for_next_step(Probes())
+    )

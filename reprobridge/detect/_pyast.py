@@ -15,7 +15,7 @@ values are read only from literals, and nothing is imported or evaluated. Contra
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any, Final
 
 Scalar = str | int | float | bool
@@ -56,19 +56,27 @@ def nodes_of(tree: ast.AST, *types: type[ast.AST]) -> list[Any]:
 
 def import_map(tree: ast.AST) -> dict[str, str]:
     """Local name -> fully qualified name, for every import in ``tree`` (any depth)."""
+    return import_map_of((tree,))
+
+
+def import_map_of(trees: Iterable[ast.AST]) -> dict[str, str]:
+    """:func:`import_map` of ``trees`` read one after the other, as if their sources were
+    concatenated in that order (a notebook's code cells): imports apply in source order,
+    a later one rebinding a name an earlier one bound."""
     names: dict[str, str] = {}
-    for node in nodes_of(tree, ast.Import, ast.ImportFrom):
-        if isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname:
-                    names[alias.asname] = alias.name
-                else:
-                    root = alias.name.split(".")[0]
-                    names.setdefault(root, root)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            for alias in node.names:
-                if alias.name != "*":
-                    names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    for tree in trees:
+        for node in nodes_of(tree, ast.Import, ast.ImportFrom):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname:
+                        names[alias.asname] = alias.name
+                    else:
+                        root = alias.name.split(".")[0]
+                        names.setdefault(root, root)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for alias in node.names:
+                    if alias.name != "*":
+                        names[alias.asname or alias.name] = f"{node.module}.{alias.name}"
     return names
 
 

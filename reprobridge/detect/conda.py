@@ -19,8 +19,8 @@ YAML node marks, so every finding points at its own line.
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-import yaml
 from packaging.requirements import InvalidRequirement, Requirement
 
 from reprobridge.detect._pkgmap import CONDA_NOT_PYTHON, CONDA_SYSTEM, CONDA_TO_PYPI
@@ -39,6 +39,9 @@ from reprobridge.detect.requirements import (
     requirement_finding,
 )
 from reprobridge.errors import DetectionError, UnsafePathError
+
+if TYPE_CHECKING:  # loaded when a conda file is read: ~20 ms of every small `rb init`
+    import yaml
 
 ENV_FILES = ("environment.yml", "environment.yaml", "conda.yml", "conda.yaml")
 
@@ -133,6 +136,8 @@ class _EnvFile:
         self.pip = RequirementsParser(ctx, detector, note="conda pip: section")
 
     def run(self) -> list[Finding]:
+        import yaml
+
         text = self.ctx.index.read_text(self.path)
         try:
             root = yaml.compose(text, Loader=yaml.SafeLoader)
@@ -169,6 +174,8 @@ class _EnvFile:
         return Evidence(self.path, node.start_mark.line + 1)
 
     def _channel(self, node: yaml.Node) -> None:
+        import yaml
+
         match = (
             _CUDA_CHANNEL_RE.search(str(node.value)) if isinstance(node, yaml.ScalarNode) else None
         )
@@ -188,6 +195,8 @@ class _EnvFile:
         )
 
     def _dependency(self, node: yaml.Node) -> None:
+        import yaml
+
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
                 if key.value == "pip" and isinstance(value, yaml.SequenceNode):

@@ -20,8 +20,6 @@ import tomllib
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
 from reprobridge.detect._text import key_line, param_name, skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.params import SEED_NAMES, flatten, type_of
@@ -53,13 +51,22 @@ def is_config_path(path: str) -> bool:
     )
 
 
+class _YamlError(ValueError):
+    """A YAML config that does not parse (yaml's own error, whose module loads lazily)."""
+
+
 def _parse(path: str, text: str) -> Any:
     suffix = PurePosixPath(path).suffix.lower()
     if suffix == ".json":
         return json.loads(text)
     if suffix == ".toml":
         return tomllib.loads(text)
-    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    import yaml  # loaded only when a repository has YAML configs (~20 ms of a small `rb init`)
+
+    try:
+        docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    except yaml.YAMLError as exc:
+        raise _YamlError(str(exc)) from exc
     return docs[0] if len(docs) == 1 else {} if not docs else _merge(docs)
 
 
@@ -92,7 +99,7 @@ class ConfigsDetector(Detector):
             try:
                 data = _parse(path, text)
             except (
-                yaml.YAMLError,
+                _YamlError,
                 json.JSONDecodeError,
                 tomllib.TOMLDecodeError,
                 RecursionError,

@@ -29,6 +29,7 @@ Evidence lines point into the ``.ipynb`` JSON (the line holding the matched text
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import shlex
@@ -42,7 +43,7 @@ from reprobridge.detect._printed import (
     line_metrics,
     printed_line,
 )
-from reprobridge.detect._pyast import call_name, import_map, nodes_of, seed_calls
+from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
 from reprobridge.detect._text import (
     is_counter_label,
     label_regex,
@@ -80,9 +81,11 @@ def _is_magic(line: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def cell_code(source: str) -> str:
     """The Python of one code cell: magic, shell-escape and help lines blanked (line count
-    kept); a cell magic other than the timing/capture ones (``%%bash``) blanks the cell."""
+    kept); a cell magic other than the timing/capture ones (``%%bash``) blanks the cell.
+    Memoized: every notebook reader asks for each cell's code, several times."""
     lines = source.splitlines()
     first = next((ln.strip() for ln in lines if ln.strip()), "")
     if first.startswith("%%"):
@@ -183,23 +186,44 @@ def _python2(cells: list[dict[str, Any]]) -> bool:
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
-        try:
-            ast.parse(cell_code(_source(cell)))
-        except SyntaxError as exc:
-            line = (exc.text or "").strip()
+        parsed = _parsed_cell(cell_code(_source(cell)))
+        if isinstance(parsed, SyntaxError):
+            line = (parsed.text or "").strip()
             if re.match(r"print\s+[^\s(=]", line) or "`" in line or "<>" in line:
                 return True
-        except (ValueError, RecursionError):
-            continue
     return False
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_cell(code: str) -> ast.Module | SyntaxError | None:
+    """``ast.parse(code)``; the SyntaxError; None for code that cannot be parsed otherwise
+    (NUL bytes, nesting too deep). Memoized: the detector reads each code cell three times
+    (the Python 2 check, its metrics, the seed), and parsing was most of its time. The
+    trees are shared, so callers only read them (``nodes_of`` caches its walk on them)."""
+    try:
+        return ast.parse(code)
+    except SyntaxError as exc:
+        return exc
+    except (ValueError, RecursionError):
+        return None
 
 
 def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
     """The import map of every code cell together (``from tqdm import tqdm`` in one cell,
-    ``tqdm.write`` in another)."""
-    code = "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
+    ``tqdm.write`` in another): the code cells as one module, none if it does not parse.
+
+    From the cells' own (memoized) trees when each parses alone: the joined module then
+    parses too, and its imports are the cells' in order, so the map is the same without
+    parsing every cell a second time. Otherwise (say a cell continued by the next one)
+    the joined code is parsed, as that is what decides.
+    """
+    codes = [cell_code(_source(c)) for c in cells if c.get("cell_type") == "code"]
+    trees = [_parsed_cell(code) for code in codes]
+    modules = [t for t in trees if isinstance(t, ast.Module)]
+    if len(modules) == len(trees):
+        return import_map_of(modules)
     try:
-        return import_map(ast.parse(code))
+        return import_map(ast.parse("\n".join(codes)))
     except (SyntaxError, ValueError, RecursionError):
         return {}
 
@@ -209,9 +233,8 @@ def _cell_metrics(
 ) -> list[tuple[PrintedMetric, int | None]]:
     """The metrics a code cell prints (its print-like calls, and its last expression,
     which Jupyter shows), each with its line in the notebook JSON."""
-    try:
-        tree = ast.parse(cell_code(source))
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed_cell(cell_code(source))
+    if not isinstance(tree, ast.Module):
         return []  # Python 2 cells (print 'x'), half-written cells
     lines = source.splitlines()
     found: list[PrintedMetric] = []
@@ -243,10 +266,8 @@ def _kept_metrics(
 
 def _code_seed(source: str) -> tuple[int, int] | None:
     """(line within the cell, literal seed) of the first literal seeding call in ``source``."""
-    code = cell_code(source)
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = _parsed_cell(cell_code(source))
+    if not isinstance(tree, ast.Module):
         return None
     imports = import_map(tree)
     for call, value in seed_calls(tree, imports):

@@ -30,8 +30,6 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any
 
-import yaml
-
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
     NotLiteral,
@@ -595,6 +593,8 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
 
 
 def _load_yaml(index: RepoIndex, path: str, ctx: DetectContext) -> Any:
+    import yaml  # loaded only when a repository has YAML to read (~20 ms of a small `rb init`)
+
     text = index.try_read_text(path, limit=1024 * 1024)
     if text is None:
         ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)

@@ -22,16 +22,16 @@ warning (``ctx.warn``), never an error; the pyproject/setup detectors report tho
 from __future__ import annotations
 
 import ast
-import configparser
 import re
 import tomllib
 from collections.abc import Callable
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ProjectValue
+
+if TYPE_CHECKING:
+    import configparser
 
 #: ``add(field, value, path, line, confidence="high", note="")`` — records a field once.
 _Add = Callable[..., None]
@@ -221,6 +221,8 @@ class ProjectDetector(Detector):
         if text is None:
             ctx.warn("cannot be read as text; skipped", path)
             return
+        import yaml  # loaded only when there is a CITATION.cff to read
+
         try:
             data = yaml.safe_load(text)
         except yaml.YAMLError as exc:
@@ -292,6 +294,8 @@ def _poetry(data: dict[str, Any]) -> Any:
 def _setup_cfg(ctx: DetectContext) -> tuple[configparser.ConfigParser, str] | None:
     if "setup.cfg" not in ctx.index:
         return None
+    import configparser  # loaded only when there is a setup.cfg
+
     text = ctx.index.try_read_text("setup.cfg")
     if text is None:
         return None

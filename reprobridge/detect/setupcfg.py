@@ -7,7 +7,6 @@ value's line is found by a cheap scan of the text, since configparser does not k
 
 from __future__ import annotations
 
-import configparser
 import re
 
 from packaging.specifiers import InvalidSpecifier
@@ -58,6 +57,8 @@ class SetupCfgDetector(DeclaredFileDetector):
     filename = "setup.cfg"
 
     def _one(self, ctx: DetectContext, path: str, confidence: Confidence) -> list[Finding]:
+        import configparser  # loaded only when there is a setup.cfg
+
         text = ctx.index.read_text(path)
         parser = configparser.ConfigParser(interpolation=None, strict=False)
         try:

@@ -407,3 +407,41 @@ def test_slurm_unreachable_controller_is_a_warning() -> None:
     }
     check = doctor.check_slurm(_slurm_probes(answers, on_path=True))  # type: ignore[arg-type]
     assert check.status == "warn" and "Unable to contact" in check.detail
+
+
+@pytest.mark.parametrize(
+    ("version", "config", "flakes_eval"),
+    [
+        (b"nix (Nix) 2.8.0\n", (0, NIX28_CONFIG, b""), (0, b"true\n", b"")),
+        (b"nix (Nix) 2.26.3\n", (0, NIX28_CONFIG, b""), (0, b"true\n", b"")),
+        (b"nix (Nix) 2.26.3\n", (0, NIX28_CONFIG, b""), (1, b"", b"error: no flakes\n")),
+        (b"nix (Nix) 2.26.3\n", (0, b"experimental-features = nix-command flakes\n", b""), None),
+        (b"garbage\n", (0, NIX28_CONFIG, b""), None),
+    ],
+)
+def test_next_step_probes_only_what_the_suggestion_reads(tmp_path, version, config, flakes_eval):
+    """`rb init`'s closing line asks nix only what it uses: the same suggestion as the full
+    doctor rows, from one nix start with an old nix (it was four: store and sandbox too)."""
+    answers = debian_machine()
+    answers[("nix", "--version")] = (0, version, b"")
+    answers[(*NC, "show-config")] = config
+    answers[(*NC, "config", "show")] = config
+    if flakes_eval is None:
+        del answers[(*FLAKE_EVAL, "builtins ? getFlake")]
+    else:
+        answers[(*FLAKE_EVAL, "builtins ? getFlake")] = flakes_eval
+    full = probes(tmp_path, answers)
+    lean = probes(tmp_path, answers)
+    expected = doctor.next_step_after_init("main", doctor.check_nix(full))
+    assert doctor.next_step_after_init("main", doctor.nix_for_next_step(lean)) == expected
+    calls = lean.run.calls  # type: ignore[attr-defined]
+    assert not any("store" in call for call in calls)
+    if b"2.8.0" in version or b"garbage" in version:
+        assert calls == [("nix", "--version")]
+
+
+def test_next_step_without_nix_runs_nothing(tmp_path):
+    p = probes(tmp_path, answers={}, which={})
+    rows = doctor.nix_for_next_step(p)
+    assert "no nix here" in doctor.next_step_after_init("main", rows)
+    assert p.run.calls == []  # type: ignore[attr-defined]

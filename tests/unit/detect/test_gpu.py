@@ -59,3 +59,17 @@ def test_gpu_need_follows_unconditional_use(tmp_path: Path, body: str, gpus: int
     ctx = detect_repo(RepoIndex.from_directory(tmp_path))
     hardware = [f for f in ctx.findings if f.kind == "hardware" and f.key == "train.py"]
     assert [f.value["gpus"] for f in hardware] == ([1] if gpus else [])
+
+
+def test_every_use_pattern_needs_the_word_cuda() -> None:
+    """GpuDetector._use skips tokenizing a file without "cuda": sound only while every
+    alternative of _USE_RE contains the word (a new one without it must drop the shortcut)."""
+    import re as _re
+
+    from reprobridge.detect import gpu
+
+    alternatives = _re.split(r"\|(?![^(]*\))", gpu._USE_RE.pattern)
+    assert len(alternatives) >= 5
+    for alt in alternatives:
+        assert "cuda" in alt, alt
+    assert gpu.GpuDetector._use(None, "a.py", "x = 1\n") is None  # type: ignore[arg-type]

@@ -67,3 +67,55 @@ def test_magics_do_not_hide_seeds_and_string_outputs_work(make_repo) -> None:
     assert kinds[("seed", "exp.ipynb")].value["default"] == 9
     assert kinds[("metric", "accuracy")].value["source"]["regex"].startswith("(?<!\\w)accuracy")
     assert kinds[("experiment", "exp")].value["kind"] == "notebook"
+
+
+def _joined_imports(cells: list[dict]) -> dict[str, str]:
+    """The definition _notebook_imports keeps: the code cells joined, parsed as one module."""
+    import ast
+
+    from reprobridge.detect._pyast import import_map
+    from reprobridge.detect.notebooks import _source, cell_code
+
+    code = "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
+    try:
+        return import_map(ast.parse(code))
+    except (SyntaxError, ValueError, RecursionError):
+        return {}
+
+
+def test_notebook_imports_from_the_cells_trees_equal_the_joined_parse() -> None:
+    """The import map is built from each cell's memoized tree; it must stay the joined
+    module's map, rebinding order and all-or-nothing failure included."""
+    import random
+
+    from reprobridge.detect.notebooks import _notebook_imports
+
+    pieces = [
+        "import numpy as np",
+        "import jax.numpy as np",
+        "import os.path",
+        "from tqdm import tqdm",
+        "from tqdm.auto import tqdm as tqdm",
+        "def f():\n    import torch as np\n    return np",
+        "%matplotlib inline\nimport matplotlib.pyplot as plt",
+        "!pip install foo\nfrom a.b import c as np",
+        "x = 1",
+        "from . import local",
+        "print 'python 2'",
+        "from __future__ import annotations\nimport re",
+        "@decorator",
+        "def g():\n    pass",
+        "y = (1,",
+        "2)",
+        "%%bash\nimport nothing",
+    ]
+    rng = random.Random(14)
+    for _ in range(400):
+        cells = [
+            {
+                "cell_type": rng.choice(["code", "code", "code", "markdown"]),
+                "source": rng.choice(pieces),
+            }
+            for _ in range(rng.randint(0, 6))
+        ]
+        assert _notebook_imports(cells) == _joined_imports(cells), cells
