@@ -320,7 +320,7 @@ def lock_python_project(
         else:
             result = _proc.run(argv, cwd=directory, env=env, check=False, timeout=timeout)
     except CommandFailed as exc:  # only a timeout reaches here (check=False)
-        return LockResult(False, reason=str(exc), uv_version=version or None)
+        return _failed(str(exc), version)
     lock = directory / "uv.lock"
     if result.returncode == 0 and lock.is_file():
         return LockResult(True, lock=lock, uv_version=version or None)
@@ -328,30 +328,25 @@ def lock_python_project(
     tail = " | ".join(line.strip() for line in stderr.splitlines()[-4:] if line.strip())
     refused = _proc.uv_refused_build(stderr)
     if refused:
-        return LockResult(
-            False,
-            reason=(
-                f"{refused} cannot be resolved without building it, and a build runs the "
-                "package's own code, which `rb init` never does; kept requirements.txt"
-            ),
-            needs_build=refused,
-            uv_version=version or None,
+        reason = (
+            f"{refused} cannot be resolved without building it, and a build runs the "
+            "package's own code, which `rb init` never does; kept requirements.txt"
         )
+        return _failed(reason, version, needs_build=refused)
     if _NETWORK_ERRORS.search(stderr):
-        return LockResult(
-            False,
-            reason=f"the package index could not be reached, kept requirements.txt ({tail})",
-            offline=True,
-            uv_version=version or None,
-        )
+        reason = f"the package index could not be reached, kept requirements.txt ({tail})"
+        return _failed(reason, version, offline=True)
     if _NO_PYTHON.search(stderr):
-        return LockResult(
-            False,
-            reason=f"no Python interpreter matching requires-python for uv ({tail})",
-            uv_version=version or None,
-        )
+        return _failed(f"no Python interpreter matching requires-python for uv ({tail})", version)
+    return _failed(f"uv lock exited {result.returncode}: {tail}", version)
+
+
+def _failed(
+    reason: str, version: str, *, offline: bool = False, needs_build: str | None = None
+) -> LockResult:
+    """A lock not written, and why (``version``: what ``uv --version`` printed)."""
     return LockResult(
-        False, reason=f"uv lock exited {result.returncode}: {tail}", uv_version=version or None
+        False, reason=reason, offline=offline, uv_version=version or None, needs_build=needs_build
     )
 
 

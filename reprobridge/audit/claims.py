@@ -42,11 +42,12 @@ Python does, then reported); None must fail the conclusion level, never pass it.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import ClassVar, Literal
 
 from reprobridge.audit.judge import Verdict
 from reprobridge.errors import AuditError
@@ -164,10 +165,8 @@ class Node:
     start: int
     end: int
 
-    @property
-    def kind(self) -> Kind:
-        """``num`` or ``bool``: what the node evaluates to."""
-        return "num"
+    #: ``num`` or ``bool``: what the node evaluates to.
+    kind: ClassVar[Kind] = "num"
 
 
 @dataclass(frozen=True)
@@ -219,10 +218,7 @@ class Compare(Node):
     operands: tuple[Node, ...]
     ops: tuple[str, ...]
 
-    @property
-    def kind(self) -> Kind:
-        """Always ``bool``."""
-        return "bool"
+    kind: ClassVar[Kind] = "bool"
 
 
 @dataclass(frozen=True)
@@ -232,10 +228,7 @@ class BoolOp(Node):
     op: Literal["and", "or"]
     operands: tuple[Node, ...]
 
-    @property
-    def kind(self) -> Kind:
-        """Always ``bool``."""
-        return "bool"
+    kind: ClassVar[Kind] = "bool"
 
 
 @dataclass(frozen=True)
@@ -244,10 +237,7 @@ class Not(Node):
 
     operand: Node
 
-    @property
-    def kind(self) -> Kind:
-        """Always ``bool``."""
-        return "bool"
+    kind: ClassVar[Kind] = "bool"
 
 
 @dataclass(frozen=True)
@@ -445,9 +435,7 @@ class _Parser:
 
 def _with_span(node: Node, start: int, end: int) -> Node:
     """``node`` widened to its parentheses, so substitution keeps them."""
-    fields = {k: getattr(node, k) for k in node.__dataclass_fields__}
-    fields.update(start=start, end=end)
-    return type(node)(**fields)
+    return dataclasses.replace(node, start=start, end=end)
 
 
 def parse_claim(expr: str) -> ClaimAst:
@@ -577,8 +565,8 @@ def _walk_refs(node: Node) -> list[Ref]:
     if isinstance(node, Ref):
         return [node]
     children: list[Node] = []
-    for name in node.__dataclass_fields__:
-        value = getattr(node, name)
+    for f in dataclasses.fields(node):
+        value = getattr(node, f.name)
         if isinstance(value, Node):
             children.append(value)
         elif isinstance(value, tuple):

@@ -28,7 +28,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from reprobridge.evidence.errors import EvidenceError
 from reprobridge.stats import Stats
@@ -62,6 +62,9 @@ STATUS_FORMAT = "rb-run-status/1"
 LEVELS = ("environment", "procedure", "metric")
 
 
+_T = TypeVar("_T")
+
+
 class RecordError(EvidenceError):
     """A bundle record is malformed or of a format this rb cannot read (names the field)."""
 
@@ -84,69 +87,50 @@ class _Fields:
     def has(self, key: str) -> bool:
         return key in self.raw
 
-    def str_(self, key: str, default: str | None = None) -> str:
+    def _get(self, key: str, kind: type[_T], what: str, default: _T | None = None) -> _T:
+        """The value at ``key`` (``default`` when absent), of type ``kind`` (a boolean is
+        no number here), else a RecordError saying it is ``what``."""
         value = self.raw.get(key, default)
-        if not isinstance(value, str):
-            raise self._bad(key, "not a string")
-        return value
+        if isinstance(value, kind) and (kind is bool or not isinstance(value, bool)):
+            return value
+        raise self._bad(key, what)
+
+    def _opt(self, key: str, kind: type[_T], what: str) -> _T | None:
+        """As :meth:`_get`, but None when the key is absent or null."""
+        return None if self.raw.get(key) is None else self._get(key, kind, what)
+
+    def str_(self, key: str, default: str | None = None) -> str:
+        return self._get(key, str, "not a string", default)
 
     def opt_str(self, key: str) -> str | None:
-        value = self.raw.get(key)
-        if value is not None and not isinstance(value, str):
-            raise self._bad(key, "not a string")
-        return value
+        return self._opt(key, str, "not a string")
 
     def int_(self, key: str, default: int | None = None) -> int:
-        value = self.raw.get(key, default)
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "not an integer")
-        return value
+        return self._get(key, int, "not an integer", default)
 
     def opt_int(self, key: str) -> int | None:
-        value = self.raw.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self._bad(key, "not an integer")
-        return value
+        return self._opt(key, int, "not an integer")
 
     def opt_float(self, key: str) -> float | None:
         value = self.raw.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self._bad(key, "not a number")
-        return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value  # an integral JSON number is a number too
+        return self._opt(key, float, "not a number")
 
     def bool_(self, key: str, default: bool | None = None) -> bool:
-        value = self.raw.get(key, default)
-        if not isinstance(value, bool):
-            raise self._bad(key, "not a boolean")
-        return value
+        return self._get(key, bool, "not a boolean", default)
 
     def opt_bool(self, key: str) -> bool | None:
-        value = self.raw.get(key)
-        if value is not None and not isinstance(value, bool):
-            raise self._bad(key, "not a boolean")
-        return value
+        return self._opt(key, bool, "not a boolean")
 
     def dict_(self, key: str, default: dict[str, Any] | None = None) -> dict[str, Any]:
-        value = self.raw.get(key, default)
-        if not isinstance(value, dict):
-            raise self._bad(key, "not an object")
-        return value
+        return self._get(key, dict, "not an object", default)
 
     def opt_dict(self, key: str) -> dict[str, Any] | None:
-        value = self.raw.get(key)
-        if value is not None and not isinstance(value, dict):
-            raise self._bad(key, "not an object")
-        return value
+        return self._opt(key, dict, "not an object")
 
     def list_(self, key: str, default: list[Any] | None = None) -> list[Any]:
-        value = self.raw.get(key, default)
-        if not isinstance(value, list):
-            raise self._bad(key, "not a list")
-        return value
+        return self._get(key, list, "not a list", default)
 
     def str_list(self, key: str) -> tuple[str, ...]:
         items = self.list_(key, [])
@@ -235,16 +219,7 @@ class Plan:
     runs: tuple[PlannedRun, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "format": self.FORMAT,
-            "audit_id": self.audit_id,
-            "rb_version": self.rb_version,
-            "tier": self.tier,
-            "backend_requested": self.backend_requested,
-            "commit": self.commit,
-            "manifest_sha256": self.manifest_sha256,
-            "runs": [r.to_json() for r in self.runs],
-        }
+        return {"format": self.FORMAT, **jsonable(self)}
 
     @classmethod
     def from_json(cls, raw: Any) -> Plan:

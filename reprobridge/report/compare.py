@@ -24,6 +24,11 @@ from reprobridge.report.load import (
 GIT_KEYS = ("commit", "branch", "dirty", "changed", "diff_sha256")
 
 
+def _minus(a: float | None, b: float | None) -> float | None:
+    """``a - b``; None when either is missing."""
+    return None if a is None or b is None else a - b
+
+
 @dataclass(frozen=True)
 class Spread:
     """How far one metric's values spread over an experiment's runs."""
@@ -38,7 +43,7 @@ class Spread:
     @property
     def range(self) -> float | None:
         """``high - low``; None without values."""
-        return None if self.low is None or self.high is None else self.high - self.low
+        return _minus(self.high, self.low)
 
 
 @dataclass(frozen=True)
@@ -106,7 +111,7 @@ class MetricDelta:
     @property
     def delta(self) -> float | None:
         """``after - before`` where both exist."""
-        return None if self.before is None or self.after is None else self.after - self.before
+        return _minus(self.after, self.before)
 
 
 @dataclass(frozen=True)
