@@ -11,6 +11,8 @@ LAUNCHERS_DIR = "repro/launchers"
 PYTHON_DIR = "repro/python"
 PATCHES_DIR = "repro/patches"
 CHECK_SCRIPT = "repro/check.py"
+#: Writes a tier's copy of a notebook or script with literals replaced (tiers with ``edits``).
+DERIVE_SCRIPT = "repro/derive.py"
 EVIDENCE_DIR = "repro/evidence"
 LOGS_DIR = "repro/logs"
 #: An archive's wheels (``rb archive --with-wheels``), a find-links directory for uv/pip.

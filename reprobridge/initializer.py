@@ -27,11 +27,17 @@ from reprobridge._fs import Changes, apply_changes
 from reprobridge._log import emit
 from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
-from reprobridge.artifacts.launchers import render_check_script, render_launcher
+from reprobridge.artifacts.launchers import (
+    needs_derive_script,
+    render_check_script,
+    render_derive_script,
+    render_launcher,
+)
 from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
 from reprobridge.audit.hostenv import step_network_env
 from reprobridge.constants import (
     CHECK_SCRIPT,
+    DERIVE_SCRIPT,
     FLAKE_FILE,
     FLAKE_LOCK_FILE,
     GUIDE_FILE,
@@ -354,6 +360,8 @@ def init_repository(
             manifest, exp_id, version=__version__
         ).encode()
     out[CHECK_SCRIPT] = render_check_script().encode()
+    if needs_derive_script(manifest):
+        out[DERIVE_SCRIPT] = render_derive_script().encode()
     out[f"{REPRO_DIR}/.gitignore"] = _GITIGNORE.encode()
     notes = GuideNotes(
         decisions=merged.decisions,
@@ -397,7 +405,9 @@ def init_repository(
             removed=stale,
         )
     else:
-        executable = frozenset(r for r in out if r.startswith(LAUNCHERS_DIR) or r == CHECK_SCRIPT)
+        executable = frozenset(
+            r for r in out if r.startswith(LAUNCHERS_DIR) or r in (CHECK_SCRIPT, DERIVE_SCRIPT)
+        )
         changes = apply_changes(root, out, remove=stale, executable=executable)
         if git_add and (changes.created or changes.changed):
             # The agent's ledger and transcript are local records, not artifacts for git.

@@ -135,15 +135,29 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             "to a few CPU minutes.",
             "",
         ]
-    elif not smoke.params and not smoke.args:
+    elif not smoke.bounded:
         out += [
-            "The smoke tier is the full command, stopped after "
-            f"{smoke.timeout or exp.timeout}: rb found no parameter that bounds this run",
-            "(epochs, steps, iterations) and can be set from its command line. A smoke run",
-            "that does not finish in time ends as a timeout; then add `params` or `args` to",
+            "**The smoke tier is not bounded**: it is the full command, stopped after "
+            f"{smoke.timeout or exp.timeout}. rb",
+            "found no parameter that bounds this run (epochs, steps, iterations) and can be",
+            "set from its command line, and no literal bound in its code (a training loop's",
+            "`range(N)`, a setting such as `max_iters = N`). A smoke run that does not finish",
+            "in time ends as a timeout; then add `params`, `args` or `edits` to",
             f"`[experiments.{exp_id}.tiers.smoke]` that shorten it.",
             "",
         ]
+    elif smoke.edits:
+        source, copy = smoke.derived() or ("", "")
+        out += [
+            f"The smoke tier runs a copy of {_code(source)}, {_code(copy)}, with these literals",
+            "lowered (`repro/derive.py` writes it next to the original when the tier runs;",
+            "the full tier runs the original, untouched):",
+            "",
+        ]
+        for e in smoke.edits:
+            at = f"cell {e.cell} line {e.line}" if e.cell is not None else f"line {e.line}"
+            out.append(f"- {at}: {_code(e.code or e.was)} -> {_code(e.value)}")
+        out.append("")
     elif smoke.args:
         out += [
             "The smoke tier appends "

@@ -24,6 +24,7 @@ Rendering is pure and deterministic.
 from __future__ import annotations
 
 import math
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -225,6 +226,27 @@ def _comment(text: str) -> list[str]:
     return [f"# {line}".rstrip() for line in text.strip().splitlines()]
 
 
+def _entry_word(words: list[list[_Part]], workdir: str, file: str) -> int | None:
+    """The index of the command word that names ``file`` (a repository path) from
+    ``workdir``: the word a tier with ``edits`` replaces by the file's copy."""
+    for i, word in enumerate(words[1:], 1):
+        if any(p.kind == "ph" for p in word):
+            continue
+        text = "".join(p.text for p in word if p.kind == "lit")
+        if posixpath.normpath(posixpath.join(workdir, text)) == file:
+            return i
+    return None
+
+
+def _copy_word(word: list[_Part], workdir: str, copy: str) -> str:
+    """The word that names ``copy`` the way the command's word named the original:
+    relative to the workdir, with the original's own spelling of the folder."""
+    text = "".join(p.text for p in word if p.kind == "lit")
+    folder = posixpath.dirname(text)
+    name = posixpath.basename(copy)
+    return f"{folder}/{name}" if folder else name
+
+
 def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
     """The text of ``repro/launchers/<exp_id>.sh``, written by rb ``version``.
 
@@ -281,6 +303,22 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
     ]
     used = sorted({p.text for p in parts if p.is_placeholder and p.text != "seed"})
     has_args = any(exp.tier(t).args for t in tiers)
+    # A tier with `edits` runs a copy of the file the command names (repro/derive.py writes
+    # it next to the original): that word of the command becomes ${rb_entry}.
+    words = _words(parts)
+    derived = {t: d for t in tiers if (d := exp.tier(t).derived()) is not None}
+    entry_at: int | None = None
+    if derived:
+        edited = next(iter(derived.values()))[0]
+        entry_at = _entry_word(words, exp.workdir, edited)
+        if shell_mode or entry_at is None:
+            raise RenderError(
+                f"the tier's edits change {edited}, which the command does not name as one "
+                "of its words"
+                + (" (a command with shell syntax cannot run a copy)" if shell_mode else ""),
+                path=MANIFEST_FILE,
+                field=f"{field}.tiers.{next(iter(derived))}.edits",
+            )
     for tier in tiers:
         params, seeds, timeout = _tier_settings(exp, tier)
         if not seeds:
@@ -295,6 +333,21 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         if has_args:
             quoted = " ".join(shlex.quote(a) for a in exp.tier(tier).args)
             lines.append(f"    tier_args=({quoted})  # appended to the command")
+        if entry_at is not None:
+            original = "".join(p.text for p in words[entry_at] if p.kind == "lit")
+            pair = derived.get(tier)
+            if pair is None:
+                lines.append(f"    rb_entry={shlex.quote(original)}")
+                lines.append("    derive=()")
+            else:
+                copy = _copy_word(words[entry_at], exp.workdir, pair[1])
+                lines.append(f"    rb_entry={shlex.quote(copy)}  # a copy, with the edits below")
+                specs = [
+                    f"{e.cell or ''}:{e.line}:{e.column}:{e.value}:{e.was}"
+                    for e in exp.tier(tier).edits
+                ]
+                quoted = " ".join(shlex.quote(x) for x in [pair[0], pair[1], *specs])
+                lines.append(f"    derive=({quoted})  # repro/derive.py SOURCE COPY EDIT...")
         lines.append(f"    default_seed={seeds[0]}")
         lines.append(f"    timeout_s={math.ceil(parse_duration(timeout))}  # {timeout}")
         lines.append("    ;;")
@@ -351,6 +404,16 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
     if not exp.network:
         lines.append("# network = false in the manifest: keep ML libraries from downloading.")
         lines += [f"export {k}={v}" for k, v in OFFLINE_ENV]
+    if entry_at is not None:
+        lines += [
+            "# This tier runs a copy of the file with its literal bounds lowered (written next",
+            "# to it, from the repository root; the original is left as it is).",
+            'if [ "${#derive[@]}" -gt 0 ]; then',
+            "  rb_py=$(command -v python3 || command -v python) ||",
+            '    { echo "$me: no python3 to write the copy with" >&2; exit 2; }',
+            '  (cd "$rb_root" && "$rb_py" repro/derive.py "${derive[@]}") || exit 2',
+            "fi",
+        ]
     lines.append("")
     run = f'timeout --signal=TERM --kill-after={KILL_AFTER} "$timeout_s"'
     if shell_mode:
@@ -380,9 +443,11 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
             f'exec {run} bash -c "$cmd"',
         ]
     else:
-        words = [_array_word(w) for w in _words(parts)]
+        rendered = [
+            '"${rb_entry}"' if i == entry_at else _array_word(w) for i, w in enumerate(words)
+        ]
         lines += [
-            "cmd=(" + " ".join(words) + ")",
+            "cmd=(" + " ".join(rendered) + ")",
             *(['cmd+=(${tier_args[@]+"${tier_args[@]}"})'] if has_args else []),
             'cmd+=(${extra[@]+"${extra[@]}"})',
             "printf '+'",
@@ -391,6 +456,17 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
             f'exec {run} "${{cmd[@]}}"',
         ]
     return "\n".join(lines) + "\n"
+
+
+def needs_derive_script(manifest: Manifest) -> bool:
+    """Whether a launcher of ``manifest`` calls ``repro/derive.py`` (a tier has ``edits``)."""
+    return any(t.edits for exp in manifest.experiments.values() for t in exp.tiers.values())
+
+
+def render_derive_script() -> str:
+    """The text of ``repro/derive.py``: this package's ``derive.py``, byte for byte (as
+    :func:`render_check_script`; the tests import the same module)."""
+    return resources.files("reprobridge.artifacts").joinpath("derive.py").read_text("utf-8")
 
 
 def render_check_script() -> str:

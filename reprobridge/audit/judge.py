@@ -225,6 +225,19 @@ def _output_record(
     return record
 
 
+def _unbounded_note(exp: Experiment, tier: str) -> str:
+    """What a timed-out smoke run must not hide: a smoke tier that shortens nothing (no
+    ``params``, ``args`` or ``edits``) is the full command under the smoke time limit, not a
+    bounded check that ran too long."""
+    spec = exp.tiers.get(tier) if tier == "smoke" else None  # type: ignore[call-overload]
+    if spec is None or spec.bounded:
+        return ""
+    return (
+        f" [the smoke tier is unbounded: the full command, stopped after "
+        f"{spec.timeout or exp.timeout}; no bound was found (REPRODUCE.md)]"
+    )
+
+
 def judge_run(
     exp: Experiment,
     tier: str,
@@ -256,6 +269,8 @@ def judge_run(
     bad = [(path, rec) for path, rec in outputs.items() if not rec["ok"]]
     if not termination_ok:
         ok, reason = False, termination_description
+        if termination_description == "exit(124)" or termination_description.startswith("timeout"):
+            reason += _unbounded_note(exp, tier)  # 124: the launcher's `timeout`
     elif bad:
         ok = False
         reason = "; ".join(f"output {path} {rec['reason']}" for path, rec in bad)

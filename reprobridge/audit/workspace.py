@@ -23,6 +23,7 @@ from reprobridge import _proc
 from reprobridge._tarsafe import extract_all_data
 from reprobridge.constants import (
     CHECK_SCRIPT,
+    DERIVE_SCRIPT,
     FLAKE_FILE,
     FLAKE_LOCK_FILE,
     LAUNCHERS_DIR,
@@ -33,7 +34,15 @@ from reprobridge.errors import AuditError, CommandFailed
 from reprobridge.evidence.hashing import sha256_file
 
 #: rb's artifacts, copied from the work tree over the committed tree.
-OVERLAY = (MANIFEST_FILE, FLAKE_FILE, FLAKE_LOCK_FILE, CHECK_SCRIPT, LAUNCHERS_DIR, PYTHON_DIR)
+OVERLAY = (
+    MANIFEST_FILE,
+    FLAKE_FILE,
+    FLAKE_LOCK_FILE,
+    CHECK_SCRIPT,
+    DERIVE_SCRIPT,
+    LAUNCHERS_DIR,
+    PYTHON_DIR,
+)
 _SKIP_IN_OVERLAY = {".venv", "__pycache__"}
 
 

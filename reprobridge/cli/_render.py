@@ -90,7 +90,12 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
         smoke = exp.tiers.get("smoke")
         if smoke is not None:
             shown = [f"{k}={v}" for k, v in smoke.params.items()] + list(smoke.args)
-            echo(f"               smoke tier: {' '.join(shown) or '(same settings)'}")
+            shown += [
+                f"{e.file}{f' cell {e.cell}' if e.cell else ''} line {e.line}: {e.was} -> {e.value}"
+                for e in smoke.edits
+            ]
+            unbounded = f"unbounded: the full command, stopped after {smoke.timeout or exp.timeout}"
+            echo(f"               smoke tier: {'; '.join(shown) or unbounded}")
         else:
             echo("               smoke tier: none (no parameter bounds the run)")
     if not m.experiments:

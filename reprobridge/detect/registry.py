@@ -37,6 +37,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.notebooks:NotebooksDetector",
     "reprobridge.detect.gpu:GpuDetector",
     "reprobridge.detect.params:ParamsDetector",
+    "reprobridge.detect.bounds:BoundsDetector",
     "reprobridge.detect.configs:ConfigsDetector",
     "reprobridge.detect.datasets:DatasetsDetector",
     "reprobridge.detect.fetch:FetchDetector",

@@ -360,10 +360,61 @@ class Hardware(StrictModel):
     memory_gb: float | None = Field(None, gt=0, description="Host memory.")
 
 
+#: What names the copy of an edited file next to it (``demo.ipynb`` -> ``demo_rb_smoke.ipynb``).
+DERIVED_SUFFIX = "_rb_smoke"
+
+
+def derived_copy(path: str) -> str:
+    """Where a tier's copy of ``path`` (a relative POSIX path) is written: next to it, so it
+    runs from the same folder (a notebook's kernel starts in the notebook's folder, a script
+    imports its neighbours), under a name that is still a Python module name."""
+    folder, _, name = path.rpartition("/")
+    stem, dot, suffix = name.rpartition(".")
+    copy = f"{stem}{DERIVED_SUFFIX}.{suffix}" if dot and stem else f"{name}{DERIVED_SUFFIX}"
+    return f"{folder}/{copy}" if folder else copy
+
+
+class SourceEdit(StrictModel):
+    """A literal of the experiment's own code that a tier replaces, in a copy of the file.
+
+    The copy (``demo.ipynb`` -> ``demo_rb_smoke.ipynb``, next to it: :func:`derived_copy`) is
+    written by ``repro/derive.py`` when the tier runs, and the command runs it instead of
+    the original, which is never modified. The edit applies only where the file still reads
+    ``was`` at ``line``/``column`` (of ``cell``); otherwise the run stops and says so.
+    """
+
+    file: RelPath = Field(
+        description="The notebook or script the command runs, relative to the repo (no `..`)."
+    )
+    cell: int | None = Field(
+        None,
+        ge=1,
+        description="Notebooks: the cell, counting from 1 over every cell (markdown too).",
+    )
+    line: int = Field(ge=1, description="Line of the literal, in the cell or the file (from 1).")
+    column: int = Field(ge=0, description="Characters before the literal on that line.")
+    was: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
+        description="The literal's source text, checked before the edit (`2000`, `10**4`)."
+    )
+    value: int = Field(description="What replaces it in the copy.")
+    code: str | None = Field(
+        None, description="The line as it reads, for the reader (`max_iters = 2000`)."
+    )
+
+    @field_validator("was", "code")
+    @classmethod
+    def _one_line(cls, value: str | None) -> str | None:
+        if value is not None and ("\n" in value or "\r" in value):
+            raise ValueError("must be one line")
+        return value
+
+
 class Tier(StrictModel):
     """A setting of an experiment: `full` is what the paper ran, `smoke` a CPU-minutes check.
 
-    Every field overrides the experiment's own; `params` are merged key by key.
+    Every field overrides the experiment's own; `params` are merged key by key. A tier is
+    *bounded* when it shortens the run (``params``, ``args`` or ``edits``); a smoke tier
+    with none of them is the full command stopped at its ``timeout``.
     """
 
     params: dict[ParamName, Scalar] = Field(
@@ -378,6 +429,13 @@ class Tier(StrictModel):
         description="Arguments appended to the command in this tier, in the project's own "
         "syntax: `--trainer.max_iters=20`, hydra `trainer.max_epochs=1`.",
     )
+    edits: list[SourceEdit] = Field(
+        default_factory=list,
+        description="Literals of the notebook or script the command runs that this tier "
+        "replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20), in a copy written "
+        "next to it when the tier runs; the command runs the copy. For loops bounded in code "
+        "rather than on the command line.",
+    )
     metrics: dict[MetricName, Metric] | None = Field(
         None,
         description="Metrics with thresholds for this tier (they replace the experiment's); "
@@ -385,6 +443,26 @@ class Tier(StrictModel):
         "INCOMPLETE).",
     )
     description: str | None = None
+
+    @model_validator(mode="after")
+    def _edits_one_file(self) -> Tier:
+        files = sorted({e.file for e in self.edits})
+        if len(files) > 1:
+            raise ValueError(
+                f"`edits` change one file, the one the command runs (not {', '.join(files)})"
+            )
+        return self
+
+    @property
+    def bounded(self) -> bool:
+        """Whether the tier shortens the run (``params``, ``args`` or ``edits``)."""
+        return bool(self.params or self.args or self.edits)
+
+    def derived(self) -> tuple[str, str] | None:
+        """(the edited file, its copy) when the tier has ``edits``, else None."""
+        if not self.edits:
+            return None
+        return self.edits[0].file, derived_copy(self.edits[0].file)
 
 
 class Experiment(StrictModel):

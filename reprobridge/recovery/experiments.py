@@ -12,10 +12,11 @@ from typing import Any
 from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import TargetValue, of_type
+from reprobridge.detect.runbounds import smoke_value
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, rank
-from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, smoke_value
+from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
 _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
@@ -490,6 +491,8 @@ def _one_experiment(
                 ["rb default for smoke tiers"],
                 "medium",
             )
+    if not b.has(f"{p}.tiers.smoke") and workdir is not None:
+        _literal_edits(b, p, exp_id, command, workdir, entry, by_kind["bound"], res)
     if not b.has(f"{p}.tiers.smoke"):
         # Nothing to shorten: the smoke tier is the run itself, stopped at the smoke limit.
         # Many such runs (notebooks, small scripts) finish in minutes; one that does not
@@ -499,6 +502,12 @@ def _one_experiment(
             "no parameter that bounds the run (epochs, steps, iterations) could be set from "
             "the command line"
             + ("" if kind in {"script", "module"} else f" of a {kind} experiment")
+            + (
+                ", and no literal bound (a training loop's range, a setting such as "
+                "max_iters = N) was found in its code"
+                if kind in {"script", "notebook"}
+                else ""
+            )
         )
         b.put(
             f"{p}.tiers.smoke.timeout",
@@ -597,6 +606,67 @@ def _one_experiment(
             )
 
 
+def _literal_edits(
+    b: Builder,
+    p: str,
+    exp_id: str,
+    command: str,
+    workdir: str,
+    entry: str,
+    bounds: list[Finding],
+    res: MergeResult,
+) -> None:
+    """The smoke tier as ``edits``: the literal bounds the ``bounds`` detector found in the
+    entry file (a notebook's cells, a script without a flag for its length), each lowered to
+    its smoke value (:func:`~reprobridge.recovery.smoke.literal_smoke_value`) in a copy of
+    the file the command then runs. Only for a command of plain words that names the file
+    (the launcher swaps that word for the copy's); nothing when no literal is above its
+    smoke value."""
+    found = _for_entry(bounds, entry)
+    if not found:
+        return
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return
+    names_entry = any(posixpath.normpath(posixpath.join(workdir, w)) == entry for w in words[1:])
+    if not names_entry or "{" in entry:
+        res.decisions.append(
+            f"{exp_id}: {entry} has literal run bounds, but the command does not run it by "
+            "path; the smoke tier cannot run a lowered copy"
+        )
+        return
+    edits: list[dict[str, Any]] = []
+    sources: list[str] = []
+    shown: list[str] = []
+    for x in sorted(
+        found, key=lambda x: (x.value["cell"] or 0, x.value["line"], x.value["column"])
+    ):
+        v = x.value
+        small = int(v["start"]) + literal_smoke_value(str(v["name"]), str(v["site"]))
+        if small >= int(v["value"]):
+            continue  # already small: nothing to lower
+        edit: dict[str, Any] = {"file": entry}
+        if v["cell"] is not None:
+            edit["cell"] = int(v["cell"])
+        edit.update(line=int(v["line"]), column=int(v["column"]), was=str(v["was"]), value=small)
+        if v.get("code"):
+            edit["code"] = str(v["code"])
+        edits.append(edit)
+        sources += x.sources()
+        where = f"cell {v['cell']} line {v['line']}" if v["cell"] else f"line {v['line']}"
+        shown.append(f"{entry} {where} `{v['code']}` -> {small}")
+    if not edits:
+        return
+    sources.append("rb rule: smoke tier lowers the literal bounds of the code, in a copy")
+    b.put(f"{p}.tiers.smoke.edits", edits, sorted(set(sources)), "medium")
+    b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
+    res.decisions.append(
+        f"{exp_id}: smoke tier runs a copy of {entry} with its literal bounds lowered: "
+        + "; ".join(shown)
+    )
+
+
 def _bound_flag(
     exp_id: str,
     command: str,
@@ -607,7 +677,7 @@ def _bound_flag(
 ) -> tuple[str | None, list[str], str]:
     """(bounding parameter, smoke tier arguments, command) for a command without a literal
     bound: the parameter that ends an unbounded loop first, then any parameter named like a
-    bound (:mod:`~reprobridge.recovery.smoke`) that has a flag.
+    bound (:mod:`~reprobridge.detect.runbounds`) that has a flag.
 
     A bound with a literal default larger than the smoke value becomes a placeholder in the
     command (the full run keeps the default, the smoke tier lowers it). A bound without a

@@ -157,7 +157,9 @@ def test_archive_coverage(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
         f"nix-cache/{h}.narinfo": b"StorePath: x\n",
     }
     members = [Member(p, data=b) for p, b in files.items()]
-    members.append(Member(MANIFEST_JSON, data=canonical_json({"format": "rb-archive/1", "files": []})))
+    members.append(
+        Member(MANIFEST_JSON, data=canonical_json({"format": "rb-archive/1", "files": []}))
+    )
     out = write_archive(members, tmp_path / "a.tar.gz", mtime=0).path
     res = {r.name: r for r in check_links(out, offline=True)}
     assert res["nixpkgs"].covered and res["nixpkgs"].covered_by == f"nix-cache/{h}.narinfo"

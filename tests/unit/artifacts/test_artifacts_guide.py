@@ -36,7 +36,8 @@ def test_smoke_tier_args_and_the_lack_of_a_smoke_tier_are_said() -> None:
 
 def test_a_time_limited_smoke_tier_is_said_for_what_it_is() -> None:
     bigram = _guide(bigram_tiers={"smoke": {"timeout": "10m"}}).split("### `bigram`")[1]
-    assert "The smoke tier is the full command, stopped after 10m" in bigram
+    assert "**The smoke tier is not bounded**: it is the full command, stopped after 10m" in bigram
+    assert "no literal bound in its code" in bigram
     assert "No smoke tier" not in bigram
 
 

@@ -19,13 +19,13 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 import tomlkit
 
 from reprobridge.artifacts import check
-from reprobridge.audit import backends
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.verify import verify_audit
 from reprobridge.initializer import init_repository
@@ -85,23 +85,9 @@ def notebook_repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def fake_jupyter(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A bin dir with the fake ``jupyter``, put first on the runs' PATH (and bound into the
-    sandbox read-only, as ``--ro-bind`` does for an operator's tools)."""
-    bindir = tmp_path / "fakebin"
-    bindir.mkdir()
-    (bindir / "jupyter").write_text(FAKE_JUPYTER)
-    (bindir / "jupyter").chmod(0o755)
-    prepare = backends.HostBackend.prepare
-
-    def with_fake(self: backends.HostBackend, root: Path) -> backends.EnvironmentState:
-        state = prepare(self, root)
-        state.base_env["PATH"] = f"{bindir}:{state.base_env['PATH']}"
-        state.ro_binds = (*state.ro_binds, bindir)
-        return state
-
-    monkeypatch.setattr(backends.HostBackend, "prepare", with_fake)
-    return bindir
+def fake_jupyter(tool_on_run_path: Callable[[str, str], Path]) -> Path:
+    """The stand-in ``jupyter`` first on the runs' PATH."""
+    return tool_on_run_path("jupyter", FAKE_JUPYTER)
 
 
 def test_rb_init_declares_the_executed_notebook_as_output(notebook_repo: Path) -> None:

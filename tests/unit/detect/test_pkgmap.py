@@ -79,4 +79,3 @@ def test_placeholder_renames_are_canonical_and_final() -> None:
         assert canonicalize_name(placeholder) == placeholder
         assert canonicalize_name(real) == real
         assert real not in renamed, f"{placeholder} -> {real} is renamed again"
-

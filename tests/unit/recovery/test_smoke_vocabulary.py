@@ -1,10 +1,10 @@
-"""The smoke tier's vocabulary of run-bounding parameters (reprobridge.recovery.smoke)."""
+"""The smoke tier's vocabulary of run-bounding parameters (reprobridge.detect.runbounds)."""
 
 from __future__ import annotations
 
 import pytest
 
-from reprobridge.recovery.smoke import NOT_BOUNDS, SMOKE_VALUES, leaf, smoke_value
+from reprobridge.detect.runbounds import NOT_BOUNDS, SMOKE_VALUES, leaf, smoke_value
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,356 @@
+"""Literals in an experiment's own code that bound its run, for a smoke tier to lower.
+
+A notebook or a script without a command line is bounded by its code, not by a flag:
+``train_config.max_iters = 2000`` in a config cell, ``EPOCHS = 500`` at the top of a script,
+``for k in range(100):`` around an optimizer step. This detector reads the entry file of
+every experiment found before it (a ``.py`` or ``.ipynb`` the command runs) and reports each
+such literal as a ``bound`` finding; the merge turns them into the smoke tier's ``edits``,
+applied to a copy of the file (:mod:`reprobridge.artifacts.derive`).
+
+What counts (never executing anything):
+
+* outside function bodies (module level, ``if``/``with``/``for`` blocks, class bodies: the
+  places a notebook cell or a script keeps its settings), a name the run-bounds vocabulary
+  knows (:mod:`reprobridge.detect.runbounds`: ``max_iters``, ``num_epochs``, ...) given a
+  positive whole number: assigned to a name, an attribute or a string subscript
+  (``EPOCHS = 500``, ``C.trainer.max_iters = 2000``, ``cfg["epochs"] = 10``), annotated
+  (``epochs: int = 10``), a dict literal's entry (``{"epochs": 100}``) or a call's keyword
+  (``Trainer(max_epochs=100)``, ``model.fit(x, y, epochs=10)``);
+* anywhere in the file, a ``for`` loop over ``range(N)`` (also ``range(1, N)``,
+  ``trange(N)``, ``tqdm(range(N))``, ``enumerate(range(N))``) with a literal ``N`` whose body
+  takes a training step: calls ``backward``/``step``/``zero_grad``/``apply_gradients``/...,
+  an optimizer's ``update``, or assigns a loss or a gradient (``p.data -= lr * p.grad``).
+  A loop without one (plotting, sampling) is not a run bound and is not reported.
+
+A literal is a positive ``int``, a whole ``float`` (``1e4``), ``int(1e4)`` or an
+arithmetic of those (``10**4``) on one line; its exact source text and column are reported,
+so the edit can be checked before it is applied. Value of a finding (key
+``<entry>::<line>:<column>``, a notebook's ``<entry>::<cell>:<line>:<column>``)::
+
+    {"entry": path, "cell": int | None, "line": int, "column": int, "was": str,
+     "value": int, "name": str, "site": "assign" | "loop", "start": int, "code": str}
+
+``cell`` counts a notebook's cells from 1 (markdown included), ``line`` is within the cell
+or the file, ``column`` in characters; ``name`` is the assigned name (``train_config.max_iters``)
+or the loop variable; ``start`` is a loop's first value (``range(1, 101)``: 1, else 0).
+Evidence: the line of the file (for a notebook, the line of its JSON that holds the code).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from reprobridge.detect._pyast import dotted, walk_shallow
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.notebooks import cell_code, json_line_of
+from reprobridge.detect.runbounds import smoke_value
+
+#: Calls whose last name component takes a training step (data: add a spelling here).
+TRAINING_CALLS = frozenset(
+    {
+        "backward", "step", "zero_grad", "apply_gradients", "minimize", "train_step",
+        "training_step", "train_on_batch", "train_batch", "optimize", "fit_batch",
+    }
+)  # fmt: skip
+#: Words in an assigned name that make the assignment a training update.
+_UPDATE_WORDS = ("loss", "grad")
+#: Iterator calls a training loop wraps ``range`` in, or replaces it with.
+_RANGE_CALLS = frozenset({"range", "trange", "xrange"})
+_WRAPPERS = frozenset({"tqdm", "enumerate", "notebook", "auto", "progress_bar", "track"})
+_MAX_VALUE = 10**15
+
+Site = Literal["assign", "loop"]
+
+
+@dataclass(frozen=True)
+class LiteralBound:
+    """One literal that bounds a run, in one piece of Python source (a file or a cell)."""
+
+    line: int
+    column: int  # characters, not bytes
+    was: str
+    value: int
+    name: str
+    site: Site
+    code: str
+    start: int = 0
+
+
+def _number(node: ast.AST) -> int | None:
+    """The whole number a literal expression denotes (see the module docstring), else None."""
+    if isinstance(node, ast.Constant) and not isinstance(node.value, bool):
+        value = node.value
+        if isinstance(value, int):
+            return value
+        if isinstance(value, float) and value.is_integer() and abs(value) < _MAX_VALUE:
+            return int(value)
+        return None
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "int":
+        return _number(node.args[0]) if len(node.args) == 1 and not node.keywords else None
+    if isinstance(node, ast.BinOp):
+        left, right = _number(node.left), _number(node.right)
+        if left is None or right is None:
+            return None
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            result = left * right
+        elif isinstance(node.op, ast.Pow) and 0 <= right <= 64 and abs(left) <= 10**6:
+            result = left**right
+        elif isinstance(node.op, ast.FloorDiv) and right:
+            return left // right
+        else:
+            return None
+        return result if abs(result) < _MAX_VALUE else None
+    return None
+
+
+def _target_name(node: ast.AST) -> str | None:
+    """``a.b.c`` of an assignment target; ``cfg["epochs"]`` -> ``cfg.epochs``."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        key = node.slice.value
+        base = dotted(node.value)
+        return f"{base}.{key}" if base and isinstance(key, str) else None
+    return dotted(node)
+
+
+class _Source:
+    """The lines of one piece of source, for exact columns and texts of nodes."""
+
+    def __init__(self, text: str) -> None:
+        # Lines as ast counts them (\r\n, \r or \n), as repro/derive.py does.
+        self.lines = re.split(r"\r\n|\r|\n", text)
+
+    def span(self, node: ast.AST) -> tuple[int, str, str] | None:
+        """(column in characters, source text, the stripped line) of a one-line node."""
+        lineno, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+        col, end_col = getattr(node, "col_offset", None), getattr(node, "end_col_offset", None)
+        if lineno is None or end != lineno or col is None or end_col is None:
+            return None
+        if not 0 < lineno <= len(self.lines):
+            return None
+        raw = self.lines[lineno - 1].encode("utf-8")
+        try:
+            before = raw[:col].decode("utf-8")
+            text = raw[col:end_col].decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return len(before), text, self.lines[lineno - 1].strip()[:200]
+
+
+def _bound(
+    src: _Source, node: ast.expr, name: str, site: Site, start: int = 0
+) -> LiteralBound | None:
+    value = _number(node)
+    if value is None or value <= 0:
+        return None  # 0 and -1 mean "no limit" to many trainers: nothing to lower
+    span = src.span(node)
+    if span is None:
+        return None
+    column, was, code = span
+    return LiteralBound(node.lineno, column, was, value, name, site, code, start)
+
+
+def _named(src: _Source, name: str | None, node: ast.expr) -> Iterator[LiteralBound]:
+    if name and smoke_value(name) is not None:
+        found = _bound(src, node, name, "assign")
+        if found is not None:
+            yield found
+
+
+def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
+    """Named bounds outside function bodies (see the module docstring)."""
+    stack: list[ast.stmt] = list(tree.body)
+    statements: list[ast.stmt] = []
+    while stack:  # every statement outside a function, class bodies included
+        stmt = stack.pop(0)
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        statements.append(stmt)
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                stack.append(child)
+            elif isinstance(child, ast.ExceptHandler):
+                stack.extend(child.body)
+    for stmt in statements:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                if isinstance(target, ast.Tuple) and isinstance(stmt.value, ast.Tuple):
+                    for t, v in zip(target.elts, stmt.value.elts, strict=False):
+                        yield from _named(src, _target_name(t), v)
+                else:
+                    yield from _named(src, _target_name(target), stmt.value)
+        elif isinstance(stmt, ast.AnnAssign) and stmt.value is not None:
+            yield from _named(src, _target_name(stmt.target), stmt.value)
+        # Dict entries and keywords in this statement's own expressions (nested statements
+        # are visited on their own; nested functions and lambdas are not settings).
+        for child in ast.iter_child_nodes(stmt):
+            if isinstance(child, ast.stmt):
+                continue
+            for node in walk_shallow([child]):  # type: ignore[list-item]
+                if isinstance(node, ast.Dict):
+                    for key, value in zip(node.keys, node.values, strict=False):
+                        if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                            yield from _named(src, key.value, value)
+                elif isinstance(node, ast.Call):
+                    for kw in node.keywords:
+                        yield from _named(src, kw.arg, kw.value)
+
+
+def _trains(body: list[ast.stmt]) -> bool:
+    """Whether a loop body takes a training step (see the module docstring)."""
+    for node in walk_shallow(body):
+        if isinstance(node, ast.Call):
+            name = dotted(node.func) or ""
+            last = name.rsplit(".", 1)[-1]
+            if last in TRAINING_CALLS:
+                return True
+            if last == "update" and "opt" in name.rsplit(".", 1)[0].lower():
+                return True
+        elif isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names = [(_target_name(t) or "").lower() for t in targets]
+            if isinstance(node, ast.AugAssign):
+                names += [(dotted(n) or "").lower() for n in ast.walk(node.value)]
+            if any(word in n for n in names for word in _UPDATE_WORDS):
+                return True
+    return False
+
+
+def _range_stop(node: ast.expr) -> tuple[ast.expr, int] | None:
+    """(the stop expression, the literal start) of ``range(N)``-like iterators."""
+    if not isinstance(node, ast.Call):
+        return None
+    last = (dotted(node.func) or "").rsplit(".", 1)[-1]
+    if last in _RANGE_CALLS and not node.keywords:
+        if len(node.args) == 1:
+            return node.args[0], 0
+        if len(node.args) == 2:
+            start = _number(node.args[0])
+            return (node.args[1], start) if start is not None and start >= 0 else None
+        return None
+    if last in _WRAPPERS and node.args:
+        return _range_stop(node.args[0])
+    return None
+
+
+def _loop_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For | ast.AsyncFor):
+            continue
+        found = _range_stop(loop.iter)
+        if found is None or not _trains(loop.body):
+            continue
+        stop, start = found
+        variable = dotted(loop.target) or ""
+        if isinstance(loop.target, ast.Tuple) and loop.target.elts:
+            variable = dotted(loop.target.elts[-1]) or ""  # for i, k in enumerate(range(N))
+        bound = _bound(src, stop, variable, "loop", start)
+        if bound is not None and bound.value > start:
+            yield bound
+
+
+def literal_bounds(code: str) -> list[LiteralBound]:
+    """The run-bounding literals of the Python ``code`` (a file, or a cell's code), in
+    source order; none when it does not parse."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    src = _Source(code)
+    try:
+        found = {(b.line, b.column): b for b in _setting_bounds(src, tree)}
+        for b in _loop_bounds(src, tree):
+            found.setdefault((b.line, b.column), b)
+    except RecursionError:
+        return []
+    return [found[k] for k in sorted(found)]
+
+
+class BoundsDetector(Detector):
+    """Literal run bounds in the entry files of the experiments found so far."""
+
+    name = "bounds"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        entries = sorted(
+            {
+                str(f.value.get("entry") or "")
+                for f in ctx.of_kind("experiment")
+                if str(f.value.get("entry") or "").endswith((".py", ".ipynb"))
+            }
+        )
+        findings: list[Finding] = []
+        for entry in entries:
+            text = ctx.index.try_read_text(entry)
+            if text is None:
+                continue
+            if entry.endswith(".ipynb"):
+                findings += self._notebook(entry, text)
+            else:
+                findings += [
+                    self._finding(entry, None, b, Evidence(entry, b.line))
+                    for b in literal_bounds(text)
+                ]
+        return findings
+
+    def _notebook(self, entry: str, text: str) -> list[Finding]:
+        try:
+            nb = json.loads(text)
+        except (ValueError, RecursionError):
+            return []
+        cells = nb.get("cells") if isinstance(nb, dict) else None
+        if not isinstance(cells, list):
+            return []
+        raw_lines = text.splitlines()
+        out: list[Finding] = []
+        for number, cell in enumerate(cells, 1):
+            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+                continue
+            src = cell.get("source", "")
+            source = "".join(src) if isinstance(src, list) else str(src)
+            # cell_code keeps the cell's lines (magics blanked), so lines and columns are
+            # the cell's own, as repro/derive.py counts them (str.splitlines).
+            for b in literal_bounds(cell_code(source)):
+                out.append(
+                    self._finding(entry, number, b, Evidence(entry, _json_line(raw_lines, b)))
+                )
+        return out
+
+    def _finding(
+        self, entry: str, cell: int | None, b: LiteralBound, evidence: Evidence
+    ) -> Finding:
+        where = f"cell {cell} line {b.line}" if cell is not None else f"line {b.line}"
+        what = "training loop over range()" if b.site == "loop" else f"`{b.name}`"
+        value: dict[str, Any] = {
+            "entry": entry,
+            "cell": cell,
+            "line": b.line,
+            "column": b.column,
+            "was": b.was,
+            "value": b.value,
+            "name": b.name,
+            "site": b.site,
+            "start": b.start,
+            "code": b.code,
+        }
+        return Finding(
+            kind="bound",
+            key=f"{entry}::{'' if cell is None else f'{cell}:'}{b.line}:{b.column}",
+            value=value,
+            evidence=(evidence,),
+            detector=self.name,
+            confidence="medium",
+            note=f"{where}: {what} = {b.was}",
+        )
+
+
+def _json_line(raw_lines: list[str], b: LiteralBound) -> int | None:
+    return json_line_of(raw_lines, b.code) if b.code else None

@@ -1,0 +1,92 @@
+"""The vocabulary of parameters that bound a run, and the value a smoke run gives each.
+
+A smoke tier must finish in minutes on a CPU. It lowers the one parameter that bounds the
+training loop — epochs, steps, iterations, episodes — to :data:`SMOKE_VALUES`' value for
+its name. Names are matched on their last component, normalised (``--trainer.max_iters``
+-> ``max_iters``, ``--num-epochs`` -> ``num_epochs``), so the vocabulary holds leaf names
+only. It is data: add a spelling here (and to its test), not a special case in code.
+
+It lives with the detectors because both sides read it: the merge
+(:mod:`reprobridge.recovery.experiments`) lowers a flag or parameter by these names, and the
+``bounds`` detector (:mod:`reprobridge.detect.bounds`) finds literals assigned to them in a
+notebook's cells or a script without a command line.
+"""
+
+from __future__ import annotations
+
+import re
+
+EPOCHS = 1  # one pass over the data
+STEPS = 20  # a few optimizer steps: enough to see the loss move and the code paths run
+_EPISODES = 2
+_ENV_STEPS = 2000  # reinforcement learning counts environment steps, not updates
+
+#: Leaf parameter name -> the value of the smoke tier.
+SMOKE_VALUES: dict[str, int] = {
+    **dict.fromkeys(
+        (
+            "epochs", "epoch", "num_epochs", "n_epochs", "nepochs", "nepoch", "max_epochs",
+            "max_epoch", "num_epoch", "nb_epochs", "num_train_epochs", "train_epochs",
+            "total_epochs", "epoch_num", "epochs_num", "n_epoch",
+        ),
+        EPOCHS,
+    ),
+    **dict.fromkeys(
+        (
+            "steps", "max_steps", "num_steps", "n_steps", "nsteps", "train_steps",
+            "total_steps", "num_train_steps", "max_train_steps", "training_steps",
+            "iters", "iterations", "max_iters", "max_iter", "niters", "niter", "n_iters",
+            "n_iter", "num_iters", "num_iter", "num_iterations", "max_iterations",
+            "total_iters", "train_iters", "training_iters", "iter_max",
+            "max_updates", "num_updates", "total_updates", "n_updates",
+            "num_batches", "max_batches", "n_batches",
+        ),
+        STEPS,
+    ),
+    **dict.fromkeys(
+        ("episodes", "num_episodes", "max_episodes", "n_episodes", "train_episodes"),
+        _EPISODES,
+    ),
+    **dict.fromkeys(
+        ("timesteps", "total_timesteps", "num_timesteps", "max_timesteps", "max_frames",
+         "num_frames", "total_frames", "env_steps", "num_env_steps"),
+        _ENV_STEPS,
+    ),
+}  # fmt: skip
+
+
+#: Words that, before a count, make it something other than the run's length.
+NOT_BOUNDS = frozenset(
+    {
+        "warmup", "eval", "evaluation", "val", "valid", "validation", "test", "log", "logging",
+        "save", "saving", "ckpt", "checkpoint", "print", "display", "report", "sample",
+        "decay", "patience", "accum", "accumulation", "gradient", "grad", "lr", "scheduler",
+        "snapshot", "plot", "viz", "early", "stop", "burnin", "burn", "cooldown", "per",
+        "anneal", "annealing", "kl", "pause",
+    }
+)  # fmt: skip
+
+
+def leaf(name: str) -> str:
+    """The normalised last component of a parameter name or flag (``--trainer.max-iters``
+    -> ``max_iters``; ``trainer_max_iters`` stays itself: underscores do not split)."""
+    return re.split(r"[./]", name.strip().lstrip("-").rstrip("="))[-1].replace("-", "_").lower()
+
+
+def smoke_value(name: str) -> int | None:
+    """The smoke tier's value for a parameter named ``name`` (a flag, a dotted override
+    key or a parameter name), or None when the name does not bound a run.
+
+    A parameter name that joins a section with ``_`` (``trainer_max_iters``) matches on
+    its longest vocabulary suffix, unless a word before it says the count is about
+    something else (``warmup_steps``, ``eval_iters``, ``save_epochs``: :data:`NOT_BOUNDS`).
+    """
+    key = leaf(name)
+    if key in SMOKE_VALUES:
+        return SMOKE_VALUES[key]
+    parts = key.split("_")
+    for i in range(1, len(parts)):
+        suffix = "_".join(parts[i:])
+        if suffix in SMOKE_VALUES:
+            return None if set(parts[:i]) & NOT_BOUNDS else SMOKE_VALUES[suffix]
+    return None

@@ -1,0 +1,181 @@
+"""repro/derive.py: a tier's copy of a notebook or script with literals replaced, and the
+launcher that runs the copy in the tier that has `edits` and the original in the others."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from reprobridge.artifacts import derive
+from reprobridge.artifacts.guide import GuideNotes, render_guide
+from reprobridge.artifacts.launchers import render_launcher
+from reprobridge.errors import RenderError
+from reprobridge.manifest.schema import Manifest, derived_copy
+
+SCRIPT = Path(derive.__file__)
+NOTEBOOK = {
+    "cells": [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# max_iters = 2000 (prose)\n"]},
+        {
+            "cell_type": "code",
+            "execution_count": 1,
+            "metadata": {},
+            "outputs": [],
+            "source": ["cfg.lr = 5e-4\n", "cfg.max_iters = 2000\n", "cfg.workers = 0"],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": 2,
+            "metadata": {},
+            "outputs": [],
+            "source": "for k in range(100): loss.backward(); total = range(100)",
+        },
+    ],
+    "metadata": {"kernelspec": {"name": "python3"}},
+    "nbformat": 4,
+    "nbformat_minor": 5,
+}
+
+
+def _run(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["python3", str(SCRIPT), *args], cwd=cwd, capture_output=True, text=True, check=False
+    )
+
+
+def test_a_notebook_copy_has_the_cells_lowered_and_nothing_else(tmp_path: Path) -> None:
+    (tmp_path / "demo.ipynb").write_text(json.dumps(NOTEBOOK))
+    done = _run(tmp_path, "demo.ipynb", "demo_rb_smoke.ipynb", "2:2:16:20:2000", "3:1:15:20:100")
+
+    assert done.returncode == 0, done.stderr
+    assert "rb derive: demo.ipynb cell 2 line 2: `cfg.max_iters = 2000` -> 20" in done.stdout
+    copy = json.loads((tmp_path / "demo_rb_smoke.ipynb").read_text())
+    want = json.loads(json.dumps(NOTEBOOK))
+    want["cells"][1]["source"][1] = "cfg.max_iters = 20\n"
+    # Only the literal at the column named: the second range(100) on the line stays.
+    want["cells"][2]["source"] = "for k in range(20): loss.backward(); total = range(100)"
+    assert copy == want
+    assert json.loads((tmp_path / "demo.ipynb").read_text()) == NOTEBOOK  # untouched
+    first = (tmp_path / "demo_rb_smoke.ipynb").read_bytes()
+    _run(tmp_path, "demo.ipynb", "demo_rb_smoke.ipynb", "2:2:16:20:2000", "3:1:15:20:100")
+    assert (tmp_path / "demo_rb_smoke.ipynb").read_bytes() == first  # deterministic bytes
+
+
+def test_a_script_copy_keeps_every_other_byte(tmp_path: Path) -> None:
+    text = "EPOCHS = 500\r\nLR = 0.1  # é\r\nfor e in range(EPOCHS):\r\n    step()\r\n"
+    (tmp_path / "train.py").write_bytes(text.encode())
+    done = _run(tmp_path, "train.py", "train_rb_smoke.py", ":1:9:1:500")
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "train_rb_smoke.py").read_bytes() == text.replace("500", "1").encode()
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [":1:9:1:400", ":7:9:1:500", "1:1:9:1:500", "nonsense"],
+    ids=["changed-literal", "no-such-line", "cell-of-a-script", "malformed"],
+)
+def test_an_edit_that_does_not_apply_stops_and_writes_nothing(tmp_path: Path, edit: str) -> None:
+    (tmp_path / "train.py").write_text("EPOCHS = 500\n")
+    done = _run(tmp_path, "train.py", "train_rb_smoke.py", edit)
+
+    assert done.returncode == 2
+    assert done.stderr.startswith("rb derive: ")
+    assert not (tmp_path / "train_rb_smoke.py").exists()
+
+
+def test_a_link_where_the_copy_goes_is_replaced_not_followed(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("EPOCHS = 500\n")
+    victim = tmp_path / "victim.txt"
+    victim.write_text("keep me")
+    (tmp_path / "train_rb_smoke.py").symlink_to(victim)  # committed by a hostile repository
+    done = _run(tmp_path, "train.py", "train_rb_smoke.py", ":1:9:1:500")
+
+    assert done.returncode == 0, done.stderr
+    assert victim.read_text() == "keep me"
+    assert not (tmp_path / "train_rb_smoke.py").is_symlink()
+    assert (tmp_path / "train_rb_smoke.py").read_text() == "EPOCHS = 1\n"
+
+
+def test_copy_names_stay_next_to_the_original() -> None:
+    assert derived_copy("demo.ipynb") == "demo_rb_smoke.ipynb"
+    assert derived_copy("examples/train.py") == "examples/train_rb_smoke.py"
+    assert derived_copy("run") == "run_rb_smoke"
+
+
+def _manifest(command: str, workdir: str = ".", file: str = "nb/demo.ipynb") -> Manifest:
+    return Manifest.model_validate(
+        {
+            "project": {"name": "p"},
+            "experiments": {
+                "demo": {
+                    "command": command,
+                    "workdir": workdir,
+                    "kind": "notebook",
+                    "tiers": {
+                        "smoke": {
+                            "timeout": "10m",
+                            "edits": [
+                                {
+                                    "file": file,
+                                    "cell": 6,
+                                    "line": 5,
+                                    "column": 24,
+                                    "was": "2000",
+                                    "value": 20,
+                                    "code": "train_config.max_iters = 2000",
+                                }
+                            ],
+                        }
+                    },
+                }
+            },
+        }
+    )
+
+
+def test_the_launcher_runs_the_copy_in_the_smoke_tier_and_the_original_in_full() -> None:
+    cmd = "jupyter nbconvert --to notebook --execute --output-dir . --output d.executed.ipynb demo.ipynb"
+    text = render_launcher(_manifest(cmd, workdir="nb"), "demo", version="t")
+
+    full, smoke = text.split("  full)")[1].split("  smoke)")
+    assert "rb_entry=demo.ipynb\n    derive=()" in full
+    assert "rb_entry=demo_rb_smoke.ipynb" in smoke
+    assert "derive=(nb/demo.ipynb nb/demo_rb_smoke.ipynb 6:5:24:20:2000)" in smoke
+    assert '--output d.executed.ipynb "${rb_entry}")' in text
+    assert '(cd "$rb_root" && "$rb_py" repro/derive.py "${derive[@]}") || exit 2' in text
+    done = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "jupyter nbconvert --execute other.ipynb",
+        "jupyter nbconvert --execute nb/demo.ipynb | tee log",
+    ],
+    ids=["not-named", "shell-syntax"],
+)
+def test_edits_of_a_file_the_command_does_not_run_are_refused(command: str) -> None:
+    with pytest.raises(RenderError, match=r"edits change nb/demo\.ipynb"):
+        render_launcher(_manifest(command), "demo", version="t")
+
+
+def test_edits_of_two_files_are_refused() -> None:
+    data = _manifest("python train.py", file="train.py").model_dump(by_alias=True)
+    edits = data["experiments"]["demo"]["tiers"]["smoke"]["edits"]
+    edits.append({**edits[0], "file": "other.py"})
+    with pytest.raises(ValueError, match="change one file"):
+        Manifest.model_validate(data)
+
+
+def test_the_guide_lists_each_lowered_literal() -> None:
+    cmd = "jupyter nbconvert --execute --to notebook nb/demo.ipynb"
+    text = render_guide(_manifest(cmd), GuideNotes(), version="t")
+
+    assert "The smoke tier runs a copy of `nb/demo.ipynb`, `nb/demo_rb_smoke.ipynb`" in text
+    assert "- cell 6 line 5: `train_config.max_iters = 2000` -> `20`" in text
+    assert "not bounded" not in text

@@ -1,0 +1,83 @@
+"""Literal run bounds in code (reprobridge.detect.bounds): what counts and what does not."""
+
+from __future__ import annotations
+
+import pytest
+
+from reprobridge.detect.bounds import literal_bounds
+from reprobridge.recovery.smoke import literal_smoke_value
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "was"),
+    [
+        ("EPOCHS = 500", "EPOCHS", "500"),
+        ("C.trainer.max_iters = 2000", "C.trainer.max_iters", "2000"),
+        ('cfg["num_epochs"] = 10', "cfg.num_epochs", "10"),
+        ("n_steps: int = 10**4", "n_steps", "10**4"),
+        ("max_iters = int(1e4)", "max_iters", "int(1e4)"),
+        ("niters, lr = 3000, 0.1", "niters", "3000"),
+        ('config = {"epochs": 100, "lr": 0.1}', "epochs", "100"),
+        ("trainer = Trainer(max_epochs=100)", "max_epochs", "100"),
+        ("if __name__ == '__main__':\n    training_steps = 800", "training_steps", "800"),
+        ("class Cfg:\n    num_iterations = 300", "num_iterations", "300"),
+    ],
+)
+def test_named_settings_are_bounds(code: str, name: str, was: str) -> None:
+    [bound] = literal_bounds(code)
+    assert (bound.name, bound.was, bound.site) == (name, was, "assign")
+    assert code.splitlines()[bound.line - 1][bound.column :].startswith(was)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "warmup_steps = 1000",  # a count of something else
+        "eval_iters = 200",
+        "max_steps = -1",  # "no limit": nothing to lower
+        "epochs = 0",
+        "max_iters = compute()",
+        "max_iters = 2000.5",
+        "def train():\n    epochs = 100",  # a function's local, not a setting
+        "for i in range(1000):\n    plt.plot(i)",  # a loop with no training step
+        "for i in range(n):\n    loss.backward()",  # a bound that is not a literal
+        "while True:\n    opt.step()",
+    ],
+)
+def test_what_is_not_a_bound(code: str) -> None:
+    assert literal_bounds(code) == []
+
+
+@pytest.mark.parametrize(
+    ("code", "variable", "was", "start"),
+    [
+        ("for k in range(100):\n    total_loss.backward()", "k", "100", 0),
+        ("for epoch in tqdm(range(1, 101)):\n    optimizer.step()", "epoch", "101", 1),
+        ("for i, t in enumerate(range(500)):\n    w -= lr * grad_w", "t", "500", 0),
+        (
+            "def fit():\n    for it in trange(2000):\n        opt_state = opt.update(g, opt_state)",
+            "it",
+            "2000",
+            0,
+        ),
+        ("for step in range(300):\n    loss = criterion(model(x), y)", "step", "300", 0),
+    ],
+)
+def test_training_loops_over_a_literal_range_are_bounds(
+    code: str, variable: str, was: str, start: int
+) -> None:
+    [bound] = literal_bounds(code)
+    assert (bound.name, bound.was, bound.site, bound.start) == (variable, was, "loop", start)
+
+
+def test_columns_count_characters_not_bytes() -> None:
+    [bound] = literal_bounds('note = "é"; EPOCHS = 500')
+    assert bound.column == len('note = "é"; EPOCHS = ')
+
+
+@pytest.mark.parametrize(
+    ("name", "site", "value"),
+    [("EPOCHS", "assign", 1), ("max_iters", "assign", 20), ("epoch", "loop", 1), ("k", "loop", 20)],
+)
+def test_smoke_values_of_literal_bounds(name: str, site: str, value: int) -> None:
+    assert literal_smoke_value(name, site) == value
