@@ -33,6 +33,8 @@ seed [entry]           ``{"entry": path, "flag": "--seed" | None, "default": int
                         "syntax": ...}`` (syntax only with a flag)
 unbounded [entry]      ``{"entry": path, "reason": str, "flag": "--max-steps" | None}``, plus
                         ``"name"``, ``"syntax"``, ``"default"`` of the bounding parameter
+bound [entry::[cell:]   ``BoundValue``: a literal of the entry file that bounds the run
+ line:column]           (``EPOCHS = 500``, ``for k in range(2000)`` around a training step)
 dataset [id]           ``{"path": str?, "url": str?, "name": str?, "generated": bool?}``
 output [entry::path]   ``{"entry": path, "path": str}``
 metric [name]          ``{"entry": path, "source": {"regex": str} | {"file": str, "key": str}}``

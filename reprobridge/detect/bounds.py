@@ -24,16 +24,9 @@ What counts (never executing anything):
 
 A literal is a positive ``int``, a whole ``float`` (``1e4``), ``int(1e4)`` or an
 arithmetic of those (``10**4``) on one line; its exact source text and column are reported,
-so the edit can be checked before it is applied. Value of a finding (key
-``<entry>::<line>:<column>``, a notebook's ``<entry>::<cell>:<line>:<column>``)::
-
-    {"entry": path, "cell": int | None, "line": int, "column": int, "was": str,
-     "value": int, "name": str, "site": "assign" | "loop", "start": int, "code": str}
-
-``cell`` counts a notebook's cells from 1 (markdown included), ``line`` is within the cell
-or the file, ``column`` in characters; ``name`` is the assigned name (``train_config.max_iters``)
-or the loop variable; ``start`` is a loop's first value (``range(1, 101)``: 1, else 0).
-Evidence: the line of the file (for a notebook, the line of its JSON that holds the code).
+so the edit can be checked before it is applied. The finding's value is a
+:class:`~reprobridge.detect.findings.BoundValue`; its evidence is the line of the file (for
+a notebook, the line of its JSON that holds the code).
 """
 
 from __future__ import annotations
@@ -43,10 +36,11 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from reprobridge.detect._pyast import dotted, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import BoundValue
 from reprobridge.detect.notebooks import cell_code, json_line_of
 from reprobridge.detect.runbounds import smoke_value
 
@@ -326,21 +320,21 @@ class BoundsDetector(Detector):
 
     def _finding(
         self, entry: str, cell: int | None, b: LiteralBound, evidence: Evidence
-    ) -> Finding:
+    ) -> Finding[BoundValue]:
         where = f"cell {cell} line {b.line}" if cell is not None else f"line {b.line}"
         what = "training loop over range()" if b.site == "loop" else f"`{b.name}`"
-        value: dict[str, Any] = {
-            "entry": entry,
-            "cell": cell,
-            "line": b.line,
-            "column": b.column,
-            "was": b.was,
-            "value": b.value,
-            "name": b.name,
-            "site": b.site,
-            "start": b.start,
-            "code": b.code,
-        }
+        value = BoundValue(
+            entry=entry,
+            cell=cell,
+            line=b.line,
+            column=b.column,
+            was=b.was,
+            value=b.value,
+            name=b.name,
+            site=b.site,
+            start=b.start,
+            code=b.code,
+        )
         return Finding(
             kind="bound",
             key=f"{entry}::{'' if cell is None else f'{cell}:'}{b.line}:{b.column}",

@@ -196,3 +196,29 @@ class ReproducesValue(FindingValue, kind="reproduces"):
     """[file:line]: a README sentence about which paper result the code gives."""
 
     text: str
+
+
+# -- procedure -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class BoundValue(FindingValue, kind="bound"):
+    """[entry::line:column, a notebook's entry::cell:line:column]: a literal of an
+    experiment's entry file that bounds its run (:mod:`reprobridge.detect.bounds`).
+
+    ``cell`` counts a notebook's cells from 1 (None in a script), ``line`` is within the cell
+    or the file, ``column`` in characters; ``was`` is the literal's source text and ``value``
+    what it denotes; ``name`` the assigned name or the loop variable; ``site`` whether it is
+    a setting or a training loop's ``range``; ``start`` a loop's first value; ``code`` the
+    line as it reads."""
+
+    entry: str
+    cell: int | None
+    line: int
+    column: int
+    was: str
+    value: int
+    name: str
+    site: Literal["assign", "loop"]
+    start: int
+    code: str

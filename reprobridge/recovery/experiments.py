@@ -11,7 +11,7 @@ from typing import Any
 
 from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
-from reprobridge.detect.findings import TargetValue, of_type
+from reprobridge.detect.findings import BoundValue, TargetValue, of_type
 from reprobridge.detect.runbounds import smoke_value
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
@@ -492,7 +492,7 @@ def _one_experiment(
                 "medium",
             )
     if not b.has(f"{p}.tiers.smoke") and workdir is not None:
-        _literal_edits(b, p, exp_id, command, workdir, entry, by_kind["bound"], res)
+        _literal_edits(b, p, exp_id, command, workdir, entry, of_type(by_kind, BoundValue), res)
     if not b.has(f"{p}.tiers.smoke"):
         # Nothing to shorten: the smoke tier is the run itself, stopped at the smoke limit.
         # Many such runs (notebooks, small scripts) finish in minutes; one that does not
@@ -613,7 +613,7 @@ def _literal_edits(
     command: str,
     workdir: str,
     entry: str,
-    bounds: list[Finding],
+    bounds: list[Finding[BoundValue]],
     res: MergeResult,
 ) -> None:
     """The smoke tier as ``edits``: the literal bounds the ``bounds`` detector found in the
@@ -622,7 +622,7 @@ def _literal_edits(
     the file the command then runs. Only for a command of plain words that names the file
     (the launcher swaps that word for the copy's); nothing when no literal is above its
     smoke value."""
-    found = _for_entry(bounds, entry)
+    found = [x for x in bounds if x.value.entry == entry]
     if not found:
         return
     try:
@@ -630,7 +630,7 @@ def _literal_edits(
     except ValueError:
         return
     names_entry = any(posixpath.normpath(posixpath.join(workdir, w)) == entry for w in words[1:])
-    if not names_entry or "{" in entry:
+    if not names_entry:
         res.decisions.append(
             f"{exp_id}: {entry} has literal run bounds, but the command does not run it by "
             "path; the smoke tier cannot run a lowered copy"
@@ -639,23 +639,21 @@ def _literal_edits(
     edits: list[dict[str, Any]] = []
     sources: list[str] = []
     shown: list[str] = []
-    for x in sorted(
-        found, key=lambda x: (x.value["cell"] or 0, x.value["line"], x.value["column"])
-    ):
+    for x in sorted(found, key=lambda x: (x.value.cell or 0, x.value.line, x.value.column)):
         v = x.value
-        small = int(v["start"]) + literal_smoke_value(str(v["name"]), str(v["site"]))
-        if small >= int(v["value"]):
+        small = v.start + literal_smoke_value(v.name, v.site)
+        if small >= v.value:
             continue  # already small: nothing to lower
         edit: dict[str, Any] = {"file": entry}
-        if v["cell"] is not None:
-            edit["cell"] = int(v["cell"])
-        edit.update(line=int(v["line"]), column=int(v["column"]), was=str(v["was"]), value=small)
-        if v.get("code"):
-            edit["code"] = str(v["code"])
+        if v.cell is not None:
+            edit["cell"] = v.cell
+        edit.update(line=v.line, column=v.column, was=v.was, value=small)
+        if v.code:
+            edit["code"] = v.code
         edits.append(edit)
         sources += x.sources()
-        where = f"cell {v['cell']} line {v['line']}" if v["cell"] else f"line {v['line']}"
-        shown.append(f"{entry} {where} `{v['code']}` -> {small}")
+        where = f"cell {v.cell} line {v.line}" if v.cell is not None else f"line {v.line}"
+        shown.append(f"{entry} {where} `{v.code}` -> {small}")
     if not edits:
         return
     sources.append("rb rule: smoke tier lowers the literal bounds of the code, in a copy")
