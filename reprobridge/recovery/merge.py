@@ -50,7 +50,7 @@ from collections.abc import Mapping
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import ProjectValue, RequirementValue, of_type
+from reprobridge.detect.findings import ProjectValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
@@ -69,6 +69,7 @@ from reprobridge.recovery.paper import merge_paper
 from reprobridge.recovery.scope import (
     declaring_folders,
     drop_support_only,
+    drop_unreached_imports,
     experiment_folder,
     root_declares,
     scope_findings,
@@ -117,51 +118,69 @@ def merge_findings(
 def _scope_environment(
     ctx: DetectContext, by_kind: dict[str, list[Finding]], res: MergeResult
 ) -> None:
-    """Scope a monorepo's environment to the primary experiment's sub-project (see
-    :mod:`reprobridge.recovery.scope`); the primary experiment is the main one (first) the merge rules
-    choose, found on a scratch builder."""
-    config_dir = env_scope(ctx.index).config_dir
-    declaring, configs = declaring_folders(by_kind, config_dir, ctx.index)
-    support = any(f.value.support_only for f in of_type(by_kind, RequirementValue))
-    if not declaring and not support:
-        return
-    scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
-    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
-    chosen = [
-        f
-        for exp_id in scratch.data.get("experiments", {})
-        for f in by_kind["experiment"]
-        if sorted(set(f.sources()))
-        == scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
-    ]
+    """Scope the environment to what the chosen experiments run: a monorepo's to the primary
+    experiment's sub-project (see :mod:`reprobridge.recovery.scope`), and the imports to
+    those the chosen experiments' code makes. The chosen experiments are those the merge
+    rules keep (the main one first), found on a scratch builder."""
+    chosen = _chosen_experiments(by_kind)
     left_out = drop_support_only(by_kind, [experiment_folder(f) for f in chosen])
     if left_out:
         res.decisions.append(
             "imported only by tests, docs or benchmarks, so not run requirements: "
             + ", ".join(left_out)
         )
-    if not declaring:
-        return
-    first = next(iter(scratch.data.get("experiments", {})), None)
-    # The chosen experiment's command carries its finding's evidence as provenance.
-    sources = scratch.prov.get(f"experiments.{first}.command", ([], ""))[0]
-    finding = next((f for f in by_kind["experiment"] if sorted(set(f.sources())) == sources), None)
-    primary = subproject(experiment_folder(finding), declaring) if finding else None
+    if _scope_subproject(ctx, by_kind, chosen, res):
+        chosen = _chosen_experiments(by_kind)  # other experiments take the places left
+    unreached = drop_unreached_imports(ctx, by_kind, chosen)
+    if unreached:
+        res.decisions.append(
+            "imported only by code no chosen experiment runs, so not run requirements "
+            "(listed for the experiments left in the guide): " + ", ".join(unreached)
+        )
+
+
+def _chosen_experiments(by_kind: dict[str, list[Finding]]) -> list[Finding]:
+    """The experiment findings the merge rules keep, the main one first."""
+    scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
+    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
+    # An experiment's command carries its finding's evidence as provenance.
+    chosen: list[Finding] = []
+    for exp_id in scratch.data.get("experiments", {}):
+        sources = scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
+        chosen += [f for f in by_kind["experiment"] if sorted(set(f.sources())) == sources][:1]
+    return chosen
+
+
+def _scope_subproject(
+    ctx: DetectContext,
+    by_kind: dict[str, list[Finding]],
+    chosen: list[Finding],
+    res: MergeResult,
+) -> bool:
+    """Scope a monorepo's environment to the main experiment's sub-project; whether
+    experiments of other sub-projects were left out."""
+    config_dir = env_scope(ctx.index).config_dir
+    declaring, configs = declaring_folders(by_kind, config_dir, ctx.index)
+    if not declaring or not chosen:
+        return False
+    primary = subproject(experiment_folder(chosen[0]), declaring)
     if primary is None:
         # The main experiment belongs to the root's project: the folders that declare their
         # own environment are other sub-projects (a pyproject.toml beside one algorithm), so
         # they are left out too — unless the root declares nothing to scope to.
-        if finding is None or not root_declares(by_kind, configs):
-            return
+        if not root_declares(by_kind, configs):
+            return False
         primary = ""
     dropped = scope_findings(by_kind, primary, declaring, configs, ctx.index)
-    res.dropped_experiments += [d for d in dropped if d.startswith("experiment ")]
+    experiments = [d for d in dropped if d.startswith("experiment ")]
+    res.dropped_experiments += experiments
     if dropped:
         res.decisions.append(
             f"the environment is that of {primary + '/' if primary else 'the root project'}, "
             "the sub-project of the main experiment (other folders declare their own; run "
             f"`rb init` there): left out {'; '.join(dropped)}"
         )
+    return bool(experiments)
 
 
 # -- project ------------------------------------------------------------------------------

@@ -15,6 +15,9 @@ one sub-project's placeholder package). Rule, applied before the environment is 
   sub-project is its own reproduction: run ``rb init`` there), and listed in the guide;
 * only the declarations of the sub-project, its parents and the root count, and only
   imports seen there or at the root;
+* an import declared nowhere counts only when a file the chosen experiments run makes it
+  (:func:`drop_unreached_imports`): their scripts or notebooks and the repository modules
+  those import, transitively;
 * a package that only another folder declares, but that a Python file of the sub-project
   imports, stays, as an import of that file: a sub-project's requirements file that omits
   ``torch`` (every file there imports it) must not lose it.
@@ -30,12 +33,15 @@ either.
 from __future__ import annotations
 
 import posixpath
+import re
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 
 from packaging.utils import canonicalize_name
 
 from reprobridge.detect._pkgmap import IMPORT_TO_DIST, PROVIDERS
-from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect._select import import_closure
+from reprobridge.detect.base import DetectContext, Evidence, Finding
 from reprobridge.detect.findings import RequirementValue, of_type
 from reprobridge.detect.index import RepoIndex, scan_imports
 
@@ -135,13 +141,27 @@ def drop_support_only(by_kind: dict[str, list[Finding]], folders: list[str]) -> 
     """Drop, in place, imports seen only in tests, docs or benchmarks (``support_only``)
     unless an experiment runs from their folder; return one line per dropped import."""
     inside = [f for f in folders if f]
+    return _drop_requirements(
+        by_kind,
+        lambda f: (
+            f.value.support_only
+            and not any(
+                _inside(p.rpartition("/")[0], d) for p in f.value.importers or () for d in inside
+            )
+        ),
+    )
+
+
+def _drop_requirements(
+    by_kind: dict[str, list[Finding]], drop: Callable[[Finding[RequirementValue]], bool]
+) -> list[str]:
+    """Drop, in place, the ``python_requirement`` findings ``drop`` selects; return one
+    line per dropped one (its first importer, else its evidence)."""
     dropped: list[str] = []
     kept: list[Finding] = []
     for f in of_type(by_kind, RequirementValue):
-        importers = list(f.value.importers or ())
-        if f.value.support_only and not any(
-            _inside(p.rpartition("/")[0], d) for p in importers for d in inside
-        ):
+        if drop(f):
+            importers = f.value.importers or ()
             dropped.append(f"{f.key} ({importers[0] if importers else f.sources()[0]})")
             continue
         kept.append(f)
@@ -248,3 +268,44 @@ def scope_findings(
         *(f for k, f in sorted(readded.items()) if k not in kept),
     ]
     return list(dropped)
+
+
+#: Code that loads modules by name: what it reaches cannot be read from its imports.
+_DYNAMIC_IMPORT = re.compile(r"\bimport_module\s*\(|\b__import__\s*\(|\bimportlib\b")
+#: Files the closure of one experiment reads at most (a package's modules included).
+_CLOSURE_LIMIT = 400
+
+
+def drop_unreached_imports(
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding]
+) -> list[str]:
+    """Drop, in place, requirements known only from imports (declared in no file) that no
+    file the ``chosen`` experiments run imports; return one line per dropped import.
+
+    What an experiment runs is its script or notebook and the repository modules it
+    imports, transitively; a file that loads modules by name (``importlib``) adds its
+    folder's files. A repository of single-file algorithms (sixty scripts, one per method)
+    needs for its few chosen experiments what those import, not what every other script
+    does (envpool, isaacgym, a JAX stack). Nothing is dropped when a chosen experiment is
+    not a Python script or notebook (a shell script or Makefile runs what it names), or
+    when no experiment was chosen."""
+    entries = [str(f.value.get("entry") or "") for f in chosen]
+    if not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+        return []
+    py_paths = set(ctx.index.python_paths())
+    reached: set[str] = set()
+    for entry in entries:
+        for path, code in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT):
+            reached.add(path)
+            if _DYNAMIC_IMPORT.search(code):
+                folder = path.rpartition("/")[0]
+                reached |= {p for p in py_paths if p.rpartition("/")[0] == folder}
+    return _drop_requirements(
+        by_kind,
+        lambda f: (
+            f.detector == "imports"
+            and not f.value.declared
+            and bool(f.value.importers)
+            and not reached.intersection(f.value.importers or ())
+        ),
+    )
