@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -25,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from reprobridge import __version__, _machine, _proc
 from reprobridge._fs import Changes, apply_changes
 from reprobridge._log import emit
+from reprobridge.artifacts.datebound import relaxation_notes
 from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
 from reprobridge.artifacts.launchers import (
@@ -48,16 +50,23 @@ from reprobridge.constants import (
 )
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
-from reprobridge.errors import CommandFailed, DetectionError, MachineError, UnsafePathError
+from reprobridge.errors import (
+    CommandFailed,
+    DetectionError,
+    MachineError,
+    ReproBridgeError,
+    UnsafePathError,
+)
 from reprobridge.manifest.io import (
     RefreshReport,
+    digest,
     load_manifest,
     parse_manifest_text,
     read_manifest,
     refresh_document,
     render_new_manifest,
 )
-from reprobridge.manifest.schema import Manifest
+from reprobridge.manifest.schema import Derivation, Environment, Manifest
 from reprobridge.recovery.merge import MergeResult, merge_findings
 from reprobridge.sandbox import sandbox_unusable
 
@@ -193,11 +202,16 @@ class LockOutcome:
     ``data`` is the lock to write (None: no lock). ``note`` is the guide's sentence.
     ``warning`` is set when locking was attempted and failed, or was skipped with no lock
     to fall back on: the summary shows it, so a missing lock is never silent.
+    ``moved`` are the packages whose date bound the lock moved (package -> bound; the
+    manifest records them in ``environment.exclude_newer_package``), ``why`` one sentence
+    each (their provenance and the guide's decisions).
     """
 
     data: bytes | None
     note: str
     warning: str | None = None
+    moved: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = field(default_factory=dict)
 
 
 _LOCKED_NOTE = "Python packages are locked with uv in `repro/python/uv.lock`."
@@ -227,19 +241,20 @@ def _lock(
     root: Path,
     project_files: dict[str, str],
     mode: LockMode,
-    requirements: list[str],
-    python: str | None = None,
+    env: Environment,
 ) -> LockOutcome:
     """Lock the rendered uv project in a scratch directory (mode ``keep``: never run uv,
     keep an existing lock; that is what `rb check` compares against). uv builds nothing
-    (see :func:`~reprobridge.artifacts.pyenv.lock_python_project`)."""
+    (see :func:`~reprobridge.artifacts.pyenv.lock_python_project`); where ``env``'s date
+    bound leaves a package no usable release, the bound moves for that package only."""
+    requirements, python = env.python_requirements, env.python
     existing = root / LOCK_PATH
     kept = _kept_lock(root)
     if mode in ("never", "keep"):
         if kept is not None:
             # The same sentence as a fresh lock: the guide must not change when only the
             # way the lock was obtained differs (rb check renders with mode "keep").
-            return LockOutcome(kept, _LOCKED_NOTE)
+            return LockOutcome(kept, _LOCKED_NOTE, None, *_kept_relaxations(root, kept))
         # One sentence for both modes: the guide says what is there, not how it came about.
         return LockOutcome(
             None,
@@ -263,15 +278,25 @@ def _lock(
                 # choosing) keeps the host's wheels-only refusal, and its guide note.
                 sandboxed=not needs_build(requirements) and sandbox_unusable() is None,
                 network_env=step_network_env(),
+                exclude_newer=env.exclude_newer,
+                kept_relaxations=env.exclude_newer_package,
+                python_label=python,
             )
             locked, reason = result.locked, (result.reason or "uv gave no lock")
+            relaxed = result.relaxed
+            notes = relaxation_notes(relaxed, env.exclude_newer or "")
         except (MachineError, CommandFailed) as exc:
             if mode == "always":
                 raise
-            locked, reason = False, exc.message
+            locked, reason, relaxed, notes = False, exc.message, (), []
         lock_file = scratch / "uv.lock"
         if locked and lock_file.is_file():
-            return LockOutcome(lock_file.read_bytes(), _LOCKED_NOTE)
+            return LockOutcome(
+                lock_file.read_bytes(),
+                _LOCKED_NOTE,
+                moved={r.package: r.bound for r in relaxed},
+                why={r.package: note for r, note in zip(relaxed, notes, strict=True)},
+            )
         if mode == "always":
             raise CommandFailed(f"uv lock failed: {reason}")
         # The guide states what is there (stable bytes, the same as `rb check` renders); why
@@ -279,7 +304,10 @@ def _lock(
         warning = f"Python packages could not be locked: {reason}"
         if kept is not None:
             return LockOutcome(
-                kept, _LOCKED_NOTE, warning + " (the previous uv.lock is kept; it may be stale)"
+                kept,
+                _LOCKED_NOTE,
+                warning + " (the previous uv.lock is kept; it may be stale)",
+                *_kept_relaxations(root, kept),
             )
         return LockOutcome(None, _unlocked_note(requirements), warning)
 
@@ -336,17 +364,17 @@ def init_repository(
     merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
     text, manifest, report = _build_manifest(root, merged, existing)
     project_files = render_python_project(manifest)
-    locked = _lock(
-        root,
-        project_files,
-        lock,
-        manifest.environment.python_requirements,
-        manifest.environment.python,
-    )
+    locked = _lock(root, project_files, lock, manifest.environment)
     lock_bytes, lock_note = locked.data, locked.note
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
         text, manifest, report = _build_manifest(root, merged, existing)
+    if locked.moved and lock_bytes is not None:
+        # The lock moved the date bound for some packages: the manifest and the rendered
+        # pyproject say so (uv.lock records the same settings), with the reasons.
+        merged = _with_relaxations(merged, locked.moved, locked.why)
+        text, manifest, report = _build_manifest(root, merged, existing)
+        project_files = render_python_project(manifest)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
     out[FLAKE_FILE] = render_flake(manifest).encode()
@@ -439,6 +467,62 @@ def _kept_lock(root: Path) -> bytes | None:
     """The repository's ``repro/python/uv.lock``, or None."""
     existing = root / LOCK_PATH
     return existing.read_bytes() if existing.is_file() else None
+
+
+def _with_relaxations(
+    merged: MergeResult, moved: dict[str, str], why: dict[str, str]
+) -> MergeResult:
+    """``merged`` with ``environment.exclude_newer_package`` = ``moved``, each package's
+    ``why`` as its provenance, and one decision per package for the guide."""
+    manifest = merged.manifest
+    env = manifest.environment.model_copy(update={"exclude_newer_package": dict(moved)})
+    derived = dict(manifest.derived)
+    for name, bound in sorted(moved.items()):
+        derived[f"environment.exclude_newer_package.{name}"] = Derivation(
+            sources=[f"{_LOCK_SOURCE}{why[name]}"], digest=digest(bound), confidence="medium"
+        )
+    return replace(
+        merged,
+        manifest=manifest.model_copy(update={"environment": env, "derived": derived}),
+        decisions=[*merged.decisions, *(why[n] for n in sorted(moved))],
+    )
+
+
+#: The provenance prefix of a date bound the lock moved.
+_LOCK_SOURCE = "uv lock: "
+
+
+def _kept_relaxations(root: Path, lock: bytes) -> tuple[dict[str, str], dict[str, str]]:
+    """The date bounds a kept ``uv.lock`` was resolved with per package (its
+    ``[options.exclude-newer-package]``), and why, from the manifest's provenance of them
+    (a lock rb did not make gets a sentence that names the lock): what `rb check` and a
+    re-run without locking render, so that they agree with the lock."""
+    try:
+        options = tomllib.loads(lock.decode("utf-8")).get("options", {})
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return {}, {}
+    table = options.get("exclude-newer-package") if isinstance(options, dict) else None
+    if not isinstance(table, dict):
+        return {}, {}
+    moved = {str(k): str(v) for k, v in table.items() if isinstance(v, str)}
+    derived: dict[str, Any] = {}
+    manifest = root / MANIFEST_FILE
+    if manifest.is_file() and not manifest.is_symlink():
+        try:
+            derived = dict(read_manifest(manifest).derived)
+        except ReproBridgeError:
+            derived = {}
+    why: dict[str, str] = {}
+    for name, bound in moved.items():
+        d = derived.get(f"environment.exclude_newer_package.{name}")
+        sources = d.sources if d is not None else []
+        recorded = [x[len(_LOCK_SOURCE) :] for x in sources if x.startswith(_LOCK_SOURCE)]
+        why[name] = (
+            recorded[0]
+            if recorded
+            else f"date bound moved for {name} to {bound[:10]} ({LOCK_PATH} was resolved so)"
+        )
+    return moved, why
 
 
 def _without_lock(manifest: Manifest) -> Manifest:

@@ -305,6 +305,11 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
             f"| packages as of | {env.exclude_newer} (uv `exclude-newer`) | "
             f"{src('environment.exclude_newer')} |"
         )
+    for name, bound in sorted(env.exclude_newer_package.items()):
+        out.append(
+            f"| {_esc(name)} as of | {bound} (bound moved for it only) | "
+            f"{src(f'environment.exclude_newer_package.{name}')} |"
+        )
     if env.python_constraints:
         out.append(
             f"| constraints | {len(env.python_constraints)} locked package(s) | "

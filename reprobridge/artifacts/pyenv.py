@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,6 +23,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from reprobridge import _machine, _proc, sandbox
+from reprobridge.artifacts.datebound import Relaxation, relaxation_flags, resolve_within_bound
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
 from reprobridge.data import load_packages
 from reprobridge.errors import CommandFailed
@@ -185,6 +186,15 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
             "# Resolve as of the repository's last commit (environment.exclude_newer).",
             f"exclude-newer = {_toml_str(env.exclude_newer)}",
         ]
+    if env.exclude_newer_package:
+        items = ", ".join(
+            f"{_toml_str(n)} = {_toml_str(d)}" for n, d in sorted(env.exclude_newer_package.items())
+        )
+        lines += [
+            "# The bound moved for packages it left without a usable release",
+            "# (environment.exclude_newer_package; see REPRODUCE.md).",
+            f"exclude-newer-package = {{ {items} }}",
+        ]
     constraints = list(env.python_constraints)
     if routing is not None and routing.bound:
         # The PyTorch index has no upload times: torch is bounded by release instead.
@@ -258,6 +268,8 @@ class LockResult:
     uv_version: str | None = None
     #: The package uv would have had to build (no wheel) to resolve; never built.
     needs_build: str | None = None
+    #: Packages whose date bound was moved so that the lock resolves (see datebound.py).
+    relaxed: tuple[Relaxation, ...] = ()
 
 
 def _uv_argv() -> list[str] | None:
@@ -273,8 +285,17 @@ def lock_python_project(
     timeout: float = 600,
     sandboxed: bool = False,
     network_env: Mapping[str, str] | None = None,
+    exclude_newer: str | None = None,
+    kept_relaxations: Mapping[str, str] | None = None,
+    python_label: str | None = None,
 ) -> LockResult:
     """Run ``uv lock`` in ``directory`` (which holds the rendered ``pyproject.toml``).
+
+    ``exclude_newer`` is the pyproject's date bound: where it leaves a package no usable
+    release, the bound is moved for that package (and its lock-step family) only, by
+    :func:`reprobridge.artifacts.datebound.resolve_within_bound`; ``kept_relaxations`` are
+    the ones the pyproject already carries, ``python_label`` (``X.Y``) words the reasons.
+    The result's ``relaxed`` lists what was moved (the caller records it in the manifest).
 
     On the host, uv runs with ``--no-build`` (metadata from wheels and the index only: no
     package's build code runs) and the cleared environment of
@@ -315,15 +336,25 @@ def lock_python_project(
     if python:
         argv += ["--python", python]
     try:
-        if in_sandbox:
-            result = sandboxed_uv(argv, directory, python, network_env or {}, timeout)
-        else:
-            result = _proc.run(argv, cwd=directory, env=env, check=False, timeout=timeout)
+        with tempfile.TemporaryDirectory(prefix="rb-lock-cache-") as cache:
+
+            def attempt(relaxed: Sequence[Relaxation]) -> _proc.Result:
+                full = [*argv, *relaxation_flags(relaxed)]
+                if in_sandbox:
+                    return sandboxed_uv(
+                        full, directory, python, network_env or {}, timeout, cache=Path(cache)
+                    )
+                return _proc.run(full, cwd=directory, env=env, check=False, timeout=timeout)
+
+            bounded = resolve_within_bound(
+                attempt, exclude_newer, python=python_label, kept=kept_relaxations
+            )
     except CommandFailed as exc:  # only a timeout reaches here (check=False)
         return _failed(str(exc), version)
+    result = bounded.result
     lock = directory / "uv.lock"
     if result.returncode == 0 and lock.is_file():
-        return LockResult(True, lock=lock, uv_version=version or None)
+        return LockResult(True, lock=lock, uv_version=version or None, relaxed=bounded.relaxed)
     stderr = result.stderr.decode("utf-8", "replace").strip()
     tail = " | ".join(line.strip() for line in stderr.splitlines()[-4:] if line.strip())
     refused = _proc.uv_refused_build(stderr)
@@ -356,39 +387,44 @@ def sandboxed_uv(
     python: str | None,
     network_env: Mapping[str, str],
     timeout: float,
+    *,
+    cache: Path | None = None,
 ) -> _proc.Result:
     """Run uv's ``argv`` (a resolution that may build sdists for their metadata) in
     bubblewrap: network on, ``network_env`` (TLS/proxy/index settings) only, an empty HOME
-    and a fresh uv cache, ``directory`` (its working directory) the only writable host path,
+    and a uv cache of its own (``cache``, shared by the attempts of one resolution; a fresh
+    one by default), ``directory`` (its working directory) the only writable host path,
     the interpreter's prefix read-only. Used by :func:`lock_python_project` and by the host
     backend's resolution without a lock. Never raises for uv's own failure (check=False)."""
+    if cache is None:
+        with tempfile.TemporaryDirectory(prefix="rb-lock-cache-") as fresh:
+            return sandboxed_uv(argv, directory, python, network_env, timeout, cache=Path(fresh))
     binary = Path(os.path.realpath(argv[0]))
     ro: list[Path] = [binary]
     if python:
         ro.append(Path(os.path.realpath(python)).parents[1])  # the interpreter's prefix
-    with tempfile.TemporaryDirectory(prefix="rb-lock-cache-") as cache:
-        home = directory / ".home"
-        home.mkdir(exist_ok=True)
-        env = {
-            **network_env,
-            "PATH": "/usr/local/bin:/usr/bin:/bin",
-            "HOME": str(home),
-            "UV_CACHE_DIR": cache,
-            "UV_PYTHON_DOWNLOADS": "never",
-            # No UV_NO_CONFIG: the rendered pyproject's [tool.uv] (exclude-newer, the
-            # PyTorch index) is rb's own; no other uv.toml is visible in the sandbox.
-            "LC_ALL": "C.UTF-8",
-        }
-        spec = sandbox.SandboxSpec(
-            workdir=directory,
-            ro_binds=tuple(ro),
-            rw_binds=(Path(cache),),
-            network=True,
-            env=env,
-        )
-        wrapped = sandbox.wrap([str(binary), *argv[1:]], spec, hostname="rb-lock")
-        try:
-            return _proc.run(wrapped, cwd=directory, env={}, check=False, timeout=timeout)
-        finally:
-            # uv.lock is the only output; the build home must not reach the artifacts.
-            shutil.rmtree(home, ignore_errors=True)
+    home = directory / ".home"
+    home.mkdir(exist_ok=True)
+    env = {
+        **network_env,
+        "PATH": "/usr/local/bin:/usr/bin:/bin",
+        "HOME": str(home),
+        "UV_CACHE_DIR": str(cache),
+        "UV_PYTHON_DOWNLOADS": "never",
+        # No UV_NO_CONFIG: the rendered pyproject's [tool.uv] (exclude-newer, the
+        # PyTorch index) is rb's own; no other uv.toml is visible in the sandbox.
+        "LC_ALL": "C.UTF-8",
+    }
+    spec = sandbox.SandboxSpec(
+        workdir=directory,
+        ro_binds=tuple(ro),
+        rw_binds=(cache,),
+        network=True,
+        env=env,
+    )
+    wrapped = sandbox.wrap([str(binary), *argv[1:]], spec, hostname="rb-lock")
+    try:
+        return _proc.run(wrapped, cwd=directory, env={}, check=False, timeout=timeout)
+    finally:
+        # uv.lock is the only output; the build home must not reach the artifacts.
+        shutil.rmtree(home, ignore_errors=True)

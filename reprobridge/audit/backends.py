@@ -29,7 +29,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -37,6 +37,12 @@ from typing import Any, Protocol
 from packaging.utils import canonicalize_name
 
 from reprobridge import _machine, _proc
+from reprobridge.artifacts.datebound import (
+    Relaxation,
+    relaxation_flags,
+    relaxation_notes,
+    resolve_within_bound,
+)
 from reprobridge.artifacts.pyenv import sandboxed_uv
 from reprobridge.audit.hostenv import (
     HostInstall,
@@ -661,8 +667,12 @@ class HostBackend:
         backtracks past a release that has no wheel and takes everything that depends on it
         back years (a 2019 notebook stack got ipykernel 4.0, which cannot start a kernel);
         with every package pinned, the host's ``--no-build`` install cannot backtrack: a pin
-        without a wheel is refused, set aside and built in the run's sandbox as before. On
-        failure the audit goes on with the wheels-only resolution, and says so."""
+        without a wheel is refused, set aside and built in the run's sandbox as before.
+        Where the date bound leaves a package no release usable on this interpreter, the
+        bound moves for that package (and its lock-step family) only, as in `rb init`'s
+        lock (:func:`~reprobridge.artifacts.datebound.resolve_within_bound`); the evidence
+        says which and why. On failure the audit goes on with the wheels-only resolution,
+        and says so."""
         scratch = Path(tempfile.mkdtemp(prefix="rb-resolve-"))
         try:
             inputs = pip_inputs(self.install, scratch, routed=False)
@@ -685,7 +695,22 @@ class HostBackend:
             ]
             if len(argv) > 1 and not Path(argv[0]).is_absolute():
                 raise CommandFailed(f"the sandbox needs the uv binary, not `{argv[0]}`")
-            result = sandboxed_uv(argv, scratch, python, step_network_env(), SETUP_TIMEOUT)
+            cache = scratch / ".uv-cache"
+            cache.mkdir()
+
+            def attempt(relaxed: Sequence[Relaxation]) -> _proc.Result:
+                full = [*argv, *relaxation_flags(relaxed)]
+                return sandboxed_uv(
+                    full, scratch, python, step_network_env(), SETUP_TIMEOUT, cache=cache
+                )
+
+            bounded = resolve_within_bound(
+                attempt,
+                self.install.exclude_newer,
+                python=self.python_version,
+                kept=dict(self.install.exclude_newer_package),
+            )
+            result = bounded.result
             pinned = scratch / "pinned.txt"
             if result.returncode != 0 or not pinned.is_file():
                 tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-2:]
@@ -700,6 +725,13 @@ class HostBackend:
             state.fingerprint["resolution"] = (
                 "in a sandbox (sdists allowed for their metadata); runs install the exact pins"
             )
+            if bounded.relaxed and self.install.exclude_newer:
+                notes = relaxation_notes(bounded.relaxed, self.install.exclude_newer)
+                state.fingerprint["date_bound_relaxed"] = {
+                    r.package: r.bound for r in bounded.relaxed
+                }
+                state.fingerprint["resolution_attempts"] = bounded.attempts
+                state.warnings += notes
         except (CommandFailed, MachineError, AuditError, OSError) as exc:
             why = exc.message if isinstance(exc, ReproBridgeError) else str(exc)
             state.fingerprint["resolution"] = "wheels only, on the host"

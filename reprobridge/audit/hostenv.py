@@ -5,7 +5,8 @@ Contract:
 * :class:`HostInstall` is what a run's environment holds, taken from the manifest (the
   auditor's input), never from uv configuration files in the checkout: the requirements,
   extra indexes, constraints (the repository's own lock, torch's release bound), the date
-  bound (``environment.exclude_newer``) and where the torch family comes from.
+  bound (``environment.exclude_newer``, moved per package by
+  ``environment.exclude_newer_package``) and where the torch family comes from.
 * :func:`pip_inputs` writes the inputs of ``uv pip install`` into a directory of the
   auditor's and returns the flags that use them. The requirements go into a
   ``pyproject.toml``: only there can the torch family be routed to the PyTorch CPU index
@@ -61,6 +62,8 @@ class HostInstall:
     indexes: tuple[str, ...] = ()
     constraints: tuple[str, ...] = ()
     exclude_newer: str | None = None
+    #: Per-package date bounds (``environment.exclude_newer_package``), sorted by name.
+    exclude_newer_package: tuple[tuple[str, str], ...] = ()
     routing: TorchRouting | None = None
 
     @classmethod
@@ -73,6 +76,7 @@ class HostInstall:
             indexes=tuple(env.python_indexes),
             constraints=(*env.python_constraints, *bound),
             exclude_newer=env.exclude_newer,
+            exclude_newer_package=tuple(sorted(env.exclude_newer_package.items())),
             routing=routing,
         )
 
@@ -132,6 +136,8 @@ def pip_inputs(
         flags += ["-c", str(constraints)]
     if install.exclude_newer:
         flags += ["--exclude-newer", install.exclude_newer]
+        for name, bound in install.exclude_newer_package:
+            flags += ["--exclude-newer-package", f"{name}={bound}"]
     for url in install.indexes:
         flags += ["--extra-index-url", url]
     return flags

@@ -208,6 +208,16 @@ class Environment(StrictModel):
         description="Upper date bound (UTC, RFC 3339) for resolving the Python packages: uv's "
         "`exclude-newer`, from the repository's last commit.",
     )
+    exclude_newer_package: dict[
+        Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$")],
+        Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")],
+    ] = Field(
+        default_factory=dict,
+        description="Per-package date bounds that replace `exclude_newer` (uv's "
+        "`exclude-newer-package`): where the bound leaves a package no release usable on "
+        "the interpreter, `rb init` moves it for that package (and the packages released "
+        "in lock-step with it) only; the `[derived]` sources say why.",
+    )
     python_env: Literal["uv", "nixpkgs"] = Field(
         "uv",
         description="How the flake provides Python packages: a uv venv from the lock (default) "

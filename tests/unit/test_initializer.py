@@ -305,3 +305,68 @@ def test_recorded_paper_never_leaves_the_repository(tmp_path: Path) -> None:
         None,
     ):
         assert _recorded_paper(root, hostile) is None, hostile
+
+
+def test_init_moves_the_date_bound_only_where_it_leaves_nothing_and_records_why(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 9 (get-started-with-JAX): the 2022-01 bound left no jaxlib for the chosen
+    Python, and the lock failed. Now the bound moves for jaxlib and, released in lock-step,
+    jax only; the manifest, the pyproject, the lock and the guide say so and why; a re-run
+    and `rb check` agree with what was written."""
+    import shutil
+    import sys
+    import tomllib
+
+    from pyindex import serve_index
+
+    from reprobridge.initializer import check_artifacts
+
+    if shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists():
+        pytest.skip("uv is not installed")
+    releases = [
+        ("jax", "0.1", "2021-06-01T00:00:00Z"),
+        ("jax", "0.3", "2023-05-01T00:00:00Z"),
+        ("jaxlib", "0.3", "2023-05-02T00:00:00Z"),
+        ("numpy", "1.0", "2021-01-01T00:00:00Z"),
+        ("numpy", "2.0", "2025-01-01T00:00:00Z"),
+    ]
+    with serve_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_DEFAULT_INDEX", url)
+        monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+        monkeypatch.setenv("GIT_COMMITTER_DATE", "2022-01-22T12:00:00Z")
+        monkeypatch.setenv("GIT_AUTHOR_DATE", "2022-01-22T12:00:00Z")
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        root = make_repo(
+            {
+                ".python-version": f"{version}\n",
+                "requirements.txt": "jax\njaxlib\nnumpy\n",
+                "train.py": TRAIN,
+            }
+        )
+        result = init_repository(root, lock="always")
+        env = result.manifest.environment
+        assert env.exclude_newer == "2022-01-23T00:00:00Z"
+        moved = "2023-07-24T00:00:00Z"  # the first step past jaxlib's only release
+        assert env.exclude_newer_package == {"jax": moved, "jaxlib": moved}
+        why = result.manifest.derived["environment.exclude_newer_package.jaxlib"].sources
+        assert why == [
+            "uv lock: date bound 2022-01-23 relaxed for jaxlib to 2023-07-24: no release "
+            f"usable on Python {version} uploaded before 2022-01-23"
+        ]
+        assert "released in lock-step with jaxlib" in str(
+            result.manifest.derived["environment.exclude_newer_package.jax"].sources
+        )
+        pyproject = tomllib.loads((root / "repro/python/pyproject.toml").read_text())
+        assert pyproject["tool"]["uv"]["exclude-newer-package"] == env.exclude_newer_package
+        lock = tomllib.loads((root / "repro/python/uv.lock").read_text())
+        assert {p["name"]: p["version"] for p in lock["package"]}["jax"] == "0.3"
+        assert lock["options"]["exclude-newer-package"] == env.exclude_newer_package
+        guide = (root / "REPRODUCE.md").read_text()
+        assert f"| jaxlib as of | {moved} (bound moved for it only) |" in guide
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
+        assert check_artifacts(root).stale == []
+        again = init_repository(root, lock="auto")
+        assert again.lock_warning is None  # relocked (from the kept lock), the same bounds
+        assert again.changes.changed == [], again.changes

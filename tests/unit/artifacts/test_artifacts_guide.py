@@ -108,3 +108,16 @@ def test_optional_imports_are_listed_with_their_guards_and_not_as_requirements()
     assert optional[1].strip() == "signatory"
     requirements = text.split("Python requirements:")[1].split("Optional")[0]
     assert "signatory" not in requirements
+
+
+def test_a_date_bound_moved_for_one_package_is_said_with_why() -> None:
+    data = sample_manifest_data()
+    data["environment"]["exclude_newer"] = "2022-01-23T00:00:00Z"
+    data["environment"]["exclude_newer_package"] = {"jaxlib": "2023-07-24T00:00:00Z"}
+    why = "uv lock: date bound 2022-01-23 relaxed for jaxlib to 2023-07-24: no release usable"
+    data["derived"] = {
+        "environment.exclude_newer_package.jaxlib": {"sources": [why], "digest": "0" * 16}
+    }
+    text = render_guide(Manifest.model_validate(data), GuideNotes(), version=VERSION)
+    assert "| packages as of | 2022-01-23T00:00:00Z (uv `exclude-newer`) |" in text
+    assert f"| jaxlib as of | 2023-07-24T00:00:00Z (bound moved for it only) | {why} |" in text

@@ -43,6 +43,15 @@ def test_pip_inputs_carry_the_date_bound_the_constraints_and_the_routing(tmp_pat
     assert project["tool"]["uv"]["index"][0]["explicit"] is True
 
 
+def test_pip_inputs_move_the_date_bound_for_the_packages_the_manifest_names(
+    tmp_path: Path,
+) -> None:
+    moved = (("jax", "2023-07-24T00:00:00Z"), ("jaxlib", "2023-07-24T00:00:00Z"))
+    flags = pip_inputs(_install(exclude_newer_package=moved), tmp_path, routed=False)
+    pairs = [flags[i + 1] for i, f in enumerate(flags) if f == "--exclude-newer-package"]
+    assert pairs == ["jax=2023-07-24T00:00:00Z", "jaxlib=2023-07-24T00:00:00Z"]
+
+
 def test_pip_inputs_leave_out_what_is_set_aside_and_the_unreachable_index(tmp_path: Path) -> None:
     flags = pip_inputs(_install(), tmp_path, routed=False, exclude=["gym"])
     project = tomllib.loads(Path(flags[flags.index("-r") + 1]).read_text())
