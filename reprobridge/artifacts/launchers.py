@@ -2,7 +2,8 @@
 
 A launcher changes to the repository root (found from its own location), then to the
 experiment's workdir, picks the tier's parameter values, seed, timeout and extra arguments
-(a tier's ``args``, appended to the command), and runs the manifest's command under
+(a tier's ``args``, appended to the command), runs the experiment's ``setup`` commands in
+order (each under ``bash -c``, within the same timeout), and runs the manifest's command under
 coreutils ``timeout`` with unbuffered Python output (``PYTHONUNBUFFERED=1``, so a run
 killed at its timeout still leaves its log). It uses ``repro/python/.venv`` when that
 exists and no virtual environment is active, and where the machine has ``python3`` but
@@ -416,6 +417,24 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         ]
     lines.append("")
     run = f'timeout --signal=TERM --kill-after={KILL_AFTER} "$timeout_s"'
+    if exp.setup:
+        lines += [
+            f"# Setup (experiments.{exp_id}.setup): run first, in this workdir; the tier's",
+            "# timeout covers them and the command. A failing step ends the run (set -e).",
+            "rb_start=$SECONDS",
+        ]
+        for command in exp.setup:
+            lines += [
+                f"printf '+ %s\\n' {shlex.quote(command)}",
+                f"{run} bash -c {shlex.quote(command)}",
+                "timeout_s=$((timeout_s - (SECONDS - rb_start)))",
+                "rb_start=$SECONDS",
+                'if [ "$timeout_s" -le 0 ]; then',
+                '  echo "$me: the setup took the whole timeout" >&2',
+                "  exit 124",
+                "fi",
+            ]
+        lines.append("")
     if shell_mode:
         lines += [
             "# The command uses shell syntax, so bash runs it as written; placeholders read",

@@ -1,46 +1,57 @@
 """Whether an experiment reads data the repository does not contain (fetched at run time).
 
 The audit runs offline, so an experiment whose data comes from a download (a library
-dataset with ``download=True``, ``load_dataset``, a URL the code fetches) or from a path
-the repository lacks (COCO under ``data/``) cannot run as cloned; the merge ranks it below
-one that needs nothing and the guide says why.
+dataset with ``download=True``, ``load_dataset``, ``fetch_covtype``, a URL the code
+fetches), from a path the repository lacks (COCO under ``data/``), or from a file that no
+step before it writes (``torch.load("traindata.pt")``) cannot run as cloned; the merge
+ranks it below one that needs nothing and the guide says why.
 
 Per earlier ``experiment`` finding, the entry and the repository modules it imports
 (transitively, :func:`~reprobridge.detect._select.import_closure`, at most
-:data:`MAX_FILES`) are the experiment's code; a ``dataset`` finding with evidence in one of
-those files counts unless it is generated (``make_moons``, random arrays), bundled with its
-library (scikit-learn's ``load_iris``), or a path present in the repository relative to the
-entry's folder or the root (the entry's own folders are code, not data). A download call
-in the entry itself counts too, where no dataset finding names one (:data:`_DOWNLOAD_RE`:
-``download=True``, ``pretrained=True``, ``urlretrieve``, ``requests.get("http...``, ``from_pretrained``,
-``hf_hub_download``, ``torch.hub.load``...; in the modules it imports such a call is often
-a library function the run never calls). One ``fetch`` finding per such entry, keyed on
-the entry, medium confidence, ``value["datasets"]`` what is fetched (dataset ids with what
-they are, or the download call), evidence the first one's line in that code.
+:data:`MAX_FILES`) are the experiment's code. What in that code *runs* is the entry itself,
+the module level of what it imports, and the functions something in that code calls by
+name: ``load_covtype_dataset()`` in one notebook makes that helper's ``fetch_covtype`` a
+download of that notebook and not of its neighbour that only imports the package.
+
+* A ``dataset`` finding with evidence in code that runs counts unless it is generated
+  (``make_moons``, random arrays), bundled with its library (scikit-learn's
+  ``load_iris``), or a path present in the repository relative to the entry's folder or the
+  root (the entry's own folders are code, not data).
+* A download call in code that runs (the rules are data: ``reprobridge/data/io_calls.toml``,
+  read by :mod:`~reprobridge.detect._io_calls`) counts where no dataset finding names one.
+* A file the entry reads by a literal relative path (``np.load``, ``torch.load``, ``open``
+  in a reading mode...) counts when it is in none of the entry's folder, the root or the
+  command's workdir, and the entry does not write it itself. When a script beside the entry
+  writes exactly that path, the read is an ``input`` finding instead (key: the entry, value
+  ``entry``, ``path``, ``producer``; evidence the read and the write): the merge runs the
+  producer first when a README or shell script orders the two, and otherwise reports it
+  the way it reports a download.
+
+One ``fetch`` finding per entry that needs any of these, keyed on the entry, medium
+confidence, ``value["datasets"]`` what is fetched (dataset ids with what they are, the
+download call, or the missing file), evidence the first one's line in that code.
 """
 
 from __future__ import annotations
 
+import ast
 import posixpath
-import re
 from pathlib import PurePosixPath
 
+from reprobridge.detect._io_calls import IoCall, called_names, function_at, io_calls
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60
-#: A call that downloads at run time (data or weights).
-_DOWNLOAD_RE = re.compile(
-    r"""download\s*=\s*True|pretrained\s*=\s*True|urlretrieve\(|urlopen\(\s*["']https?://"""
-    r"""|requests\.get\(\s*f?["']https?://|wget\.download\(|hf_hub_download\("""
-    r"""|snapshot_download\(|\.from_pretrained\(|torch\.hub\.load\(|gdown\.download\("""
-)
+#: Sibling scripts parsed per missing file at most, looking for the one that writes it.
+MAX_PRODUCERS = 40
 
 
 class FetchDetector(Detector):
-    """``fetch`` findings for experiments whose data is not in the repository."""
+    """``fetch`` findings for experiments whose data is not in the repository, and
+    ``input`` findings for files a script beside the experiment writes."""
 
     name = "fetch"
 
@@ -49,32 +60,59 @@ class FetchDetector(Detector):
         files = {f.path for f in ctx.index}
         dirs = {str(p) for path in files for p in PurePosixPath(path).parents}
         py_paths = set(ctx.index.py_scan())
-        entries = sorted(
-            {
-                str(f.value.get("entry", ""))
-                for f in ctx.of_kind("experiment")
-                if str(f.value.get("entry", "")).endswith((".py", ".ipynb"))
-            }
-        )
+        workdirs: dict[str, set[str]] = {}
+        for f in ctx.of_kind("experiment"):
+            entry = str(f.value.get("entry", ""))
+            if entry.endswith((".py", ".ipynb")):
+                workdirs.setdefault(entry, set()).add(str(f.value.get("workdir") or "."))
         findings: list[Finding] = []
-        for entry in entries:
+        for entry in sorted(workdirs):
             closure = dict(import_closure(ctx, entry, py_paths, MAX_FILES))
+            trees = {p: t for p, code in closure.items() if (t := _parse(ctx, p, code))}
+            called: set[str] = set()
+            for tree in trees.values():
+                called |= called_names(tree)
+
+            def runs(path: str, line: int) -> bool:
+                return _runs(path, line, entry, trees, called)  # noqa: B023 (used in the loop)
+
             own = {str(p) for p in PurePosixPath(entry).parents}
             hits: list[tuple[str, Evidence]] = []
             for d in datasets:
-                ev = next((e for e in d.evidence if e.path in closure), None)
+                ev = next(
+                    (e for e in d.evidence if e.path in closure and runs(e.path, e.line or 0)),
+                    None,
+                )
                 if ev is None or not _fetched(d, entry, files | dirs, own):
                     continue
                 what = d.value.get("name") or d.value.get("url") or d.value.get("path")
                 hits.append((f"{d.key} ({what})", ev))
-            match = _DOWNLOAD_RE.search(closure.get(entry, ""))
-            if not hits and match:
+            calls = {p: io_calls(t) for p, t in trees.items()}
+            if not hits:
                 hits = [
-                    (
-                        f"a download: {match.group(0)}",
-                        _line(ctx, entry, closure[entry], match.start()),
+                    (f"a download: {c.call} ({c.what})", _evidence(ctx, p, closure[p], c.line))
+                    for p, cs in calls.items()
+                    for c in cs
+                    if c.kind == "download" and runs(p, c.line)
+                ][:3]
+            inputs = _missing_reads(entry, calls.get(entry, []), files | dirs, workdirs[entry])
+            for path, read in inputs:
+                read_ev = _evidence(ctx, entry, closure[entry], read.line)
+                producer = _producer(ctx, entry, path, py_paths)
+                if producer is None:
+                    hits.append((f"{path} (read by {read.call}, not in the repository)", read_ev))
+                    continue
+                findings.append(
+                    Finding(
+                        kind="input",
+                        key=entry,
+                        value={"entry": entry, "path": path, "producer": producer[0]},
+                        evidence=(read_ev, producer[1]),
+                        detector=self.name,
+                        confidence="medium",
+                        note=f"{path} is written by {producer[0]}",
                     )
-                ]
+                )
             if hits:
                 findings.append(
                     Finding(
@@ -90,6 +128,66 @@ class FetchDetector(Detector):
         return findings
 
 
+def _runs(path: str, line: int, entry: str, trees: dict[str, ast.Module], called: set[str]) -> bool:
+    """Whether the code at ``path:line`` runs when ``entry`` does: anything in the entry;
+    elsewhere, module-level code and the functions some code of the closure calls by name
+    (``called``), never a module's ``__main__`` block."""
+    tree = trees.get(path)
+    function = function_at(tree, line) if tree is not None and path != entry else None
+    return function is None or function in called
+
+
+def _parse(ctx: DetectContext, path: str, code: str) -> ast.Module | None:
+    if path.endswith(".py"):
+        return ctx.index.parse_python(path)
+    try:
+        return ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path.strip())
+
+
+def _missing_reads(
+    entry: str, calls: list[IoCall], present: set[str], workdirs: set[str]
+) -> list[tuple[str, IoCall]]:
+    """(path, first read) of each relative file ``entry`` reads that is in none of its
+    folder, the root and its commands' workdirs, and that it does not write itself."""
+    written = {_norm(c.path) for c in calls if c.kind == "write"}
+    folder = str(PurePosixPath(entry).parent)
+    out: dict[str, IoCall] = {}
+    for c in calls:
+        if c.kind != "read" or c.path.startswith(("/", "~", "$")) or "{" in c.path:
+            continue
+        path = _norm(c.path)
+        if path.startswith("..") or path in written or path in out:
+            continue
+        bases = {folder, ".", *workdirs}
+        if any(_norm(posixpath.join(b, path)) in present for b in bases):
+            continue
+        out[path] = c
+    return list(out.items())
+
+
+def _producer(
+    ctx: DetectContext, entry: str, path: str, py_paths: set[str]
+) -> tuple[str, Evidence] | None:
+    """The script beside ``entry`` that writes ``path`` (the same literal), and where."""
+    folder = PurePosixPath(entry).parent
+    needle = PurePosixPath(path).name.encode()
+    siblings = sorted(p for p in py_paths if PurePosixPath(p).parent == folder and p != entry)
+    for sib, data in ctx.index.py_bytes(siblings[:MAX_PRODUCERS]):
+        if needle not in data:
+            continue
+        tree = ctx.index.parse_python(sib)
+        for c in io_calls(tree) if tree is not None else []:
+            if c.kind == "write" and _norm(c.path) == path:
+                return sib, Evidence(sib, c.line)
+    return None
+
+
 def _fetched(d: Finding, entry: str, present: set[str], own: set[str]) -> bool:
     """Whether dataset ``d`` is obtained at run time rather than read from the repository."""
     if d.value.get("generated") or "bundled" in d.note:
@@ -103,11 +201,11 @@ def _fetched(d: Finding, entry: str, present: set[str], own: set[str]) -> bool:
     return bool(d.value.get("name") or d.value.get("url") or path)
 
 
-def _line(ctx: DetectContext, path: str, code: str, pos: int) -> Evidence:
-    """The evidence of offset ``pos`` of ``code`` (a notebook's: the line of its JSON)."""
+def _evidence(ctx: DetectContext, path: str, code: str, line: int) -> Evidence:
+    """The evidence of ``line`` of ``code`` (a notebook's: the line of its JSON)."""
     if not path.endswith(".ipynb"):
-        return Evidence(path, code.count("\n", 0, pos) + 1)
-    start = code.rfind("\n", 0, pos) + 1
-    end = code.find("\n", pos)
-    text = code[start : end if end >= 0 else len(code)].strip()
-    return Evidence(path, json_line_of((ctx.index.try_read_text(path) or "").splitlines(), text))
+        return Evidence(path, line)
+    lines = code.splitlines()
+    text = lines[line - 1].strip() if 0 < line <= len(lines) else ""
+    raw = (ctx.index.try_read_text(path) or "").splitlines()
+    return Evidence(path, json_line_of(raw, text) if text else None)

@@ -22,7 +22,8 @@ appears in several files (translated READMEs) is reported once, with every place
 evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
 
 The top-level README's mentions of scripts and notebooks (in prose, links or code) become
-``mention`` findings (key: the file), which the merge uses to rank experiment candidates;
+``mention`` findings (key: the file; a mentioned folder such as ``projects/adder`` names
+the script in it named like it, or its only script), which the merge uses to rank experiment candidates;
 its sentences about results ("This reproduces the ... row of Table 2") become
 ``reproduces`` findings, whose words help match paper table rows to experiments.
 """
@@ -369,6 +370,19 @@ def entry_label(run: RunCommand) -> str:
 
 
 _FILE_REF_RE = re.compile(r"[\w./-]*[\w-]+\.(?:ipynb|py|sh)\b")
+#: A folder path of two or more parts (``projects/adder``), not inside a URL.
+_DIR_REF_RE = re.compile(r"(?<![\w./:-])(?:\./)?[\w-]+(?:/[\w.-]+)+/?(?![\w./-])")
+
+
+def _folder_script(folder: str, by_dir: dict[str, list[str]]) -> str | None:
+    """The script a README's mention of ``folder`` names: the one named like the folder
+    (``projects/adder`` -> ``projects/adder/adder.py``), else the folder's only script or
+    notebook; None for a folder that is not one of the repository's or holds several."""
+    here = by_dir.get(folder, [])
+    named = [p for p in here if PurePosixPath(p).stem == PurePosixPath(folder).name]
+    if len(named) == 1:
+        return named[0]
+    return here[0] if len(here) == 1 else None
 
 
 def _mentions(index: RepoIndex) -> list[Finding]:
@@ -382,6 +396,10 @@ def _mentions(index: RepoIndex) -> list[Finding]:
     for f in index.files:
         if f.suffix in {".ipynb", ".py", ".sh"} and not skip_path(f.path):
             by_name.setdefault(f.name, []).append(f.path)
+    by_dir: dict[str, list[str]] = {}
+    for paths in by_name.values():
+        for path in paths:
+            by_dir.setdefault(str(PurePosixPath(path).parent), []).append(path)
     found: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
         for ref in _FILE_REF_RE.findall(line):
@@ -389,6 +407,10 @@ def _mentions(index: RepoIndex) -> list[Finding]:
             paths = [ref] if ref in index else by_name.get(PurePosixPath(ref).name, [])
             if len(paths) == 1:  # an ambiguous bare name names nothing in particular
                 found.setdefault(paths[0], number)
+        for ref in _DIR_REF_RE.findall(line):
+            script = _folder_script(_norm(ref.removeprefix("./").rstrip("/")), by_dir)
+            if script is not None:
+                found.setdefault(script, number)
     return [
         Finding(
             kind="mention",

@@ -485,6 +485,12 @@ class Experiment(StrictModel):
     workdir: RelPath = Field(
         ".", description="Directory the command runs in, relative to the repo (no `..`)."
     )
+    setup: list[str] = Field(
+        default_factory=list,
+        description="Commands run first, in order, in the same workdir and environment, each "
+        "of which must succeed (a script the README runs before this one to write the file it "
+        "reads); no `{placeholders}`. The tier's timeout covers them and the command.",
+    )
     kind: Literal["script", "module", "notebook", "make", "shell"] = Field(
         "script", description="What the command runs (informational)."
     )
@@ -530,6 +536,16 @@ class Experiment(StrictModel):
     def _placeholders_known(cls, value: str) -> str:
         if not value.strip():
             raise ValueError("`command` is empty")
+        return value
+
+    @field_validator("setup")
+    @classmethod
+    def _setup_plain(cls, value: list[str]) -> list[str]:
+        for command in value:
+            if not command.strip():
+                raise ValueError("a `setup` command is empty")
+            if re.search(r"\{[A-Za-z_][A-Za-z0-9_]*\}", command):
+                raise ValueError(f"`setup` command {command!r} has a placeholder")
         return value
 
     @model_validator(mode="after")

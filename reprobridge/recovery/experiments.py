@@ -15,7 +15,7 @@ from reprobridge.detect.findings import BoundValue, TargetValue, of_type
 from reprobridge.detect.runbounds import smoke_value
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
-from reprobridge.recovery.ranking import Ranked, rank
+from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
 
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
@@ -207,7 +207,21 @@ def merge_experiments(
             continue
         covered_entries.add(entry)
         kept.append((f, cmd, entry, params))
-    fetching = frozenset(str(f.key) for f in by_kind["fetch"])
+    setups, unprepared = _chain_inputs(by_kind, [k[0] for k in kept])
+    fetching = frozenset(str(f.key) for f in by_kind["fetch"]) | frozenset(unprepared)
+    bounded_in_code = {b.value.entry for b in of_type(by_kind, BoundValue)}
+    bounded = frozenset(
+        entry
+        for _f, _cmd, entry, params in kept
+        if entry in smoke
+        or entry in bounded_in_code
+        or any(smoke_value(n) is not None for n in params)
+        or any(
+            smoke_value(str(x.value.get("flag") or "")) is not None
+            for x in _for_entry(by_kind["param"], entry)
+            if x.value.get("flag")
+        )
+    )
     chosen, others = rank(
         [k[0] for k in kept],
         by_kind["mention"],
@@ -215,6 +229,7 @@ def merge_experiments(
         fetching,
         lambda f: any(_gpus(h) > 0 for h in _hardware(by_kind, f)),
         frozenset(str(m.value.get("entry")) for m in by_kind["metric"]),
+        bounded,
     )
     for r in others:
         cmd = " ".join(str(r.finding.value["command"]).split())
@@ -224,7 +239,10 @@ def merge_experiments(
         )
     picked = {id(r.finding) for r in chosen}
     kept = [k for k in kept if id(k[0]) in picked]  # in the merge rules' order
-    kept, main_why = _main_first(kept, chosen, by_kind, res)
+    kept, main_why = _main_first(kept, chosen, others, by_kind, res)
+    for entry, why in sorted(unprepared.items()):
+        if any(k[2] == entry for k in kept):
+            res.warnings.append(why)
     for rej in sorted(by_kind["rejected"], key=lambda f: f.key):
         res.dropped_experiments.append(f"{rej.key}: {rej.value['reason']} ({rej.sources()[0]})")
     if not kept:
@@ -250,18 +268,75 @@ def merge_experiments(
                 f"{exp_id} is the main experiment, the one `rb audit --tier smoke` runs: {main_why}"
             )
             main_why = ""
+        setup = setups.get(id(f))
+        if setup is not None:
+            command, sources = setup
+            b.put(f"experiments.{exp_id}.setup", [command], sources, "medium")
+            res.decisions.append(
+                f"{exp_id}: `{command}` runs first (experiments.{exp_id}.setup): it writes "
+                f"what the experiment reads, and {sources[0]} runs it before"
+            )
         _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+
+
+def _chain_inputs(
+    by_kind: dict[str, list[Finding]], candidates: list[Finding]
+) -> tuple[dict[int, tuple[str, list[str]]], dict[str, str]]:
+    """(setup, unprepared) from the ``input`` findings (a file an experiment reads that a
+    script beside it writes).
+
+    ``setup``: candidate (by ``id``) -> (the producer's command, its provenance) when a
+    README, shell script or Makefile runs the producer before the candidate's own command,
+    in the same file and the same workdir: the producer becomes the experiment's setup
+    step. ``unprepared``: entry -> the warning for each entry whose input nothing orders
+    before it; such an entry ranks as reading data the repository lacks.
+    """
+    setups: dict[int, tuple[str, list[str]]] = {}
+    unprepared: dict[str, str] = {}
+    declared = {"readme", "shell", "makefile"}
+    for inp in by_kind["input"]:
+        entry, producer = str(inp.value["entry"]), str(inp.value["producer"])
+        chained = False
+        for c in (c for c in candidates if c.value.get("entry") == entry):
+            for p in by_kind["experiment"]:
+                if p.value.get("entry") != producer or p.detector not in declared:
+                    continue
+                if c.detector != p.detector or p.value.get("workdir") != c.value.get("workdir"):
+                    continue
+                before = [
+                    pe
+                    for pe in p.evidence
+                    for ce in c.evidence
+                    if pe.path == ce.path and (pe.line or 0) < (ce.line or 0)
+                ]
+                if before and id(c) not in setups:
+                    setups[id(c)] = (
+                        " ".join(str(p.value["command"]).split()),
+                        [str(before[0]), *inp.sources()],
+                    )
+                    chained = True
+        if not chained:
+            unprepared.setdefault(
+                entry,
+                f"{entry}: reads {inp.value['path']} ({inp.sources()[0]}), which the "
+                f"repository lacks; {producer} writes it ({inp.sources()[-1]}) but no README "
+                "or shell script runs it first: run it before, or add its command to "
+                "experiments.<id>.setup",
+            )
+    return setups, unprepared
 
 
 def _main_first(
     kept: list[tuple[Finding, str, str, dict[str, Any]]],
     chosen: list[Ranked],
+    others: list[Ranked],
     by_kind: dict[str, list[Finding]],
     res: MergeResult,
 ) -> tuple[list[tuple[Finding, str, str, dict[str, Any]]], str]:
-    """``kept`` with the main experiment first — the best-ranked of ``chosen`` (the
-    ranking puts one that needs a GPU or data the repository lacks below one that needs
-    neither) — and why it is the main one ("" when nothing was kept). Each kept entry that
+    """``kept`` with the main experiment first — the first of ``chosen`` (the ranking's
+    choice: one that runs offline on a CPU and prints a result rb can read, where there is
+    one) — and why it is the main one, naming the better-scored candidates (of ``chosen``
+    and ``others``) it was chosen over ("" when nothing was kept). Each kept entry that
     needs data the repository lacks is reported, so the guide says so (the audit is
     offline)."""
     if not kept:
@@ -278,8 +353,9 @@ def _main_first(
             )
     best = chosen[0]
     main = next(k for k in kept if k[0] is best.finding)
-    why = f"the best-ranked experiment ({best.why()})"
-    return [main, *(k for k in kept if k is not main)], why
+    ranked = sorted([*chosen, *others], key=order_key)
+    passed = ranked[: next(i for i, r in enumerate(ranked) if r is best)]
+    return [main, *(k for k in kept if k is not main)], main_reason(best, passed)
 
 
 def _gpus(h: Finding) -> int:

@@ -16,13 +16,23 @@ person can promote one by copying its command into the manifest.
 
 The score (see :func:`score`): where it was found (README > Makefile > shell > entry point >
 notebook), confidence, an experiment-like name, a mention in the README's prose, a paper
-table row that names it, a result it prints that rb can read (a recovered metric), minus a tutorial/example/docs folder, a helper-like name
-(plot, download, ...) and depth in the tree. The weights are data (:data:`WEIGHTS`). The
-order is by score less a handicap (:data:`HANDICAPS`) for data the repository lacks (a
-download at run time: the audit is offline) and for a GPU; a handicap never drops a
-candidate that qualifies by declaration or score. The first kept candidate is the *main* experiment, the one a smoke
-audit runs: of README commands that tie, one that runs on a CPU from the repository's own
-data.
+table row that names it, a result it prints that rb can read (a recovered metric), minus a
+tutorial/example/docs folder, a helper-like name (plot, download, ...) and depth in the
+tree. The weights are data (:data:`WEIGHTS`). The order is by score less a handicap
+(:data:`HANDICAPS`) for data the repository lacks (a download at run time, or a file
+nothing run before it writes: the audit is offline), for a GPU, and for a run no
+parameter bounds (a smoke audit can only stop it at its time limit); a handicap never
+drops a candidate that qualifies by declaration or score. Ties go to the candidate the
+README mentions first (a README introduces its main example before the others).
+
+The *main* experiment, the one a smoke audit runs, is chosen in three steps, each only
+among the candidates the step before left (:func:`main_key`): one that can run here
+(offline, on a CPU: no :data:`BLOCKING` handicap), then one that prints a result rb can
+read (a smoke audit without a metric cannot be judged), then the best ordered. It is
+chosen among *all* candidates: one that is not kept otherwise (a synthetic-data script
+beside README commands that all download COCO) is kept as the main one, and
+:func:`main_reason` says which better-scored candidates it passed over and why, so the
+guide shows the README's command and why another experiment is main.
 """
 
 from __future__ import annotations
@@ -59,7 +69,10 @@ WEIGHTS: dict[str, int] = {
 HANDICAPS: dict[str, int] = {
     "reads data the repository lacks": 20,
     "needs a GPU": 10,
+    "no parameter bounds a smoke run": 10,
 }
+#: Handicaps that mean a smoke audit (offline, on a CPU) cannot run the candidate at all.
+BLOCKING = frozenset({"reads data the repository lacks", "needs a GPU"})
 #: A candidate scoring at least this is kept even when it is not declared.
 KEEP_SCORE = 35
 #: Most experiments one manifest gets from ranking.
@@ -92,6 +105,20 @@ class Ranked:
     reasons: tuple[str, ...]
     #: What running it here costs (:data:`HANDICAPS`); the order is by ``score - handicap``.
     handicap: int = 0
+    #: Whether it prints a result rb can read (a recovered metric).
+    reports: bool = False
+    #: The README line that first mentions it (its own command's, or a mention), if any.
+    mentioned_at: int | None = None
+
+    @property
+    def blocked(self) -> bool:
+        """Whether a smoke audit here (offline, on a CPU) cannot run it (:data:`BLOCKING`)."""
+        return any(c in BLOCKING for c in self.reasons)
+
+    @property
+    def order(self) -> int:
+        """The ordering value: ``score - handicap`` (higher first)."""
+        return self.score - self.handicap
 
     @property
     def declared(self) -> bool:
@@ -119,12 +146,16 @@ def score(
     fetching: frozenset[str] = frozenset(),
     needs_gpu: Callable[[Finding], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
+    bounded: frozenset[str] | None = None,
+    mention_lines: dict[str, int] | None = None,
 ) -> Ranked:
     """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` are the
     entries whose data is fetched at run time, ``needs_gpu`` says whether a run needs a GPU
     (a command, not an entry: ``torchrun`` and ``python`` may run the same script),
     ``reporting`` the entries with a recovered metric (an experiment reports a result; a
-    data generator or an apriori demo beside it does not)."""
+    data generator or an apriori demo beside it does not), ``bounded`` the entries a smoke
+    tier can bound (None: not known, no handicap), ``mention_lines`` the README line that
+    first mentions each entry."""
     entry = _entry(f)
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -147,6 +178,7 @@ def score(
         for c, hit in (
             ("reads data the repository lacks", entry in fetching),
             ("needs a GPU", needs_gpu(f)),
+            ("no parameter bounds a smoke run", bounded is not None and entry not in bounded),
         )
         if hit
     ]
@@ -158,7 +190,69 @@ def score(
     ]
     if depth:
         reasons.append(f"{depth} folder(s) deep")
-    return Ranked(f, total, (*reasons, *costs), sum(HANDICAPS[c] for c in costs))
+    return Ranked(
+        f,
+        total,
+        (*reasons, *costs),
+        sum(HANDICAPS[c] for c in costs),
+        reports=entry in reporting,
+        mentioned_at=_readme_line(f, (mention_lines or {}).get(entry)),
+    )
+
+
+def _readme_line(f: Finding, mention: int | None) -> int | None:
+    """The first line of the top-level README that names ``f``: its own command's or a
+    mention's (mentions come from that README only, so lines compare)."""
+    own = [
+        e.line
+        for e in f.evidence
+        if f.detector == "readme" and e.line is not None and "/" not in e.path
+    ]
+    lines = [n for n in (*own, mention) if n is not None]
+    return min(lines) if lines else None
+
+
+def order_key(r: Ranked) -> tuple[int, bool, int, list[str], str]:
+    """The ranking's order: best ``order`` first, then the README's first mention."""
+    return (
+        -r.order,
+        r.mentioned_at is None,
+        r.mentioned_at or 0,
+        r.finding.sources(),
+        r.finding.key,
+    )
+
+
+def main_key(r: Ranked) -> tuple[bool, bool, int]:
+    """How the main experiment is chosen (see the module docstring): runnable here first,
+    then one with a readable result, then the best ordered."""
+    return (r.blocked, not r.reports, -r.order)
+
+
+def main_reason(main: Ranked, passed: list[Ranked]) -> str:
+    """Why ``main`` is the main experiment: its score, and each better-ordered candidate
+    it was chosen over with the reason (``passed``: those ordered above it)."""
+    why = f"the best-ranked experiment ({main.why()})"
+    if not passed:
+        return why
+    skipped = []
+    for r in passed[:5]:
+        cmd = " ".join(str(r.finding.value.get("command", "")).split())
+        place = ", ".join(r.finding.sources()[:1])
+        because = (
+            "it cannot run offline on a CPU ("
+            + ", ".join(c for c in r.reasons if c in BLOCKING)
+            + ")"
+            if r.blocked
+            else "it prints no result rb can read as a metric, so a smoke audit of it could "
+            "not be judged"
+        )
+        skipped.append(f"`{cmd}` ({place}): {because}")
+    more = f"; and {len(passed) - 5} more" if len(passed) > 5 else ""
+    return (
+        "the best-ranked experiment that runs offline on a CPU and prints a result rb can "
+        f"read ({main.why()}); ranked above it but not main: " + "; ".join(skipped) + more
+    )
 
 
 def rank(
@@ -168,23 +262,39 @@ def rank(
     fetching: frozenset[str] = frozenset(),
     needs_gpu: Callable[[Finding], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
+    bounded: frozenset[str] | None = None,
 ) -> tuple[list[Ranked], list[Ranked]]:
-    """(kept, others) of ``candidates`` (already deduplicated), each best first.
+    """(kept, others) of ``candidates`` (already deduplicated): kept has the main
+    experiment first (:func:`main_key`, chosen among all candidates), then the rest best
+    first; others best first.
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
     paper's ``target`` findings, whose row labels may name an experiment; ``fetching``,
-    ``needs_gpu`` and ``reporting`` as in :func:`score`.
+    ``needs_gpu``, ``reporting`` and ``bounded`` as in :func:`score`.
     """
-    mentioned = {m.key for m in mentions}
+    mention_lines: dict[str, int] = {}
+    for m in mentions:
+        for e in m.evidence:
+            if e.line is not None:
+                mention_lines[m.key] = min(e.line, mention_lines.get(m.key, e.line))
     rows = [_words(t.value.row) for t in targets]
     ranked = sorted(
-        (score(f, mentioned, rows, fetching, needs_gpu, reporting) for f in candidates),
-        key=lambda r: (r.handicap - r.score, r.finding.sources(), r.finding.key),
-    )
+        (
+            score(
+                f, {m.key for m in mentions}, rows, fetching, needs_gpu, reporting, bounded,
+                mention_lines,
+            )
+            for f in candidates
+        ),
+        key=order_key,
+    )  # fmt: skip
     kept = [r for r in ranked if r.declared or r.score >= KEEP_SCORE][:MAX_KEPT]
     if not kept and ranked:
         # Only undistinguished candidates (96 tutorial notebooks): the best, not all.
-        top = ranked[0].score - ranked[0].handicap
-        kept = [r for r in ranked if r.score - r.handicap == top][:FALLBACK_KEPT]
+        top = ranked[0].order
+        kept = [r for r in ranked if r.order == top][:FALLBACK_KEPT]
+    if ranked:
+        main = min(ranked, key=main_key)  # stable: the best ordered among equals
+        kept = [main, *(r for r in kept if r is not main)][:MAX_KEPT]
     chosen = {id(r) for r in kept}
     return kept, [r for r in ranked if id(r) not in chosen]

@@ -306,3 +306,46 @@ def test_the_repro_venv_is_used_when_no_environment_is_active(tmp_path: Path) ->
     empty.mkdir()
     out = _run_with_path(tmp_path, manifest_with("python argv.py"), empty)
     assert f"RB 1 {tmp_path / 'repo/repro/python/.venv'} []" in out
+
+
+def test_setup_runs_first_in_the_workdir_and_its_failure_ends_the_run(tmp_path: Path) -> None:
+    """Issue 9 (a README runs `python generate_sine_wave.py` before `python train.py`, which
+    reads the traindata.pt it writes): `setup` commands run first, in the workdir, and a
+    failing one stops the run with its status before the command starts."""
+    write = "python -c \"open('made.txt', 'w').write('42')\""
+    read = "python -c \"print('READ=' + open('made.txt').read())\""
+    manifest = manifest_with(read, workdir="sub", setup=[write])
+    out = run_launcher(tmp_path, manifest)
+    assert out.returncode == 0, out.stderr + out.stdout
+    assert "READ=42" in out.stdout
+    assert (tmp_path / "repo/sub/made.txt").read_text() == "42"
+    failing = manifest_with(read, workdir="other", setup=["python -c 'import sys; sys.exit(5)'"])
+    out = run_launcher(tmp_path, failing)
+    assert out.returncode == 5
+    assert "READ=" not in out.stdout
+
+
+def test_setup_counts_against_the_timeout(tmp_path: Path) -> None:
+    # 2.2 s of setup leave at most 1 s of the 3 s: the 1.5 s command is stopped (it would
+    # finish if the setup were not counted).
+    manifest = manifest_with(
+        "python -c 'import time; time.sleep(1.5)'",
+        timeout="3s",
+        setup=["python -c 'import time; time.sleep(2.2)'"],
+    )
+    out = run_launcher(tmp_path, manifest)
+    assert out.returncode == 124
+
+
+def test_setup_refuses_placeholders() -> None:
+    with pytest.raises(ValueError, match="placeholder"):
+        manifest_with("python t.py --lr {lr}", params={"lr": 0.1}, setup=["python g.py {lr}"])
+
+
+@pytest.mark.skipif(shutil.which("shellcheck") is None, reason="needs shellcheck")
+def test_setup_launcher_passes_shellcheck(tmp_path: Path) -> None:
+    manifest = manifest_with("python train.py", setup=["python gen.py --n 3", "echo 'done'"])
+    path = tmp_path / "e.sh"
+    path.write_text(render_launcher(manifest, "e", version=VERSION))
+    out = subprocess.run(["shellcheck", str(path)], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stdout

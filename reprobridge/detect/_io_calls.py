@@ -1,0 +1,222 @@
+"""Calls of a Python file that download, read or write data at run time (static).
+
+The rules are data (``reprobridge/data/io_calls.toml``, typed here as :class:`IoRules`):
+which library calls download (``fetch_covtype``, ``load_data``, a dataset class with
+``download=True``, ``urlretrieve``...), which read a file named by a literal argument
+(``np.load``, ``torch.load``, ``open`` in a reading mode...) and which write one
+(``torch.save(x, "a.pt")``, ``np.save``, ``open(p, "w")``...). :func:`io_calls` lists a
+parsed file's calls with the innermost function each is in, so a caller can tell a download
+the run makes (in the entry, at module level, or in a function something calls) from a
+library helper nobody calls; :func:`called_names` gives the names a file calls.
+
+Only literals are read: ``np.load(args.path)`` is no evidence of anything.
+"""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+from functools import lru_cache
+from importlib.resources import files
+from typing import Literal
+
+from reprobridge.detect._pyast import call_name, import_map, kwarg, literal
+
+IO_CALLS_FILE = "io_calls.toml"
+#: The "function" of code in a module's ``if __name__ == "__main__":`` block: it runs when
+#: the file is the script, never when it is imported.
+MAIN_BLOCK = "<__main__>"
+
+
+@dataclass(frozen=True)
+class DownloadRule:
+    """Calls matching ``calls`` download; ``when``: only with that keyword literally true;
+    ``local``: first-argument values that name local files instead."""
+
+    calls: tuple[str, ...]
+    what: str
+    when: str | None = None
+    local: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class IoRules:
+    """The parsed ``io_calls.toml``."""
+
+    downloads: tuple[DownloadRule, ...]
+    reads: tuple[str, ...]
+    read_keywords: tuple[str, ...]
+    modes: frozenset[str]
+    writes: tuple[tuple[str, int], ...]
+
+
+@lru_cache(maxsize=1)
+def rules() -> IoRules:
+    """The shipped rules, read once per process."""
+    text = files("reprobridge.data").joinpath(IO_CALLS_FILE).read_text(encoding="utf-8")
+    data = tomllib.loads(text)
+    return IoRules(
+        downloads=tuple(
+            DownloadRule(
+                calls=tuple(d["calls"]),
+                what=str(d["what"]),
+                when=d.get("when"),
+                local=frozenset(d.get("local", ())),
+            )
+            for d in data["download"]
+        ),
+        reads=tuple(data["reads"]["calls"]),
+        read_keywords=tuple(data["reads"]["keywords"]),
+        modes=frozenset(data["reads"]["modes"]),
+        writes=tuple((str(k), int(v)) for k, v in data["writes"].items()),
+    )
+
+
+Kind = Literal["download", "read", "write"]
+
+
+@dataclass(frozen=True)
+class IoCall:
+    """One call: what it does, the literal path it reads or writes (``""`` for a
+    download), its line, the resolved call name, why it counts, and the innermost function
+    it is in (None at module level)."""
+
+    kind: Kind
+    path: str
+    line: int
+    call: str
+    what: str
+    function: str | None
+
+
+def _matches(name: str, patterns: tuple[str, ...], imported: bool) -> bool:
+    for pattern in patterns:
+        if "." not in pattern and "*" not in pattern:
+            if name == pattern and not imported:  # a builtin (open), not something imported
+                return True
+        elif fnmatchcase(name, pattern):
+            return True
+    return False
+
+
+def _path_of(node: ast.expr | None, imports: dict[str, str]) -> str | None:
+    """A literal path, or the literal path of ``open(path, ...)`` used as a file object."""
+    if node is None:
+        return None
+    if isinstance(node, ast.Call) and call_name(node, imports) in {"open", "io.open"}:
+        node = node.args[0] if node.args else kwarg(node, "file")
+    value = literal(node)
+    return value if isinstance(value, str) and value else None
+
+
+def _mode(node: ast.Call) -> str:
+    mode = literal(node.args[1]) if len(node.args) > 1 else literal(kwarg(node, "mode"))
+    return mode if isinstance(mode, str) else "r"
+
+
+def _classify(node: ast.Call, name: str, imports: dict[str, str]) -> tuple[Kind, str, str] | None:
+    """(kind, path, what) of one call, or None when it does no I/O the rules know."""
+    r = rules()
+    imported = name.split(".", 1)[0] in imports
+    for rule in r.downloads:
+        if not _matches(name, rule.calls, imported):
+            continue
+        if rule.when is not None and literal(kwarg(node, rule.when)) is not True:
+            continue
+        first = literal(node.args[0]) if node.args else literal(kwarg(node, "path"))
+        if rule.local and isinstance(first, str) and first in rule.local:
+            return None
+        return "download", "", rule.what
+    for pattern, position in r.writes:
+        if _matches(name, (pattern,), imported):
+            target = node.args[position] if len(node.args) > position else None
+            path = _path_of(target, imports)
+            return ("write", path, name) if path else None
+    if _matches(name, r.reads, imported):
+        target = node.args[0] if node.args else None
+        for key in r.read_keywords:
+            target = target if target is not None else kwarg(node, key)
+        path = _path_of(target, imports)
+        if not path:
+            return None
+        if name in r.modes and any(c in _mode(node) for c in "wax"):
+            return "write", path, name
+        return "read", path, name
+    return None
+
+
+def io_calls(tree: ast.Module) -> list[IoCall]:
+    """Every call of ``tree`` that downloads, reads or writes (see the module docstring),
+    in source order."""
+    imports = import_map(tree)
+    found: list[IoCall] = []
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        elif function is None and _is_main_guard(node):
+            function = MAIN_BLOCK
+        elif isinstance(node, ast.Call):
+            name = call_name(node, imports)
+            hit = _classify(node, name, imports) if name else None
+            if hit is not None and name is not None:
+                kind, path, what = hit
+                found.append(IoCall(kind, path, node.lineno, name, what, function))
+        stack.extend((child, function) for child in ast.iter_child_nodes(node))
+    return sorted(found, key=lambda c: (c.line, c.kind, c.path, c.call))
+
+
+def called_names(tree: ast.Module) -> set[str]:
+    """The last component of every called name (``f()``, ``mod.f()``, ``obj.f()`` -> f),
+    except a function's calls of its own name (``def from_pretrained(): ...
+    Other.from_pretrained()`` says nothing about whether anyone calls it)."""
+    out: set[str] = set()
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = (
+                func.id
+                if isinstance(func, ast.Name)
+                else func.attr
+                if isinstance(func, ast.Attribute)
+                else None
+            )
+            if name and name != function:
+                out.add(name)
+        stack.extend((child, function) for child in ast.iter_child_nodes(node))
+    return out
+
+
+def _is_main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` (either operand order)."""
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    values = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return names == {"__name__"} and values == {"__main__"}
+
+
+def function_at(tree: ast.Module, line: int) -> str | None:
+    """The innermost function whose body holds ``line``; :data:`MAIN_BLOCK` for the
+    module's ``if __name__ == "__main__":`` block (it does not run on import); None at
+    module level."""
+    best: tuple[int, str] | None = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            name = node.name
+        elif node in tree.body and _is_main_guard(node):
+            name = MAIN_BLOCK
+        else:
+            continue
+        end = node.end_lineno or node.lineno
+        if node.lineno <= line <= end and (best is None or node.lineno >= best[0]):
+            best = (node.lineno, name)
+    return best[1] if best else None
