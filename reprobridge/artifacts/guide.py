@@ -166,6 +166,7 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             "",
         ]
     rows = [
+        *(("setup (runs first)", _code(c)) for c in exp.setup),
         ("command", _code(exp.command)),
         ("seeds", ", ".join(map(str, exp.seeds))),
         ("timeout", exp.timeout),

@@ -34,9 +34,12 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   against their workdir, not as text); a script's or notebook's own candidate yields to a
   command written for it; the candidates are then ranked
   (:mod:`reprobridge.recovery.ranking`): declared ones and strong ones are kept, the rest
-  are listed in the guide as other candidates, with why. The best-ranked one that runs on a
-  CPU from the repository's own data is ``main`` and comes first: what a smoke audit runs
-  (an experiment whose data is downloaded at run time is reported). Literal ``--flag value`` arguments
+  are listed in the guide as other candidates, with why. ``main`` comes first, what a smoke
+  audit runs: among all candidates, one that runs on a CPU from the repository's own data,
+  then one that prints a metric rb can read, then the best ranked (an experiment whose data
+  is downloaded at run time, or read from a file the repository lacks, is reported). A file
+  a script beside the experiment writes, run before it by a README or shell script, makes
+  that script's command the experiment's ``setup``. Literal ``--flag value`` arguments
   become ``{param}`` placeholders; the seed flag becomes ``{seed}``; an epochs/steps flag
   gives the ``smoke`` tier.
 * **Targets and claims**: paper table rows are matched to experiments and columns to
