@@ -239,7 +239,16 @@ def merge_experiments(
         )
     picked = {id(r.finding) for r in chosen}
     kept = [k for k in kept if id(k[0]) in picked]  # in the merge rules' order
-    kept, main_why = _main_first(kept, chosen, others, by_kind, res)
+    lacking = {
+        str(f.key): f"{', '.join(f.value['datasets'][:2])}; {f.sources()[0]}"
+        for f in by_kind["fetch"]
+    }
+    for inp in by_kind["input"]:
+        if str(inp.value["entry"]) in unprepared:
+            lacking.setdefault(
+                str(inp.value["entry"]), f"{inp.value['path']}, read at {inp.sources()[0]}"
+            )
+    kept, main_why = _main_first(kept, chosen, others, by_kind, res, lacking)
     for entry, why in sorted(unprepared.items()):
         if any(k[2] == entry for k in kept):
             res.warnings.append(why)
@@ -332,11 +341,13 @@ def _main_first(
     others: list[Ranked],
     by_kind: dict[str, list[Finding]],
     res: MergeResult,
+    lacking: dict[str, str],
 ) -> tuple[list[tuple[Finding, str, str, dict[str, Any]]], str]:
     """``kept`` with the main experiment first — the first of ``chosen`` (the ranking's
     choice: one that runs offline on a CPU and prints a result rb can read, where there is
     one) — and why it is the main one, naming the better-scored candidates (of ``chosen``
-    and ``others``) it was chosen over ("" when nothing was kept). Each kept entry that
+    and ``others``) it was chosen over, with what data each lacks and where (``lacking``)
+    ("" when nothing was kept). Each kept entry that
     needs data the repository lacks is reported, so the guide says so (the audit is
     offline)."""
     if not kept:
@@ -355,7 +366,7 @@ def _main_first(
     main = next(k for k in kept if k[0] is best.finding)
     ranked = sorted([*chosen, *others], key=order_key)
     passed = ranked[: next(i for i, r in enumerate(ranked) if r is best)]
-    return [main, *(k for k in kept if k is not main)], main_reason(best, passed)
+    return [main, *(k for k in kept if k is not main)], main_reason(best, passed, lacking)
 
 
 def _gpus(h: Finding) -> int:

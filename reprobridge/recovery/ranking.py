@@ -229,9 +229,10 @@ def main_key(r: Ranked) -> tuple[bool, bool, int]:
     return (r.blocked, not r.reports, -r.order)
 
 
-def main_reason(main: Ranked, passed: list[Ranked]) -> str:
+def main_reason(main: Ranked, passed: list[Ranked], lacking: dict[str, str] | None = None) -> str:
     """Why ``main`` is the main experiment: its score, and each better-ordered candidate
-    it was chosen over with the reason (``passed``: those ordered above it)."""
+    it was chosen over with the reason (``passed``: those ordered above it; ``lacking``:
+    entry -> what data it lacks and where, for the reader to check)."""
     why = f"the best-ranked experiment ({main.why()})"
     if not passed:
         return why
@@ -239,9 +240,14 @@ def main_reason(main: Ranked, passed: list[Ranked]) -> str:
     for r in passed[:5]:
         cmd = " ".join(str(r.finding.value.get("command", "")).split())
         place = ", ".join(r.finding.sources()[:1])
+        detail = (lacking or {}).get(_entry(r.finding))
         because = (
             "it cannot run offline on a CPU ("
-            + ", ".join(c for c in r.reasons if c in BLOCKING)
+            + ", ".join(
+                f"{c}: {detail}" if detail and c == "reads data the repository lacks" else c
+                for c in r.reasons
+                if c in BLOCKING
+            )
             + ")"
             if r.blocked
             else "it prints no result rb can read as a metric, so a smoke audit of it could "
