@@ -131,7 +131,9 @@ def _measure(
         "ru = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
         "print(wall, ru.ru_utime + ru.ru_stime, rc, ru.ru_maxrss * 1024)\n"
     )
-    env = dict(os.environ)
+    # As users run rb: byte code cached after the first run (as archive_source.py does;
+    # with PYTHONDONTWRITEBYTECODE every run would compile each module it imports).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if pythonpath is not None:
         env["PYTHONPATH"] = pythonpath
     out = subprocess.run(

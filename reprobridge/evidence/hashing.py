@@ -36,6 +36,13 @@ def sha256_file(path: Path | str) -> tuple[str, int]:
     Follows no symlink at the last component (``O_NOFOLLOW``): evidence is only ever
     regular files, and a symlink there is an error (``OSError``), not something to hash.
     """
+    digest, size = sha256_file_digest(path)
+    return digest.hex(), size
+
+
+def sha256_file_digest(path: Path | str) -> tuple[bytes, int]:
+    """:func:`sha256_file` with the raw 32-byte digest: what a walk over many files keeps
+    in memory (65 bytes an entry where the hex string takes 113)."""
     arr, view = _buffer()
     h = hashlib.sha256()
     size = 0
@@ -49,7 +56,7 @@ def sha256_file(path: Path | str) -> tuple[str, int]:
             size += n
     finally:
         os.close(fd)
-    return h.hexdigest(), size
+    return h.digest(), size
 
 
 def sha256_bytes(data: bytes) -> str:

@@ -498,6 +498,62 @@ def test_listed_path_escaping_is_malformed(tmp_path: Path) -> None:
     assert any("malformed line" in p for p in bundle.verify_files())
 
 
+def test_sha256sums_read_line_by_line(tmp_path: Path) -> None:
+    """Issue 14: SHA256SUMS is compared as it is read (no parsed copy). A file rb wrote is
+    sorted; a hand-reordered one still verifies, and a path listed twice is named whether
+    the copies are adjacent or far apart (the out-of-order path remembers what it saw)."""
+    bundle = build_bundle(tmp_path)
+    sums = bundle.path / "SHA256SUMS"
+    lines = sums.read_text().splitlines(keepends=True)
+    paths = [line.split("  ", 1)[1] for line in lines]
+    assert paths == sorted(paths) and len(lines) > 4
+    sums.write_text("".join(reversed(lines)))
+    assert bundle.verify_files() == []
+    sums.write_text("".join([*lines[:2], lines[1], *lines[2:]]))  # adjacent twin
+    assert bundle.verify_files() == [
+        f"SHA256SUMS:3: {lines[1].split('  ', 1)[1][:-1]} listed twice"
+    ]
+    sums.write_text("".join([*lines, lines[0]]))  # the first line again, last
+    n = len(lines) + 1
+    assert bundle.verify_files() == [
+        f"SHA256SUMS:{n}: {lines[0].split('  ', 1)[1][:-1]} listed twice"
+    ]
+    sums.write_text("".join([*lines[:-1], lines[-1].rstrip("\n")]))
+    assert bundle.verify_files() == ["SHA256SUMS: truncated (no final newline)"]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b"\xff" * 64 + b"  audit.json\n",  # not hex, not UTF-8
+        b"0" * 64 + b"  audit\xff.json\n",  # a path that is not UTF-8
+        b"0" * 64 + b"  /etc/passwd\n",
+        b"0" * 64 + b"  runs//x\n",
+        b"0" * 64 + b"  runs/./x\n",
+        b"0" * 64 + b"  runs/\n",
+        b"0" * 63 + b"  audit.json\n",
+        b"0" * 64 + b" audit.json\n",
+        b"0" * 64 + b"\taudit.json\n",
+        b"A" * 64 + b"  audit.json\n",
+    ],
+)
+def test_malformed_sha256sums_lines(tmp_path: Path, line: bytes) -> None:
+    bundle = build_bundle(tmp_path)
+    sums = bundle.path / "SHA256SUMS"
+    n = len(sums.read_bytes().splitlines()) + 1
+    with sums.open("ab") as fh:
+        fh.write(line)
+    assert bundle.verify_files() == [f"SHA256SUMS:{n}: malformed line"]
+
+
+def test_binary_mode_sha256sums_line_verifies(tmp_path: Path) -> None:
+    # `sha256sum -b` writes "<hex> *<path>"; both forms are what sha256sum -c reads.
+    bundle = build_bundle(tmp_path)
+    sums = bundle.path / "SHA256SUMS"
+    sums.write_text(sums.read_text().replace("  ", " *", 1))
+    assert bundle.verify_files() == []
+
+
 def test_symlink_in_bundle_is_reported(tmp_path: Path) -> None:
     bundle = build_bundle(tmp_path)
     (bundle.path / "fingerprint/nix.json").symlink_to("/etc/passwd")

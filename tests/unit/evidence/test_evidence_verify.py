@@ -10,7 +10,7 @@ import pytest
 from evidence_helpers import build_bundle
 
 from reprobridge.evidence import EvidenceError, verify_bundle
-from reprobridge.evidence.hashing import sha256_file, sha256_files
+from reprobridge.evidence.hashing import sha256_file, sha256_file_digest, sha256_files
 
 
 def test_intact_bundle(tmp_path: Path) -> None:
@@ -94,11 +94,11 @@ def test_verify_and_seal_read_each_file_once(
     bundle = build_bundle(tmp_path, seal=False)
     hashed: list[str] = []
 
-    def counting(path: Path | str) -> tuple[str, int]:
+    def counting(path: Path | str) -> tuple[bytes, int]:
         hashed.append(str(path))
-        return sha256_file(path)
+        return sha256_file_digest(path)
 
-    monkeypatch.setattr(bundle_mod, "sha256_file", counting)
+    monkeypatch.setattr(bundle_mod, "sha256_file_digest", counting)
     with bundle.lock():
         bundle.write_sha256sums()
     files = [p for p in bundle.path.rglob("*") if p.is_file() and not p.name.startswith(".lock")]
