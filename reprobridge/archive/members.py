@@ -26,7 +26,7 @@ import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from reprobridge import _proc
 from reprobridge.archive.pack import Member
@@ -40,12 +40,16 @@ from reprobridge.constants import (
     REPRO_DIR,
 )
 from reprobridge.errors import ArchiveError
-from reprobridge.evidence.records import AuditSummary, Plan, RecordError
 from reprobridge.evidence.store import EvidenceStore
+
+if TYPE_CHECKING:
+    # Imported where an audit is read: `rb archive --evidence none` needs no record types
+    # (about 50 ms of a small archive's start, issue 14).
+    from reprobridge.evidence.records import AuditSummary, Plan
 
 #: Top-level files of a bundle that are machinery, not evidence.
 _BUNDLE_SKIP = frozenset({".lock", ".lock.owner"})
-_R = TypeVar("_R", AuditSummary, Plan)
+_R = TypeVar("_R", "AuditSummary", "Plan")
 
 
 @dataclass
@@ -163,6 +167,8 @@ def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
                 path=shown,
                 hint=f"check it with `rb verify {shown}`, or leave it out with --evidence",
             )
+        from reprobridge.evidence.records import AuditSummary, Plan
+
         audits.append(
             Audit(
                 audit_id,
@@ -176,6 +182,8 @@ def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
 
 def _record(parse: Callable[[Any], _R], path: Path) -> _R | None:
     """The record ``parse`` reads from the JSON file at ``path``; None when malformed."""
+    from reprobridge.evidence.records import RecordError
+
     try:
         return parse(json.loads(path.read_bytes()))
     except (OSError, ValueError, RecordError):

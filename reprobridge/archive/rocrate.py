@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from reprobridge import __version__
 from reprobridge.archive.members import Audit
 from reprobridge.archive.pack import FileRecord
 from reprobridge.constants import EVIDENCE_DIR, MANIFEST_FILE
-from reprobridge.manifest.schema import Manifest
+
+if TYPE_CHECKING:
+    from reprobridge.manifest.schema import Manifest
 
 CRATE_FILE = "ro-crate-metadata.json"
 CONTEXT = "https://w3id.org/ro/crate/1.1/context"

@@ -64,13 +64,19 @@ def test_content_is_normalised(tmp_path: Path) -> None:
     assert gzip.decompress(out.read_bytes())  # a valid gzip stream, trailer included
 
 
-def test_fast_header_equals_tarfile(tmp_path: Path) -> None:
-    for name, kind, size in [("a.txt", "file", 5), ("dir", "dir", 0), ("x" * 98, "file", 7**9)]:
+@pytest.mark.parametrize("mode", [0o644, 0o755])
+@pytest.mark.parametrize("mtime", [0, 99, 1796159100, 8**11 - 1])
+def test_fast_header_equals_tarfile(mode: int, mtime: int) -> None:
+    # The fast path sums only the name and size fields onto a cached sum of the others
+    # (per kind, mode and mtime): every combination must still be tarfile's bytes.
+    cases = [("a.txt", "file", 5), ("dir", "dir", 0), ("x" * 98, "file", 7**9)]
+    cases += [("e", "file", 0), ("y" * 99, "file", 8**11 - 1), ("a/b/c", "dir", 0)]
+    for name, kind, size in cases:
         info = tarfile.TarInfo(name + ("/" if kind == "dir" else ""))
         info.type = tarfile.DIRTYPE if kind == "dir" else tarfile.REGTYPE
-        info.size, info.mode, info.mtime, info.uname, info.gname = size, 0o644, 99, "", ""
+        info.size, info.mode, info.mtime, info.uname, info.gname = size, mode, mtime, "", ""
         want = info.tobuf(tarfile.PAX_FORMAT, "utf-8", "surrogateescape")
-        assert _header(name, kind=kind, size=size, mode=0o644, mtime=99) == want
+        assert _header(name, kind=kind, size=size, mode=mode, mtime=mtime) == want, name
 
 
 @pytest.mark.parametrize("value", ["abc", "-1", "1.5", "0x10", " 1e3"])
