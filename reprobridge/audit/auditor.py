@@ -30,15 +30,15 @@ import shutil
 import signal
 import tempfile
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from reprobridge import __version__, _proc, sandbox
 from reprobridge._log import emit
-from reprobridge._machine import MIN_NIX, nix_version
-from reprobridge._proc.monitored import Termination
+from reprobridge._machine import MIN_NIX, Runner, nix_version
+from reprobridge._proc.monitored import Completed, StreamCapture, Termination
 from reprobridge.audit import fingerprint as fp
 from reprobridge.audit import limits
 from reprobridge.audit.backends import (
@@ -384,7 +384,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         )
         stack.callback(shutil.rmtree, cache, ignore_errors=True)
         executor = opts.executor or LocalExecutor(unsandboxed=sandboxed)
-        results: dict[int, Any] = {}
+        results: dict[int, RunJudgement | None] = {}
         detached = 0
         for group in _groups(plan, executor):
             if interrupt.event.is_set():
@@ -467,7 +467,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
 
 #: One run as a coroutine (:func:`_one_run`): it yields its request once prepared, is sent
 #: the executor's output (None: detached, the job runs on) and returns its judgement.
-_RunSteps = Generator[RunRequest, RunOutput | None, Any]
+_RunSteps = Generator[RunRequest, RunOutput | None, RunJudgement | None]
 
 
 def _groups(plan: list[PlannedRun], executor: Executor) -> Iterator[list[int]]:
@@ -488,7 +488,9 @@ def _groups(plan: list[PlannedRun], executor: Executor) -> Iterator[list[int]]:
 
 
 def _execute_group(
-    executor: Executor, started: list[tuple[int, _RunSteps, RunRequest]], results: dict[int, Any]
+    executor: Executor,
+    started: list[tuple[int, _RunSteps, RunRequest]],
+    results: dict[int, RunJudgement | None],
 ) -> int:
     """Run the prepared runs, send each its output, store each judgement in ``results``;
     returns how many were left detached (submitted, not waited for)."""
@@ -575,7 +577,7 @@ def _process_limit_by(limit: int | None, sandbox_off: str | None) -> list[str]:
     ]
 
 
-def _timeout_label(completed: Any, timeout_s: float) -> Any:
+def _timeout_label(completed: Completed, timeout_s: float) -> Completed:
     """``completed`` with a SIGKILL at or after the experiment's timeout labelled as the
     timeout it is: the launcher's ``timeout`` TERMs the run, and KILLs it when it ignores
     TERM, which ends the launcher with 137, otherwise read as "killed-9 (possible OOM)"."""
@@ -659,7 +661,7 @@ def _one_run(
     manifest: Manifest,
     run: PlannedRun,
     opts: AuditOptions,
-    bundle: Any,
+    bundle: Bundle,
     backend: AuditBackend,
     state: EnvironmentState,
     sandbox_off: str | None,
@@ -844,7 +846,7 @@ def _one_run(
     return judgement
 
 
-def _stream_record(capture: Any) -> StreamSummary:
+def _stream_record(capture: StreamCapture) -> StreamSummary:
     """What the run record keeps of one captured stream (the whole stream's size and hash)."""
     return StreamSummary(capture.total_bytes, capture.sha256, capture.truncated)
 
@@ -992,11 +994,17 @@ def _built_from_source(setup: RunSetup, run_dir: Path) -> dict[str, list[str]]:
 
 def _step_runner(
     executor: Executor, workspace: Path, scratch: Path, ro_binds: tuple[Path, ...], key: str
-) -> Any:
+) -> Runner:
     """A :class:`reprobridge._machine.Runner` that runs its command in the run's
     sandbox (no network), from ``scratch`` instead of the ``cwd`` asked for."""
 
-    def run(argv: Any, *, timeout: float, cwd: Path | None = None, env: Any = None) -> _proc.Result:
+    def run(
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        cwd: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> _proc.Result:
         marker = f"{scratch.parent.name}:{key}:probe"
         # The output goes to a directory of the auditor's own, outside everything the run
         # could write: a link the run planted there would have the auditor write through it.
@@ -1045,7 +1053,7 @@ def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> di
 
 
 def _seal_failure(
-    bundle: Any,
+    bundle: Bundle,
     run: PlannedRun,
     run_dir: Path,
     record: RunRecord,
