@@ -99,18 +99,14 @@ def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:
     Without any entry point the list is every usable Python file, sorted.
     """
     index = ctx.index
-    experiments = sorted(
-        str(f.value.get("entry", ""))
-        for f in ctx.of_kind("experiment")
-        if str(f.value.get("entry", "")).endswith(".py")
-    )
+    experiments = ctx.experiment_entries(".py")
     memo_key = tuple(experiments)
     cached = index.memo.get(_MEMO)
     if isinstance(cached, tuple) and cached[0] == memo_key:
         return list(cached[1]), bool(cached[2])
     scan = index.py_scan()
     # An experiment's own file is read whatever its name: the README ran it.
-    entries = [p for p in dict.fromkeys(experiments) if p in scan and not skip_path(p)]
+    entries = [p for p in experiments if p in scan and not skip_path(p)]
     mains = sorted(
         p
         for p, info in scan.items()

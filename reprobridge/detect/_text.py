@@ -22,6 +22,8 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from reprobridge.detect.findings import ExperimentKind
+
 #: A printed number as one capturing group (sign, decimals, exponent).
 NUMBER = r"([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)"
 
@@ -288,7 +290,7 @@ class RunCommand:
     distributed launcher was given as a literal.
     """
 
-    kind: str
+    kind: ExperimentKind
     entry: str
     command: str
     words: tuple[str, ...]
@@ -358,7 +360,7 @@ def _words(segment: str) -> list[str] | None:
         return None
 
 
-def _script_after(words: list[str], start: int) -> tuple[str, str] | None:
+def _script_after(words: list[str], start: int) -> tuple[ExperimentKind, str] | None:
     """(kind, entry) of the first ``x.py`` or ``-m mod`` after a launcher's own options."""
     i = start
     while i < len(words):
@@ -429,7 +431,7 @@ def parse_run(segment: str) -> RunCommand | None:
         command = " ".join([*(shlex.quote(w) for w in prefix), text[cut:]])
     head = words[0]
     base = head.rsplit("/", 1)[-1]
-    found: tuple[str, str] | None = None
+    found: tuple[ExperimentKind, str] | None = None
     if _PY_RE.match(head):
         i = 1
         while i < len(words) and words[i].startswith("-") and words[i] not in {"-m", "-c"}:

@@ -5,9 +5,10 @@ and returns :class:`Finding` objects. Detectors are deterministic, cheap, never 
 code and never touch the network; they report facts with ``file:line`` evidence and leave
 decisions (which Python, which pin, which experiment id wins) to ``recovery.merge``.
 
-Finding kinds and the shape of ``value`` for each (``key`` in brackets):
+Each finding kind has its own value class in :mod:`reprobridge.detect.findings`, which
+documents the value's fields and the finding's ``key``; ``Finding[V]`` is a finding whose
+value is a ``V``, and the merge reads the values typed (``of_type``, :meth:`DetectContext.of`):
 
-=====================  ==========================================================================
 kind [key]             value
 =====================  ==========================================================================
 python_requirement     ``{"requirement": "torch==2.1.2; python_version<'3.12'",
@@ -50,6 +51,38 @@ reproduces [file:line] ``{"text": str}`` — a README sentence about which paper
 project [field]        ``{"value": str}`` — name, title, url, doi, license; authors also
                         carry ``"values": [str, ...]``
 =====================  ==========================================================================
+=======
+====================  ==========================  =====================================
+kind                  value class                 key
+====================  ==========================  =====================================
+python_requirement    ``RequirementValue``        normalized distribution name
+optional_import       ``OptionalImportValue``     normalized distribution name
+python_index          ``IndexValue``              url
+python_pin            ``PinValue``                distribution
+python_version        ``PythonVersionValue``      ``"python"``
+cuda                  ``CudaValue``               ``"cuda"``
+nvcc                  ``NvccValue``               ``"nvcc"``
+compiler              ``CompilerValue``           ``"gcc"``
+system_library        ``SystemLibraryValue``      nixpkgs attribute
+experiment            ``ExperimentValue``         experiment id
+rejected              ``RejectedValue``           path
+mention               ``MentionValue``            path
+hardware              ``HardwareValue``           entry
+param                 ``ParamValue``              ``entry::name``
+seed                  ``SeedValue``               entry
+unbounded             ``UnboundedValue``          entry
+bound                 ``BoundValue``              ``entry::[cell:]line:column``
+dataset               ``DatasetValue``            dataset id
+output                ``OutputValue``             ``entry::path``
+metric                ``MetricValue``             metric name
+logged_metric         ``LoggedMetricValue``       metric name
+fetch                 ``FetchValue``              entry
+input                 ``InputValue``              entry
+target                ``TargetValue``             ``row::column``
+claim                 ``ClaimValue``              ``better>worse``
+reproduces            ``ReproducesValue``         ``file:line``
+project               ``ProjectValue``            field (name, title, url, doi, ...)
+====================  ==========================  =====================================
 
 Confidence: ``high`` (a declaration says so), ``medium`` (inferred from code), ``low`` (guess).
 """
@@ -58,12 +91,12 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal
+from typing import TYPE_CHECKING, Generic, Literal
 
-# PEP 696 defaults (a bare ``Finding`` is ``Finding[Any]`` while kinds are being typed).
+# PEP 696 defaults: a bare ``Finding`` is a ``Finding[FindingValue]``.
 from typing_extensions import TypeVar
 
-from reprobridge.detect.findings import FindingValue
+from reprobridge.detect.findings import ExperimentValue, FindingValue, select
 
 if TYPE_CHECKING:
     from reprobridge.detect.index import RepoIndex
@@ -71,7 +104,7 @@ if TYPE_CHECKING:
 Confidence = Literal["high", "medium", "low"]
 
 #: A finding's value type: one :mod:`~reprobridge.detect.findings` class per kind.
-V_co = TypeVar("V_co", covariant=True, default=Any)
+V_co = TypeVar("V_co", bound=FindingValue, covariant=True, default=FindingValue)
 V = TypeVar("V", bound=FindingValue)
 
 
@@ -89,8 +122,8 @@ class Evidence:
 @dataclass(frozen=True)
 class Finding(Generic[V_co]):
     """One fact a detector found. See the module docstring for ``kind``/``key``/``value``;
-    a typed ``value`` (a :class:`~reprobridge.detect.findings.FindingValue`) must be of
-    ``kind`` (ValueError otherwise)."""
+    ``value`` (a :class:`~reprobridge.detect.findings.FindingValue`) must be of ``kind``
+    (ValueError otherwise)."""
 
     kind: str
     key: str
@@ -101,8 +134,9 @@ class Finding(Generic[V_co]):
     note: str = ""
 
     def __post_init__(self) -> None:
-        if isinstance(self.value, FindingValue) and self.kind != self.value.KIND:
-            raise ValueError(f"a {self.kind} finding with a {self.value.KIND} value")
+        if not isinstance(self.value, FindingValue) or self.kind != self.value.KIND:
+            got = getattr(self.value, "KIND", type(self.value).__name__)
+            raise ValueError(f"a {self.kind} finding with a {got} value")
 
     def sources(self) -> list[str]:
         """Evidence as ``file:line`` strings, for the manifest's provenance."""
@@ -135,7 +169,14 @@ class DetectContext:
 
     def of(self, cls: type[V]) -> list[Finding[V]]:
         """Earlier findings of the kind of value ``cls``, typed."""
-        return [f for f in self.findings if isinstance(f.value, cls)]
+        return select(self.findings, cls)
+
+    def experiment_entries(self, *suffixes: str) -> list[str]:
+        """The entries (script, notebook, ... paths) of the earlier experiment findings that
+        end with one of ``suffixes``, sorted, each once."""
+        return sorted(
+            {f.value.entry for f in self.of(ExperimentValue) if f.value.entry.endswith(suffixes)}
+        )
 
     def warn(self, message: str, path: str | None = None) -> None:
         """Record a non-fatal problem (skipped file, ambiguous value)."""

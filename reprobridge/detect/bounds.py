@@ -274,13 +274,7 @@ class BoundsDetector(Detector):
     name = "bounds"
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
-        entries = sorted(
-            {
-                str(f.value.get("entry") or "")
-                for f in ctx.of_kind("experiment")
-                if str(f.value.get("entry") or "").endswith((".py", ".ipynb"))
-            }
-        )
+        entries = ctx.experiment_entries(".py", ".ipynb")
         findings: list[Finding] = []
         for entry in entries:
             text = ctx.index.try_read_text(entry)

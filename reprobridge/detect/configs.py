@@ -22,6 +22,7 @@ from typing import Any
 
 from reprobridge.detect._text import key_line, param_name, skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ParamValue, SeedValue
 from reprobridge.detect.params import SEED_NAMES, flatten, type_of
 
 _CONFIG_DIRS = frozenset({"configs", "config", "conf", "cfgs", "cfg"})
@@ -131,13 +132,7 @@ class ConfigsDetector(Detector):
                 Finding(
                     kind="param",
                     key=f"{path}::{name}",
-                    value={
-                        "entry": path,
-                        "name": name,
-                        "flag": None,
-                        "default": default,
-                        "type": type_of(default),
-                    },
+                    value=ParamValue(path, name, None, default, type_of(default)),
                     evidence=evidence,
                     detector=self.name,
                     confidence="high",
@@ -149,7 +144,7 @@ class ConfigsDetector(Detector):
                 seed = Finding(
                     kind="seed",
                     key=path,
-                    value={"entry": path, "flag": None, "default": value},
+                    value=SeedValue(path, None, value),
                     evidence=evidence,
                     detector=self.name,
                     confidence="high",

@@ -47,6 +47,7 @@ from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import skip_path, slugify
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.configs import is_config_path
+from reprobridge.detect.findings import DatasetValue
 from reprobridge.detect.params import argparse_params
 
 _LIB_MODULES = frozenset(
@@ -125,7 +126,7 @@ _ARCHIVE_EXT_RE = re.compile(
 
 @dataclass
 class _Found:
-    value: dict[str, object]
+    value: DatasetValue
     evidence: list[Evidence]
     confidence: Confidence
     notes: list[str] = field(default_factory=list)
@@ -152,7 +153,7 @@ class _Collector:
     def add(
         self,
         ident: str | None,
-        value: dict[str, object],
+        value: DatasetValue,
         ev: Evidence,
         conf: Confidence,
         note: str = "",
@@ -161,10 +162,9 @@ class _Collector:
             return
         cur = self.found.get(ident)
         if cur is None:
-            self.found[ident] = _Found(dict(value), [ev], conf, [note] if note else [])
+            self.found[ident] = _Found(value, [ev], conf, [note] if note else [])
             return
-        for k, v in value.items():
-            cur.value.setdefault(k, v)
+        cur.value = cur.value.filled_from(value)
         if ev not in cur.evidence and len(cur.evidence) < 5:
             cur.evidence.append(ev)
         if _rank(conf) < _rank(cur.confidence):
@@ -173,7 +173,7 @@ class _Collector:
             cur.notes.append(note)
 
 
-def url_dataset(url: str) -> tuple[str | None, dict[str, object], str] | None:
+def url_dataset(url: str) -> tuple[str | None, DatasetValue, str] | None:
     """(id, value, note) of a data URL, or None when the URL is not a dataset download."""
     url = url.rstrip(".,;:)]}'\"")
     try:
@@ -186,13 +186,12 @@ def url_dataset(url: str) -> tuple[str | None, dict[str, object], str] | None:
         return None
     if "github.com" in host and "/archive/" in path:
         return None  # a code archive, not data
-    value: dict[str, object] = {"url": url}
+    value = DatasetValue(url=url)
     if host.endswith("huggingface.co") and path.startswith("/datasets/"):
         parts = [p for p in path.split("/")[2:4] if p]
         if not parts:
             return None
-        value["name"] = "huggingface:" + "/".join(parts)
-        return slugify(parts[-1]), value, ""
+        return slugify(parts[-1]), DatasetValue(url=url, name="huggingface:" + "/".join(parts)), ""
     stem = PurePosixPath(path).name
     if "zenodo.org" in host:
         record = re.search(r"/records?/(\d+)", path)
@@ -314,13 +313,16 @@ class DatasetsDetector(Detector):
                 ds = str_arg(node, 0, "name")
                 if ds:
                     col.add(
-                        slugify(ds.split(":")[0].split("/")[0]), {"name": f"tfds:{ds}"}, ev, "high"
+                        slugify(ds.split(":")[0].split("/")[0]),
+                        DatasetValue(name=f"tfds:{ds}"),
+                        ev,
+                        "high",
                     )
             elif ".datasets." in f".{name}" and name.rsplit(".", 1)[-1] == "load_data":
                 parts = name.split(".")
                 ds = parts[-2] if len(parts) >= 3 and parts[-3] == "datasets" else None
                 if ds:
-                    col.add(slugify(ds), {"name": f"keras:{ds}"}, ev, "high")
+                    col.add(slugify(ds), DatasetValue(name=f"keras:{ds}"), ev, "high")
             elif name.startswith("sklearn.datasets."):
                 self._sklearn(name.rsplit(".", 1)[-1], node, ev, col)
             elif name in _SAVE_CALLS or name.rsplit(".", 1)[-1] in {"to_csv", "savetxt"}:
@@ -341,7 +343,7 @@ class DatasetsDetector(Detector):
                     ident, ds_path = path_dataset(norm)
                     col.add(
                         ident,
-                        {"path": ds_path, "generated": True},
+                        DatasetValue(path=ds_path, generated=True),
                         Evidence(path, node.lineno),
                         "medium",
                         f"random data written by {path}",
@@ -360,17 +362,15 @@ class DatasetsDetector(Detector):
         if cls in _FOLDER_CLASSES:
             if root:
                 ident, _ = path_dataset(root)
-                col.add(ident, {"path": root}, ev, "high", f"{cls} over a local directory")
+                col.add(ident, DatasetValue(path=root), ev, "high", f"{cls} over a local directory")
             return
-        value: dict[str, object] = {"name": f"{lib}:{cls}"}
-        if root:
-            value["path"] = root
-        if cls in _GENERATED_CLASSES:
-            value["generated"] = True
         sub = str_arg(node, 1, "name") if lib == "torch_geometric" else None
         ident = slugify(sub) if sub else slugify(cls)
-        if sub:
-            value["name"] = f"{lib}:{cls}/{sub}"
+        value = DatasetValue(
+            path=root or None,
+            name=f"{lib}:{cls}/{sub}" if sub else f"{lib}:{cls}",
+            generated=cls in _GENERATED_CLASSES,
+        )
         download = literal(kwarg(node, "download")) is True
         col.add(
             ident, value, ev, "high", "downloaded by the code (needs network)" if download else ""
@@ -394,14 +394,20 @@ class DatasetsDetector(Detector):
                 norm = _norm_path(where[0]) if where else None
                 if norm:
                     ident, ds_path = path_dataset(norm)
-                    col.add(ident, {"path": ds_path}, ev, "high", f"read with load_dataset({ds!r})")
+                    col.add(
+                        ident,
+                        DatasetValue(path=ds_path),
+                        ev,
+                        "high",
+                        f"read with load_dataset({ds!r})",
+                    )
             return
         config = str_arg(node, 1, "name")
         full = f"{ds}/{config}" if config else ds
         base = ds.rsplit("/", 1)[-1]
         col.add(
             slugify(f"{base}-{config}" if config else base),
-            {"name": f"huggingface:{full}"},
+            DatasetValue(name=f"huggingface:{full}"),
             ev,
             "high",
             "downloaded from the Hugging Face Hub (needs network or a cache)",
@@ -409,11 +415,17 @@ class DatasetsDetector(Detector):
 
     def _sklearn(self, func: str, node: ast.Call, ev: Evidence, col: _Collector) -> None:
         if func.startswith("make_"):
-            col.add(slugify(func), {"name": f"sklearn:{func}", "generated": True}, ev, "high")
+            col.add(slugify(func), DatasetValue(name=f"sklearn:{func}", generated=True), ev, "high")
         elif func == "fetch_openml":
             ds = str_arg(node, 0, "name")
             if ds:
-                col.add(slugify(ds), {"name": f"openml:{ds}"}, ev, "high", "downloaded from OpenML")
+                col.add(
+                    slugify(ds),
+                    DatasetValue(name=f"openml:{ds}"),
+                    ev,
+                    "high",
+                    "downloaded from OpenML",
+                )
         elif func.startswith(("load_", "fetch_")) and func not in {
             "load_files",
             "load_svmlight_file",
@@ -425,7 +437,7 @@ class DatasetsDetector(Detector):
                 if func.startswith("fetch_")
                 else "bundled with scikit-learn"
             )
-            col.add(slugify(ds), {"name": f"sklearn:{ds}"}, ev, "high", note)
+            col.add(slugify(ds), DatasetValue(name=f"sklearn:{ds}"), ev, "high", note)
 
     def _paths(self, path: str, tree: ast.Module, imports: dict[str, str], col: _Collector) -> None:
         for param in argparse_params(tree, imports):
@@ -435,7 +447,7 @@ class DatasetsDetector(Detector):
                     ident, ds_path = path_dataset(norm)
                     col.add(
                         ident,
-                        {"path": ds_path},
+                        DatasetValue(path=ds_path),
                         Evidence(path, param.line),
                         "medium",
                         f"default of {param.flag or param.name}",
@@ -453,7 +465,7 @@ class DatasetsDetector(Detector):
             ident, ds_path = path_dataset(norm)
             col.add(
                 ident,
-                {"path": ds_path},
+                DatasetValue(path=ds_path),
                 Evidence(path, node.lineno),
                 "low",
                 "path literal in the code",

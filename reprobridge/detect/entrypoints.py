@@ -47,6 +47,7 @@ from pathlib import PurePosixPath
 from reprobridge.detect._pyast import call_name, import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ExperimentKind, ExperimentValue, RejectedValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.params import cli_params
 
@@ -270,6 +271,7 @@ class EntryPointsDetector(Detector):
         pure = PurePosixPath(path)
         workdir = "."
         notes: list[str] = []
+        kind: ExperimentKind
         if package is not None:
             dotted, workdir = package
             command, kind = f"python -m {dotted}", "module"
@@ -304,13 +306,7 @@ class EntryPointsDetector(Detector):
         return Finding(
             kind="experiment",
             key=exp_id,
-            value={
-                "command": command,
-                "kind": kind,
-                "description": first_line(docstring),
-                "entry": path,
-                "workdir": workdir,
-            },
+            value=ExperimentValue(command, kind, first_line(docstring), path, workdir),
             evidence=(Evidence(path, line),),
             detector=self.name,
             confidence="medium" if both else "low",
@@ -429,7 +425,7 @@ def _rejected(path: str, line: int, reason: str) -> Finding:
     return Finding(
         kind="rejected",
         key=path,
-        value={"entry": path, "reason": reason},
+        value=RejectedValue(path, reason),
         evidence=(Evidence(path, line),),
         detector=EntryPointsDetector.name,
         confidence="low",

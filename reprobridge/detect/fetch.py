@@ -28,7 +28,7 @@ download of that notebook and not of its neighbour that only imports the package
   the way it reports a download.
 
 One ``fetch`` finding per entry that needs any of these, keyed on the entry, medium
-confidence, ``value["datasets"]`` what is fetched (dataset ids with what they are, the
+confidence, ``value.datasets`` what is fetched (dataset ids with what they are, the
 download call, or the missing file), evidence the first one's line in that code.
 """
 
@@ -41,6 +41,7 @@ from pathlib import PurePosixPath
 from reprobridge.detect._io_calls import IoCall, called_names, function_at, io_calls
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import DatasetValue, ExperimentValue, FetchValue, InputValue
 from reprobridge.detect.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
@@ -56,15 +57,15 @@ class FetchDetector(Detector):
     name = "fetch"
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
-        datasets = ctx.of_kind("dataset")
+        datasets = ctx.of(DatasetValue)
         files = {f.path for f in ctx.index}
         dirs = {str(p) for path in files for p in PurePosixPath(path).parents}
         py_paths = set(ctx.index.py_scan())
         workdirs: dict[str, set[str]] = {}
-        for f in ctx.of_kind("experiment"):
-            entry = str(f.value.get("entry", ""))
+        for f in ctx.of(ExperimentValue):
+            entry = f.value.entry
             if entry.endswith((".py", ".ipynb")):
-                workdirs.setdefault(entry, set()).add(str(f.value.get("workdir") or "."))
+                workdirs.setdefault(entry, set()).add(f.value.workdir or ".")
         findings: list[Finding] = []
         for entry in sorted(workdirs):
             closure = dict(import_closure(ctx, entry, py_paths, MAX_FILES))
@@ -85,7 +86,7 @@ class FetchDetector(Detector):
                 )
                 if ev is None or not _fetched(d, entry, files | dirs, own):
                     continue
-                what = d.value.get("name") or d.value.get("url") or d.value.get("path")
+                what = d.value.name or d.value.url or d.value.path
                 hits.append((f"{d.key} ({what})", ev))
             calls = {p: io_calls(t) for p, t in trees.items()}
             if not hits:
@@ -106,7 +107,7 @@ class FetchDetector(Detector):
                     Finding(
                         kind="input",
                         key=entry,
-                        value={"entry": entry, "path": path, "producer": producer[0]},
+                        value=InputValue(entry, path, producer[0]),
                         evidence=(read_ev, producer[1]),
                         detector=self.name,
                         confidence="medium",
@@ -118,7 +119,7 @@ class FetchDetector(Detector):
                     Finding(
                         kind="fetch",
                         key=entry,
-                        value={"entry": entry, "datasets": [h[0] for h in hits]},
+                        value=FetchValue(entry, tuple(h[0] for h in hits)),
                         evidence=(hits[0][1],),
                         detector=self.name,
                         confidence="medium",
@@ -188,17 +189,17 @@ def _producer(
     return None
 
 
-def _fetched(d: Finding, entry: str, present: set[str], own: set[str]) -> bool:
+def _fetched(d: Finding[DatasetValue], entry: str, present: set[str], own: set[str]) -> bool:
     """Whether dataset ``d`` is obtained at run time rather than read from the repository."""
-    if d.value.get("generated") or "bundled" in d.note:
+    if d.value.generated or "bundled" in d.note:
         return False
-    path = str(d.value.get("path") or "")
+    path = d.value.path or ""
     if path:
         here = posixpath.normpath(posixpath.join(str(PurePosixPath(entry).parent), path))
         root = posixpath.normpath(path)
         if here in present or (root in present and root not in own):
             return False
-    return bool(d.value.get("name") or d.value.get("url") or path)
+    return bool(d.value.name or d.value.url or path)
 
 
 def _evidence(ctx: DetectContext, path: str, code: str, line: int) -> Evidence:

@@ -1,12 +1,12 @@
 """The value of each finding kind: one frozen dataclass per kind.
 
 This is the contract between the detectors (which build these values) and the merge (which
-reads them): mypy checks both sides against it. Each class names its kind in ``KIND``; a
-:class:`~reprobridge.detect.base.Finding` holds one of them as ``value`` and refuses a kind
-that does not match.
+reads them): mypy checks both sides against it. Each class is a frozen dataclass (its base
+makes it one) and names its kind in ``KIND``; a :class:`~reprobridge.detect.base.Finding`
+holds one of them as ``value`` and refuses a kind that does not match.
 
 ``to_json()`` gives the value as the plain dict it was before it was typed (a field marked
-:func:`absent` is left out while it holds its default, as the dict left out its key); the
+:data:`ABSENT` is left out while it holds its default, as the dict left out its key); the
 fixture tests compare expectations written in TOML against it.
 """
 
@@ -14,32 +14,57 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, TypeVar, cast
+
+from typing_extensions import dataclass_transform
 
 if TYPE_CHECKING:
     from reprobridge.detect.base import Finding
 
-_ABSENT = "absent_when_default"
+#: A literal default of a parameter.
+Scalar = str | int | float | bool
+#: How a value follows a parameter's flag: ``--lr 0.1`` or ``optimizer.lr=0.1``.
+Syntax = Literal["space", "equals"]
+#: The manifest's experiment kinds.
+ExperimentKind = Literal["script", "module", "notebook", "make", "shell"]
 
-
-def absent(default: Any) -> Any:
-    """A field that ``to_json`` leaves out while it holds ``default``."""
-    return dataclasses.field(default=default, metadata={_ABSENT: True})
+#: Field metadata: ``to_json`` leaves the field out while it holds its default.
+ABSENT: Final = MappingProxyType({"absent_when_default": True})
 
 
 def _plain(value: Any) -> Any:
     if isinstance(value, tuple | list):
         return [_plain(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, FindingValue):
+    if isinstance(value, _Record):
         return value.to_json()
     return value
 
 
-@dataclass(frozen=True)
-class FindingValue:
+@dataclass_transform(frozen_default=True, field_specifiers=(field,))
+class _Record:
+    """Every subclass is a frozen dataclass (PEP 681: mypy checks it as one)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        dataclass(frozen=True)(cls)
+
+    def to_json(self) -> dict[str, Any]:
+        """The value as a plain dict (lists for tuples; :data:`ABSENT` fields at their
+        default left out)."""
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if f.metadata == ABSENT and value == f.default:
+                continue
+            out[f.name] = _plain(value)
+        return out
+
+
+class FindingValue(_Record):
     """Base of the typed finding values (see the module docstring)."""
 
     #: The finding kind, given as ``class X(FindingValue, kind="...")``.
@@ -50,30 +75,23 @@ class FindingValue:
         if kind:
             cls.KIND = kind
 
-    def to_json(self) -> dict[str, Any]:
-        """The value as a plain dict (lists for tuples; :func:`absent` fields at their
-        default left out)."""
-        out: dict[str, Any] = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            if f.metadata.get(_ABSENT) and value == f.default:
-                continue
-            out[f.name] = _plain(value)
-        return out
-
 
 V = TypeVar("V", bound=FindingValue)
 
 
-def of_type(by_kind: Mapping[str, Iterable[Finding[Any]]], cls: type[V]) -> list[Finding[V]]:
+def select(findings: Iterable[Finding], cls: type[V]) -> list[Finding[V]]:
+    """The findings whose value is a ``cls``, typed as such."""
+    return [cast("Finding[V]", f) for f in findings if isinstance(f.value, cls)]
+
+
+def of_type(by_kind: Mapping[str, Iterable[Finding]], cls: type[V]) -> list[Finding[V]]:
     """The findings of ``cls``'s kind in ``by_kind`` (findings grouped by kind), typed."""
-    return [f for f in by_kind.get(cls.KIND, ()) if isinstance(f.value, cls)]
+    return select(by_kind.get(cls.KIND, ()), cls)
 
 
 # -- environment ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class RequirementValue(FindingValue, kind="python_requirement"):
     """[normalized distribution name]: a PEP 508 requirement.
 
@@ -83,11 +101,10 @@ class RequirementValue(FindingValue, kind="python_requirement"):
 
     requirement: str
     declared: bool
-    importers: tuple[str, ...] | None = absent(None)
-    support_only: bool = absent(False)
+    importers: tuple[str, ...] | None = field(default=None, metadata=ABSENT)
+    support_only: bool = field(default=False, metadata=ABSENT)
 
 
-@dataclass(frozen=True)
 class OptionalImportValue(FindingValue, kind="optional_import"):
     """[normalized distribution name]: imported (``module``) only inside a ``try`` whose
     handler catches a failed import; the evidence is every guarded import. Never a
@@ -100,7 +117,6 @@ class OptionalImportValue(FindingValue, kind="optional_import"):
 IndexRole = Literal["index", "extra"]
 
 
-@dataclass(frozen=True)
 class IndexValue(FindingValue, kind="python_index"):
     """[url]: a package index a declaration file names."""
 
@@ -108,7 +124,6 @@ class IndexValue(FindingValue, kind="python_index"):
     role: IndexRole
 
 
-@dataclass(frozen=True)
 class PinValue(FindingValue, kind="python_pin"):
     """[distribution]: the version a committed lock (``lock``, a path)
     holds."""
@@ -117,36 +132,30 @@ class PinValue(FindingValue, kind="python_pin"):
     lock: str
 
 
-@dataclass(frozen=True)
 class PythonVersionValue(FindingValue, kind="python_version"):
     """["python"]: an exact ``X.Y`` or a PEP 440 specifier set (one of
     the two is set)."""
 
-    exact: str | None = absent(None)
-    specifier: str | None = absent(None)
+    exact: str | None = field(default=None, metadata=ABSENT)
+    specifier: str | None = field(default=None, metadata=ABSENT)
 
 
-@dataclass(frozen=True)
-class _Version(FindingValue):
-    version: str
-
-
-@dataclass(frozen=True)
-class CudaValue(_Version, kind="cuda"):
-    """["cuda"]: a CUDA ``version``, ``major.minor`` (or ``major`` only)."""
-
-
-@dataclass(frozen=True)
 class NvccValue(FindingValue, kind="nvcc"):
     """["nvcc"]: CUDA sources are compiled (``.cu``, ``cpp_extension``)."""
 
 
-@dataclass(frozen=True)
+class _Version(FindingValue):
+    version: str
+
+
+class CudaValue(_Version, kind="cuda"):
+    """["cuda"]: a CUDA ``version``, ``major.minor`` (or ``major`` only)."""
+
+
 class CompilerValue(_Version, kind="compiler"):
     """["gcc"]: a gcc major ``version``."""
 
 
-@dataclass(frozen=True)
 class SystemLibraryValue(FindingValue, kind="system_library"):
     """[nixpkgs attribute]: ``name`` is the name the source used."""
 
@@ -156,16 +165,14 @@ class SystemLibraryValue(FindingValue, kind="system_library"):
 # -- project and paper ---------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class ProjectValue(FindingValue, kind="project"):
     """[field: name, title, url, doi, license or authors]: the field's ``value``; authors
     also come one by one (``values``; ``value`` joins them with ``"; "``)."""
 
     value: str
-    values: tuple[str, ...] | None = absent(None)
+    values: tuple[str, ...] | None = field(default=None, metadata=ABSENT)
 
 
-@dataclass(frozen=True)
 class TargetValue(FindingValue, kind="target"):
     """[row::column]: a number of a paper's result table, with its table's name and
     caption, the column's direction (None: unknown), whether it is a percentage, and the
@@ -178,10 +185,9 @@ class TargetValue(FindingValue, kind="target"):
     caption: str
     higher_is_better: bool | None
     percent: bool
-    spread: float | None = absent(None)
+    spread: float | None = field(default=None, metadata=ABSENT)
 
 
-@dataclass(frozen=True)
 class ClaimValue(FindingValue, kind="claim"):
     """[better>worse]: the paper says row ``better`` beats row ``worse`` (on column
     ``metric``, where it says which)."""
@@ -191,18 +197,140 @@ class ClaimValue(FindingValue, kind="claim"):
     metric: str | None
 
 
-@dataclass(frozen=True)
 class ReproducesValue(FindingValue, kind="reproduces"):
     """[file:line]: a README sentence about which paper result the code gives."""
 
     text: str
 
 
-# -- procedure -----------------------------------------------------------------------------
+# -- procedure: experiments and what they read, print and write ----------------------------
 
 
-@dataclass(frozen=True)
-class BoundValue(FindingValue, kind="bound"):
+class ExperimentValue(FindingValue, kind="experiment"):
+    """[experiment id]: a candidate ``command``, run from ``workdir``; ``entry`` is the
+    path of the script, notebook, Makefile or shell script it runs."""
+
+    command: str
+    kind: ExperimentKind
+    description: str
+    entry: str
+    workdir: str
+
+
+class EntryValue(FindingValue):
+    """A value about one experiment's script or notebook, the ``entry``."""
+
+    entry: str
+
+
+class MentionValue(EntryValue, kind="mention"):
+    """[path]: the top-level README names this script or notebook."""
+
+
+class RejectedValue(EntryValue, kind="rejected"):
+    """[path]: looked at as an experiment, not one, and why (``reason``)."""
+
+    reason: str
+
+
+class HardwareValue(FindingValue, kind="hardware"):
+    """[entry]: the experiment needs ``gpus`` GPUs."""
+
+    gpus: int
+
+
+class ParamValue(EntryValue, kind="param"):
+    """[entry::name]: a parameter of ``entry``; ``flag`` sets it on the command line (None:
+    positional, or a config file's key), ``syntax`` says how (None for a config file's)."""
+
+    name: str
+    flag: str | None
+    default: Scalar | None
+    type: str | None
+    syntax: Syntax | None = field(default=None, metadata=ABSENT)
+
+
+class SeedValue(EntryValue, kind="seed"):
+    """[entry]: how ``entry`` is seeded: a flag (with its ``syntax``), or a literal in the
+    code (``flag`` None); ``default`` is the literal seed, if any."""
+
+    flag: str | None
+    default: int | None
+    syntax: Syntax | None = field(default=None, metadata=ABSENT)
+
+
+class UnboundedValue(EntryValue, kind="unbounded"):
+    """[entry]: a loop without an end, and why (``reason``); the parameter that bounds it,
+    where there is one: its ``flag``, ``name``, ``syntax`` and ``default``."""
+
+    reason: str
+    flag: str | None
+    name: str | None = field(default=None, metadata=ABSENT)
+    syntax: Syntax | None = field(default=None, metadata=ABSENT)
+    default: Scalar | None = field(default=None, metadata=ABSENT)
+
+
+class DatasetValue(FindingValue, kind="dataset"):
+    """[dataset id]: where a dataset is (``path``), comes from (``url``), or what a library
+    calls it (``name``: ``huggingface:imdb``); ``generated`` when the code makes it."""
+
+    path: str | None = field(default=None, metadata=ABSENT)
+    url: str | None = field(default=None, metadata=ABSENT)
+    name: str | None = field(default=None, metadata=ABSENT)
+    generated: bool = field(default=False, metadata=ABSENT)
+
+    def filled_from(self, other: DatasetValue) -> DatasetValue:
+        """This value, with the fields it lacks taken from ``other``."""
+        return DatasetValue(
+            self.path or other.path,
+            self.url or other.url,
+            self.name or other.name,
+            self.generated or other.generated,
+        )
+
+
+class OutputValue(EntryValue, kind="output"):
+    """[entry::path]: a file ``entry`` writes."""
+
+    path: str
+
+
+class MetricSource(_Record):
+    """Where a metric is read: a ``regex`` over the log, or a ``key`` of a JSON ``file``."""
+
+    regex: str | None = field(default=None, metadata=ABSENT)
+    file: str | None = field(default=None, metadata=ABSENT)
+    key: str | None = field(default=None, metadata=ABSENT)
+
+
+class MetricValue(EntryValue, kind="metric"):
+    """[metric name]: a metric of ``entry`` and where it is read."""
+
+    source: MetricSource
+
+
+class LoggedMetricValue(EntryValue, kind="logged_metric"):
+    """[name]: a metric ``entry`` logs only to an experiment tracker (``sink``)."""
+
+    name: str
+    sink: str  # "wandb" or "tensorboard"
+
+
+class InputValue(EntryValue, kind="input"):
+    """[entry]: a file ``entry`` reads (``path``) that the script ``producer`` beside it
+    writes."""
+
+    path: str
+    producer: str
+
+
+class FetchValue(EntryValue, kind="fetch"):
+    """[entry]: data ``entry`` reads that the repository lacks (one line each)."""
+
+    datasets: tuple[str, ...]
+
+
+class BoundValue(EntryValue, kind="bound"):
     """[entry::line:column, a notebook's entry::cell:line:column]: a literal of an
     experiment's entry file that bounds its run (:mod:`reprobridge.detect.bounds`).
 
@@ -212,7 +340,6 @@ class BoundValue(FindingValue, kind="bound"):
     a setting or a training loop's ``range``; ``start`` a loop's first value; ``code`` the
     line as it reads."""
 
-    entry: str
     cell: int | None
     line: int
     column: int

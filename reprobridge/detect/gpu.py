@@ -30,6 +30,7 @@ import tokenize
 
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import HardwareValue, NvccValue
 from reprobridge.detect.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
@@ -52,14 +53,8 @@ class GpuDetector(Detector):
     name = "gpu"
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
-        entries = sorted(
-            {
-                str(f.value.get("entry", ""))
-                for f in ctx.of_kind("experiment")
-                if str(f.value.get("entry", "")).endswith((".py", ".ipynb"))
-            }
-        )
-        nvcc = ctx.of_kind("nvcc")
+        entries = ctx.experiment_entries(".py", ".ipynb")
+        nvcc = ctx.of(NvccValue)
         py_paths = set(ctx.index.py_scan())
         verdicts: dict[str, Evidence | None] = {}  # file -> unconditional CUDA use, if any
         findings: list[Finding] = []
@@ -70,7 +65,7 @@ class GpuDetector(Detector):
                     Finding(
                         kind="hardware",
                         key=entry,
-                        value={"gpus": 1},
+                        value=HardwareValue(1),
                         evidence=(hit,),
                         detector=self.name,
                         confidence="medium",
@@ -82,7 +77,7 @@ class GpuDetector(Detector):
                     Finding(
                         kind="hardware",
                         key=entry,
-                        value={"gpus": 1},
+                        value=HardwareValue(1),
                         evidence=nvcc[0].evidence[:1],
                         detector=self.name,
                         confidence="low",

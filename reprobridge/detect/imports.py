@@ -275,7 +275,7 @@ class ImportsDetector(Detector):
         optional: dict[str, Finding] = {}
         for finding in self._notebook_installs(ctx, code):
             found.setdefault(finding.key, finding)
-        declared = {f.key for f in ctx.of_kind("python_requirement")} | set(found)
+        declared = {f.key for f in ctx.of(RequirementValue)} | set(found)
         own = _OwnModules(ctx)
         importers: dict[str, list[str]] = {}  # import name -> files importing it, sorted
         for path, names in code.imports():

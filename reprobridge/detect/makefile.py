@@ -25,6 +25,7 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ExperimentValue
 
 _SKIP_TARGETS = frozenset(
     {
@@ -201,13 +202,7 @@ class MakefileDetector(Detector):
                     Finding(
                         kind="experiment",
                         key=exp_id,
-                        value={
-                            "command": command,
-                            "kind": "make",
-                            "description": rule.description,
-                            "entry": path,
-                            "workdir": ".",
-                        },
+                        value=ExperimentValue(command, "make", rule.description, path, "."),
                         evidence=(
                             Evidence(path, rule.line),
                             *(Evidence(path, n) for n, _ in runs[:3]),

@@ -54,6 +54,7 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ExperimentValue, MetricSource, MetricValue, SeedValue
 
 #: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
 _OUTPUT_RE = re.compile(
@@ -313,7 +314,7 @@ class NotebooksDetector(Detector):
         return Finding(
             kind="metric",
             key=name,
-            value={"entry": path, "source": {"regex": regex}},
+            value=MetricValue(path, MetricSource(regex=regex)),
             evidence=(Evidence(path, line),),
             detector=self.name,
             confidence=confidence,
@@ -352,17 +353,11 @@ class NotebooksDetector(Detector):
             f"--output-dir {folder} --output {output} {shlex.quote(path)}"
         )
         py2 = _python2(cells)
-        findings = [
+        findings: list[Finding] = [
             Finding(
                 kind="experiment",
                 key=exp_id,
-                value={
-                    "command": command,
-                    "kind": "notebook",
-                    "description": title,
-                    "entry": path,
-                    "workdir": ".",
-                },
+                value=ExperimentValue(command, "notebook", title, path, "."),
                 evidence=(Evidence(path, 1),),
                 detector=self.name,
                 confidence="low" if py2 else "medium",
@@ -396,7 +391,7 @@ class NotebooksDetector(Detector):
                     seed = Finding(
                         kind="seed",
                         key=path,
-                        value={"entry": path, "flag": None, "default": value},
+                        value=SeedValue(path, None, value),
                         evidence=(
                             Evidence(path, _line_of(raw_lines, needle, cursor) if needle else None),
                         ),

@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from reprobridge.detect._printed import (
     PrintedMetric,
@@ -68,6 +68,13 @@ from reprobridge.detect._text import (
     metric_name,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import (
+    LoggedMetricValue,
+    MetricSource,
+    MetricValue,
+    OutputValue,
+    select,
+)
 
 #: A file is parsed only when its bytes show a write call or a printed ``label<sep>value``
 #: (``acc: {``, ``loss=%``, ``"test_acc", x``); ``print(`` and ``logging`` alone are in
@@ -209,14 +216,7 @@ def _reached_modules(ctx: DetectContext) -> dict[str, list[str]]:
     does)."""
     index = ctx.index
     paths = set(index.py_scan())
-    entries = sorted(
-        {
-            str(f.value.get("entry", ""))
-            for f in ctx.of_kind("experiment")
-            if str(f.value.get("entry", "")).endswith(".py")
-        }
-        & paths
-    )
+    entries = [e for e in ctx.experiment_entries(".py") if e in paths]
     reach: dict[str, list[str]] = {}
     for entry in entries:
         seen, level = {entry}, [entry]
@@ -238,10 +238,9 @@ def _inherited_metrics(findings: list[Finding], reach: dict[str, list[str]]) -> 
     """Metrics printed by a module an entry imports, declared for the entry too (the merge
     attaches metrics to an experiment by its entry): a ``train()`` in another module
     prints the loss. The entry's own metric of a name wins, then the nearest module's."""
-    by_file: dict[str, list[Finding]] = {}
-    for f in findings:
-        if f.kind == "metric":
-            by_file.setdefault(str(f.value["entry"]), []).append(f)
+    by_file: dict[str, list[Finding[MetricValue]]] = {}
+    for f in select(findings, MetricValue):
+        by_file.setdefault(f.value.entry, []).append(f)
     out: list[Finding] = []
     for entry, modules in sorted(reach.items()):
         have = {f.key for f in by_file.get(entry, [])}
@@ -254,7 +253,7 @@ def _inherited_metrics(findings: list[Finding], reach: dict[str, list[str]]) -> 
                     Finding(
                         kind="metric",
                         key=f.key,
-                        value={**f.value, "entry": entry},
+                        value=replace(f.value, entry=entry),
                         evidence=f.evidence,
                         detector=f.detector,
                         confidence="low",
@@ -344,7 +343,7 @@ class OutputsMetricsDetector(Detector):
                 Finding(
                     kind="output",
                     key=f"{path}::{out_path}",
-                    value={"entry": path, "path": out_path},
+                    value=OutputValue(path, out_path),
                     evidence=(Evidence(path, line),),
                     detector=self.name,
                     confidence="low" if partial else "medium",
@@ -356,7 +355,7 @@ class OutputsMetricsDetector(Detector):
                 Finding(
                     kind="logged_metric",
                     key=name,
-                    value={"entry": path, "name": name, "sink": sink},
+                    value=LoggedMetricValue(path, name, sink),
                     evidence=(Evidence(path, line),),
                     detector=self.name,
                     confidence="medium",
@@ -367,7 +366,7 @@ class OutputsMetricsDetector(Detector):
                 Finding(
                     kind="metric",
                     key=metric.name,
-                    value={"entry": path, "source": dict(metric.source)},
+                    value=MetricValue(path, MetricSource(**metric.source)),
                     evidence=(Evidence(path, metric.line),),
                     detector=self.name,
                     confidence="medium" if metric.confidence == "medium" else "low",

@@ -47,6 +47,7 @@ from reprobridge.detect._pyast import (
 from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import key_line, param_name
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ParamValue, SeedValue, Syntax, UnboundedValue
 from reprobridge.detect.index import RepoIndex
 
 SEED_NAMES = frozenset(
@@ -89,7 +90,7 @@ class Param:
     line: int
     required: bool = False
     note: str = ""
-    syntax: str = "space"
+    syntax: Syntax = "space"
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -541,7 +542,7 @@ def _leaf(keys: list[str], value: ast.expr, kind: str, line: int, seen: set[str]
         return []
     seen.add(name)
     default, note = _default(value)
-    syntax = "equals" if kind in {"argv", "ml_collections"} else "space"
+    syntax: Syntax = "equals" if kind in {"argv", "ml_collections"} else "space"
     return [Param(name, _flag(keys, kind), default, type_of(default), line, False, note, syntax)]
 
 
@@ -935,14 +936,9 @@ class ParamsDetector(Detector):
                 Finding(
                     kind="param",
                     key=f"{path}::{param.name}",
-                    value={
-                        "entry": path,
-                        "name": param.name,
-                        "flag": param.flag,
-                        "default": param.default,
-                        "type": param.type,
-                        "syntax": param.syntax,
-                    },
+                    value=ParamValue(
+                        path, param.name, param.flag, param.default, param.type, param.syntax
+                    ),
                     evidence=evidence,
                     detector=self.name,
                     confidence="high",
@@ -982,12 +978,7 @@ class ParamsDetector(Detector):
             return Finding(
                 kind="seed",
                 key=path,
-                value={
-                    "entry": path,
-                    "flag": param.flag,
-                    "default": default,
-                    "syntax": param.syntax,
-                },
+                value=SeedValue(path, param.flag, default, param.syntax),
                 evidence=(ev,),
                 detector=self.name,
                 confidence="high",
@@ -1007,7 +998,7 @@ class ParamsDetector(Detector):
             return Finding(
                 kind="seed",
                 key=path,
-                value={"entry": path, "flag": None, "default": value},
+                value=SeedValue(path, None, value),
                 evidence=tuple(Evidence(path, c.lineno) for c, _ in literal_calls[:5]),
                 detector=self.name,
                 confidence="medium",
@@ -1017,7 +1008,7 @@ class ParamsDetector(Detector):
         return Finding(
             kind="seed",
             key=path,
-            value={"entry": path, "flag": None, "default": None},
+            value=SeedValue(path, None, None),
             evidence=(Evidence(path, call.lineno),),
             detector=self.name,
             confidence="low",
@@ -1046,13 +1037,11 @@ class ParamsDetector(Detector):
                 reason += " (no flag sets it)"
         if entry is not None and entry != path:
             reason = f"{path}: {reason}"
-        value: dict[str, object] = {
-            "entry": entry or path,
-            "reason": reason,
-            "flag": param.flag if param else None,
-        }
+        value = UnboundedValue(entry or path, reason, None)
         if param is not None:
-            value.update(name=param.name, syntax=param.syntax, default=param.default)
+            value = UnboundedValue(
+                entry or path, reason, param.flag, param.name, param.syntax, param.default
+            )
         return Finding(
             kind="unbounded",
             key=entry or path,

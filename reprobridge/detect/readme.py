@@ -43,7 +43,13 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import ReproducesValue
+from reprobridge.detect.findings import (
+    ExperimentValue,
+    HardwareValue,
+    MentionValue,
+    RejectedValue,
+    ReproducesValue,
+)
 from reprobridge.detect.index import RepoIndex
 
 _SHELL_LANGS = frozenset(
@@ -312,7 +318,7 @@ def _readme_rejected(cmd: _Command, entry: str, reason: str) -> Finding:
     return Finding(
         kind="rejected",
         key=entry,
-        value={"entry": entry, "reason": reason},
+        value=RejectedValue(entry, reason),
         evidence=(Evidence(cmd.path, cmd.line),),
         detector=ReadmeCommandsDetector.name,
         confidence="low",
@@ -415,7 +421,7 @@ def _mentions(index: RepoIndex) -> list[Finding]:
         Finding(
             kind="mention",
             key=path,
-            value={"entry": path},
+            value=MentionValue(path),
             evidence=(Evidence(readme, line),),
             detector=ReadmeCommandsDetector.name,
             confidence="medium",
@@ -566,13 +572,9 @@ class ReadmeCommandsDetector(Detector):
                 Finding(
                     kind="experiment",
                     key=exp_id,
-                    value={
-                        "command": cmd.run.command,
-                        "kind": cmd.run.kind,
-                        "description": description,
-                        "entry": entry,
-                        "workdir": cmd.workdir,
-                    },
+                    value=ExperimentValue(
+                        cmd.run.command, cmd.run.kind, description, entry, cmd.workdir
+                    ),
                     evidence=evidence,
                     detector=self.name,
                     confidence="high" if exists else "medium",
@@ -584,7 +586,7 @@ class ReadmeCommandsDetector(Detector):
                     Finding(
                         kind="hardware",
                         key=entry,
-                        value={"gpus": cmd.run.gpus},
+                        value=HardwareValue(cmd.run.gpus),
                         evidence=evidence,
                         detector=self.name,
                         confidence="medium",

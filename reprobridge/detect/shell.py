@@ -27,6 +27,7 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import ExperimentValue, HardwareValue
 
 _NOT_EXPERIMENT = re.compile(
     r"^(?:install|setup|lint|format|fmt|test|tests|check|clean|env|docker)"
@@ -118,13 +119,9 @@ class ShellScriptsDetector(Detector):
                 Finding(
                     kind="experiment",
                     key=exp_id,
-                    value={
-                        "command": f"bash {shlex.quote(path)}",
-                        "kind": "shell",
-                        "description": _description(text),
-                        "entry": path,
-                        "workdir": ".",
-                    },
+                    value=ExperimentValue(
+                        f"bash {shlex.quote(path)}", "shell", _description(text), path, "."
+                    ),
                     evidence=evidence,
                     detector=self.name,
                     confidence="low" if prepare else "medium",
@@ -137,7 +134,7 @@ class ShellScriptsDetector(Detector):
                     Finding(
                         kind="hardware",
                         key=path,
-                        value={"gpus": gpus},
+                        value=HardwareValue(gpus),
                         evidence=evidence,
                         detector=self.name,
                         confidence="medium",

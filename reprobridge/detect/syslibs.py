@@ -29,7 +29,7 @@ from reprobridge.detect._pkgmap import (
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import SystemLibraryValue
+from reprobridge.detect.findings import RequirementValue, SystemLibraryValue
 
 _APT_INSTALL_RE = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(.*)")
 _STOP_RE = re.compile(r"&&|\|\||[;|#`)]")
@@ -128,7 +128,7 @@ class SystemLibsDetector(Detector):
                 for name in apt_packages(line):
                     debian(name, conf, Evidence(path, number))
 
-        for f in ctx.of_kind("python_requirement"):
+        for f in ctx.of(RequirementValue):
             need = PYTHON_SYSTEM_NEEDS.get(f.key)
             if need is None:
                 continue

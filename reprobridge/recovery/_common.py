@@ -7,10 +7,11 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from reprobridge.detect.base import Finding
+from reprobridge.detect.findings import FindingValue
 from reprobridge.manifest.schema import Manifest
 from reprobridge.recovery import pins
 
-V = TypeVar("V")
+V = TypeVar("V", bound=FindingValue)
 
 CONF_RANK = {"high": 0, "medium": 1, "low": 2}
 

@@ -20,10 +20,12 @@ from reprobridge.detect.findings import (
     CompilerValue,
     CudaValue,
     IndexValue,
+    NvccValue,
     OptionalImportValue,
     PinValue,
     PythonVersionValue,
     RequirementValue,
+    SystemLibraryValue,
     of_type,
 )
 from reprobridge.detect.index import RepoIndex
@@ -118,7 +120,7 @@ def merge_requirements(
         b.put(
             "environment.python_indexes",
             indexes,
-            [s for f in by_kind["python_index"] for s in f.sources()],
+            [s for f in of_type(by_kind, IndexValue) for s in f.sources()],
         )
     return chosen
 
@@ -552,7 +554,8 @@ def merge_environment(
     res: MergeResult,
 ) -> None:
     """nvcc, gcc, system libraries and the nixpkgs pin (with the pin's reasons as decisions)."""
-    nvcc = by_kind["nvcc"]
+    nvcc = of_type(by_kind, NvccValue)
+    libraries = of_type(by_kind, SystemLibraryValue)
     if nvcc:
         b.put("environment.nvcc", True, [s for f in nvcc for s in f.sources()])
         if cuda is None:
@@ -564,11 +567,11 @@ def merge_environment(
     system = sorted(
         {
             f.key
-            for f in by_kind["system_library"]
+            for f in libraries
             if f.confidence != "low" and re.fullmatch(NIX_ATTR_PATTERN, f.key)
         }
     )
-    skipped = sorted({f.key for f in by_kind["system_library"]} - set(system))
+    skipped = sorted({f.key for f in libraries} - set(system))
     for name in skipped:
         res.warnings.append(
             f"system library {name!r} has no known nixpkgs attribute; add it by hand if needed"
@@ -577,7 +580,7 @@ def merge_environment(
         b.put(
             "environment.system",
             system,
-            [s for f in by_kind["system_library"] if f.key in system for s in f.sources()],
+            [s for f in libraries if f.key in system for s in f.sources()],
         )
     choice = _choose_pin(python, cuda, gcc, bool(nvcc), res)
     if choice.python_attr != pins.python_attr(python):

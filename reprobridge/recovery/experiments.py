@@ -7,40 +7,63 @@ import posixpath
 import re
 import shlex
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, TypeVar
 
 from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
-from reprobridge.detect.findings import BoundValue, TargetValue, of_type
+from reprobridge.detect.findings import (
+    BoundValue,
+    DatasetValue,
+    EntryValue,
+    ExperimentValue,
+    FetchValue,
+    HardwareValue,
+    InputValue,
+    LoggedMetricValue,
+    MentionValue,
+    MetricValue,
+    OutputValue,
+    ParamValue,
+    RejectedValue,
+    SeedValue,
+    Syntax,
+    TargetValue,
+    UnboundedValue,
+    of_type,
+)
 from reprobridge.detect.runbounds import smoke_value
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
 
+E = TypeVar("E", bound=EntryValue)
+#: An experiment kept by the merge: (its finding, command, entry, literal params).
+_Kept = tuple[Finding[ExperimentValue], str, str, dict[str, Any]]
+
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
 _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
 
 
 #: Newest Python a framework release has wheels for (older frameworks cap the interpreter).
-def merge_datasets(b: Builder, by_kind: dict[str, list[Finding]]) -> dict[str, Finding]:
+def merge_datasets(
+    b: Builder, by_kind: dict[str, list[Finding]]
+) -> dict[str, Finding[DatasetValue]]:
     """One dataset per slugified id; returns the findings by id for the experiments to reference."""
-    out: dict[str, Finding] = {}
-    for f in sorted(by_kind["dataset"], key=lambda f: (f.key, CONF_RANK[f.confidence])):
+    out: dict[str, Finding[DatasetValue]] = {}
+    for f in sorted(of_type(by_kind, DatasetValue), key=lambda f: (f.key, CONF_RANK[f.confidence])):
         ds_id = _slug(f.key)
         if not ds_id or ds_id in out:
             continue
         out[ds_id] = f
-        for key in ("path", "url", "name", "description"):
-            value = str(f.value.get(key) or "")
-            if key == "path" and value:
-                # The schema refuses paths that could leave the repository; never derive one.
-                value = clean_rel_path(value) or ""
+        # The schema refuses paths that could leave the repository; never derive one.
+        path = clean_rel_path(f.value.path) if f.value.path else None
+        for key, value in (("path", path), ("url", f.value.url), ("name", f.value.name)):
             if value:
                 b.put(f"datasets.{ds_id}.{key}", value, f.sources(), f.confidence)
-        if f.value.get("generated"):
+        if f.value.generated:
             b.put(f"datasets.{ds_id}.generated", True, f.sources(), f.confidence)
-        if not any(f.value.get(k) for k in ("path", "url", "name", "description", "generated")):
+        if not (f.value.path or f.value.url or f.value.name or f.value.generated):
             b.put(f"datasets.{ds_id}.description", f"referenced as {f.key!r}", f.sources(), "low")
     return out
 
@@ -152,7 +175,7 @@ def _parameterize(
     return _join_words(out), params, seeds, seed_flag
 
 
-def flag_arg(flag: str, syntax: object, value: str) -> str:
+def flag_arg(flag: str, syntax: Syntax | None, value: str) -> str:
     """``--flag value``, or ``key=value`` for a parameter whose syntax is ``equals``."""
     return f"{flag}={value}" if syntax == "equals" else f"{flag} {value}"
 
@@ -160,13 +183,13 @@ def flag_arg(flag: str, syntax: object, value: str) -> str:
 def merge_experiments(
     b: Builder,
     by_kind: dict[str, list[Finding]],
-    datasets: dict[str, Finding],
+    datasets: dict[str, Finding[DatasetValue]],
     cuda: str | None,
     res: MergeResult,
 ) -> None:
     """Experiments from the candidates, deduplicated and folded (see the merge rules)."""
     cands = sorted(
-        by_kind["experiment"],
+        of_type(by_kind, ExperimentValue),
         key=lambda f: (
             CONF_RANK[f.confidence],
             _EXP_PRIORITY.get(f.detector, 9),
@@ -176,11 +199,11 @@ def merge_experiments(
     )
     seen_runs: set[str] = set()
     covered_entries: set[str] = set()
-    kept: list[tuple[Finding, str, str, dict[str, Any]]] = []
+    kept: list[_Kept] = []
     smoke: dict[str, tuple[str, Any, list[str]]] = {}
     for f in cands:
-        cmd = " ".join(str(f.value["command"]).split())
-        entry = str(f.value.get("entry") or "")
+        cmd = " ".join(f.value.command.split())
+        entry = f.value.entry
         run = _run_key(f, cmd)
         if run in seen_runs:
             continue
@@ -191,10 +214,7 @@ def merge_experiments(
             continue
         seen_runs.add(run)
         params = _parameterize(cmd, set())[1]
-        defaults = {
-            str(x.value["name"]): x.value.get("default")
-            for x in _for_entry(by_kind["param"], entry)
-        }
+        defaults = {x.value.name: x.value.default for x in _for_entry(by_kind, ParamValue, entry)}
         folded = _reduced_variant(params, [(k[3], defaults) for k in kept if k[2] == entry])
         if folded is not None:
             # "python train.py ... --epochs 2" beside the full command: the README's quick
@@ -208,7 +228,7 @@ def merge_experiments(
         covered_entries.add(entry)
         kept.append((f, cmd, entry, params))
     setups, unprepared = _chain_inputs(by_kind, [k[0] for k in kept])
-    fetching = frozenset(str(f.key) for f in by_kind["fetch"]) | frozenset(unprepared)
+    fetching = frozenset(f.key for f in of_type(by_kind, FetchValue)) | frozenset(unprepared)
     bounded_in_code = {b.value.entry for b in of_type(by_kind, BoundValue)}
     bounded = frozenset(
         entry
@@ -217,43 +237,41 @@ def merge_experiments(
         or entry in bounded_in_code
         or any(smoke_value(n) is not None for n in params)
         or any(
-            smoke_value(str(x.value.get("flag") or "")) is not None
-            for x in _for_entry(by_kind["param"], entry)
-            if x.value.get("flag")
+            smoke_value(flag) is not None
+            for x in _for_entry(by_kind, ParamValue, entry)
+            if (flag := x.value.flag)
         )
     )
     chosen, others = rank(
         [k[0] for k in kept],
-        by_kind["mention"],
+        of_type(by_kind, MentionValue),
         of_type(by_kind, TargetValue),
         fetching,
-        lambda f: any(_gpus(h) > 0 for h in _hardware(by_kind, f)),
-        frozenset(str(m.value.get("entry")) for m in by_kind["metric"]),
+        lambda f: any(h.value.gpus > 0 for h in _hardware(by_kind, f)),
+        frozenset(m.value.entry for m in of_type(by_kind, MetricValue)),
         bounded,
     )
     for r in others:
-        cmd = " ".join(str(r.finding.value["command"]).split())
-        entry = str(r.finding.value.get("entry") or r.finding.key)
+        cmd = " ".join(r.finding.value.command.split())
+        entry = r.finding.value.entry or r.finding.key
         res.dropped_experiments.append(
             f"{entry}: `{cmd}` ({r.why()}; from {', '.join(r.finding.sources())})"
         )
     picked = {id(r.finding) for r in chosen}
     kept = [k for k in kept if id(k[0]) in picked]  # in the merge rules' order
     lacking = {
-        str(f.key): f"{', '.join(f.value['datasets'][:2])}; {f.sources()[0]}"
-        for f in by_kind["fetch"]
+        f.key: f"{', '.join(f.value.datasets[:2])}; {f.sources()[0]}"
+        for f in of_type(by_kind, FetchValue)
     }
-    for inp in by_kind["input"]:
-        if str(inp.value["entry"]) in unprepared:
-            lacking.setdefault(
-                str(inp.value["entry"]), f"{inp.value['path']}, read at {inp.sources()[0]}"
-            )
+    for inp in of_type(by_kind, InputValue):
+        if inp.value.entry in unprepared:
+            lacking.setdefault(inp.value.entry, f"{inp.value.path}, read at {inp.sources()[0]}")
     kept, main_why = _main_first(kept, chosen, others, by_kind, res, lacking)
     for entry, why in sorted(unprepared.items()):
         if any(k[2] == entry for k in kept):
             res.warnings.append(why)
-    for rej in sorted(by_kind["rejected"], key=lambda f: f.key):
-        res.dropped_experiments.append(f"{rej.key}: {rej.value['reason']} ({rej.sources()[0]})")
+    for rej in sorted(of_type(by_kind, RejectedValue), key=lambda f: f.key):
+        res.dropped_experiments.append(f"{rej.key}: {rej.value.reason} ({rej.sources()[0]})")
     if not kept:
         res.warnings.append(
             "no experiment found: add one under [experiments.<id>] in reprobridge.toml"
@@ -289,7 +307,7 @@ def merge_experiments(
 
 
 def _chain_inputs(
-    by_kind: dict[str, list[Finding]], candidates: list[Finding]
+    by_kind: dict[str, list[Finding]], candidates: list[Finding[ExperimentValue]]
 ) -> tuple[dict[int, tuple[str, list[str]]], dict[str, str]]:
     """(setup, unprepared) from the ``input`` findings (a file an experiment reads that a
     script beside it writes).
@@ -303,14 +321,14 @@ def _chain_inputs(
     setups: dict[int, tuple[str, list[str]]] = {}
     unprepared: dict[str, str] = {}
     declared = {"readme", "shell", "makefile"}
-    for inp in by_kind["input"]:
-        entry, producer = str(inp.value["entry"]), str(inp.value["producer"])
+    for inp in of_type(by_kind, InputValue):
+        entry, producer = inp.value.entry, inp.value.producer
         chained = False
-        for c in (c for c in candidates if c.value.get("entry") == entry):
-            for p in by_kind["experiment"]:
-                if p.value.get("entry") != producer or p.detector not in declared:
+        for c in (c for c in candidates if c.value.entry == entry):
+            for p in of_type(by_kind, ExperimentValue):
+                if p.value.entry != producer or p.detector not in declared:
                     continue
-                if c.detector != p.detector or p.value.get("workdir") != c.value.get("workdir"):
+                if c.detector != p.detector or p.value.workdir != c.value.workdir:
                     continue
                 before = [
                     pe
@@ -320,14 +338,14 @@ def _chain_inputs(
                 ]
                 if before and id(c) not in setups:
                     setups[id(c)] = (
-                        " ".join(str(p.value["command"]).split()),
+                        " ".join(p.value.command.split()),
                         [str(before[0]), *inp.sources()],
                     )
                     chained = True
         if not chained:
             unprepared.setdefault(
                 entry,
-                f"{entry}: reads {inp.value['path']} ({inp.sources()[0]}), which the "
+                f"{entry}: reads {inp.value.path} ({inp.sources()[0]}), which the "
                 f"repository lacks; {producer} writes it ({inp.sources()[-1]}) but no README "
                 "or shell script runs it first: run it before, or add its command to "
                 "experiments.<id>.setup",
@@ -336,13 +354,13 @@ def _chain_inputs(
 
 
 def _main_first(
-    kept: list[tuple[Finding, str, str, dict[str, Any]]],
+    kept: list[_Kept],
     chosen: list[Ranked],
     others: list[Ranked],
     by_kind: dict[str, list[Finding]],
     res: MergeResult,
     lacking: dict[str, str],
-) -> tuple[list[tuple[Finding, str, str, dict[str, Any]]], str]:
+) -> tuple[list[_Kept], str]:
     """``kept`` with the main experiment first — the first of ``chosen`` (the ranking's
     choice: one that runs offline on a CPU and prints a result rb can read, where there is
     one) — and why it is the main one, naming the better-scored candidates (of ``chosen``
@@ -352,13 +370,13 @@ def _main_first(
     offline)."""
     if not kept:
         return kept, ""
-    fetches = {str(f.key): f for f in by_kind["fetch"]}
+    fetches = {f.key: f for f in of_type(by_kind, FetchValue)}
     for _f, _cmd, entry, _params in kept:
         if entry in fetches:
             fetch = fetches.pop(entry)  # one line per entry, however many commands run it
             res.warnings.append(
                 f"{entry}: reads data the repository does not contain "
-                f"({', '.join(fetch.value['datasets'])}; {fetch.sources()[0]}): the audit "
+                f"({', '.join(fetch.value.datasets)}; {fetch.sources()[0]}): the audit "
                 "runs offline, so provide it first (see [datasets]); the main experiment is "
                 "one that needs no download where there is one"
             )
@@ -369,32 +387,31 @@ def _main_first(
     return [main, *(k for k in kept if k is not main)], main_reason(best, passed, lacking)
 
 
-def _gpus(h: Finding) -> int:
-    return int(h.value.get("gpus", 1))
-
-
-def _hardware(by_kind: dict[str, list[Finding]], f: Finding) -> list[Finding]:
+def _hardware(
+    by_kind: dict[str, list[Finding]], f: Finding[ExperimentValue]
+) -> list[Finding[HardwareValue]]:
     """The ``hardware`` findings (GPU evidence) of experiment ``f``: those of its entry's
-    code, and a launcher's process count only for the command it was found in (the README's
-    ``torchrun --nproc_per_node 8 train.py`` says nothing about its ``python train.py``)."""
-    entry = str(f.value.get("entry") or "")
+    code (keyed by the entry), and a launcher's process count only for the command it was
+    found in (the README's ``torchrun --nproc_per_node 8 train.py`` says nothing about its
+    ``python train.py``)."""
+    entry = f.value.entry
     launcher = {"readme", "makefile"}
     return [
         h
-        for h in by_kind["hardware"]
+        for h in of_type(by_kind, HardwareValue)
         if entry
-        and (h.key == entry or h.value.get("entry") == entry)
+        and h.key == entry
         and (h.detector not in launcher or set(h.sources()) & set(f.sources()))
     ]
 
 
-def _run_key(f: Finding, cmd: str) -> str:
+def _run_key(f: Finding[ExperimentValue], cmd: str) -> str:
     """What a command runs, wherever it is run from: its words with the entry (script or
     notebook) resolved against the workdir, so ``python x.py --viz`` from ``examples/`` and
     ``python examples/x.py --viz`` from the root are one run, and ``python train.py`` in two
     folders are two. A command whose entry is not among its words keeps its workdir."""
-    workdir = str(f.value.get("workdir") or ".")
-    entry = str(f.value.get("entry") or "")
+    workdir = f.value.workdir or "."
+    entry = f.value.entry
     try:
         words = shlex.split(cmd)
     except ValueError:
@@ -428,16 +445,16 @@ def _reduced_variant(
     return None
 
 
-def _entry_description(by_kind: dict[str, list[Finding]], entry: str) -> Finding | None:
+def _entry_description(
+    by_kind: dict[str, list[Finding]], entry: str
+) -> Finding[ExperimentValue] | None:
     """The entry point's own finding when it has a description (its docstring or its
     argparse ``description``): a README command often has no heading of its own."""
     return next(
         (
             x
-            for x in by_kind["experiment"]
-            if x.detector == "entrypoints"
-            and x.value.get("entry") == entry
-            and x.value.get("description")
+            for x in of_type(by_kind, ExperimentValue)
+            if x.detector == "entrypoints" and x.value.entry == entry and x.value.description
         ),
         None,
     )
@@ -456,37 +473,36 @@ def metric_rank(name: str) -> int:
     return 2 if _TRAIN_RE.search(name) else 1
 
 
-def _for_entry(findings: list[Finding], entry: str) -> list[Finding]:
-    return [f for f in findings if f.value.get("entry") == entry]
+def _for_entry(by_kind: dict[str, list[Finding]], cls: type[E], entry: str) -> list[Finding[E]]:
+    """The findings of ``cls``'s kind about ``entry``."""
+    return [f for f in of_type(by_kind, cls) if f.value.entry == entry]
 
 
 def _one_experiment(
     b: Builder,
     by_kind: dict[str, list[Finding]],
     exp_id: str,
-    f: Finding,
+    f: Finding[ExperimentValue],
     cmd: str,
     entry: str,
-    datasets: dict[str, Finding],
+    datasets: dict[str, Finding[DatasetValue]],
     cuda: str | None,
     res: MergeResult,
     smoke: tuple[str, Any, list[str]] | None = None,
 ) -> None:
     p = f"experiments.{exp_id}"
     src = f.sources()
-    kind = str(f.value.get("kind", "script"))
-    seed_f = _for_entry(by_kind["seed"], entry)
-    seed_flags = {str(s.value["flag"]) for s in seed_f if s.value.get("flag")}
-    command, params, seeds, _ = _parameterize(cmd, seed_flags)
-    param_f = {str(x.value["name"]): x for x in _for_entry(by_kind["param"], entry)}
+    kind = f.value.kind
+    seed_f = _for_entry(by_kind, SeedValue, entry)
+    flagged = [(s, flag) for s in seed_f if (flag := s.value.flag)]
+    command, params, seeds, _ = _parameterize(cmd, {flag for _, flag in flagged})
+    param_f = {x.value.name: x for x in _for_entry(by_kind, ParamValue, entry)}
     if seeds is None and seed_f:
-        flagged = [s for s in seed_f if s.value.get("flag")]
         if flagged:
-            s0 = flagged[0]
-            command += " " + flag_arg(str(s0.value["flag"]), s0.value.get("syntax"), "{seed}")
-            default = s0.value.get("default")
-            if isinstance(default, int):
-                seeds = [int(default)]
+            s0, flag = flagged[0]
+            command += " " + flag_arg(flag, s0.value.syntax, "{seed}")
+            if s0.value.default is not None:
+                seeds = [s0.value.default]
                 b.put(f"{p}.seeds", seeds, s0.sources(), "medium")
             else:
                 seeds = [0]
@@ -497,11 +513,11 @@ def _one_experiment(
                     "low",
                 )
         else:
-            lit = [s for s in seed_f if isinstance(s.value.get("default"), int)]
+            lit = [(s, seed) for s in seed_f if (seed := s.value.default) is not None]
             if lit:
-                b.put(f"{p}.seeds", [int(lit[0].value["default"])], lit[0].sources(), "medium")
+                b.put(f"{p}.seeds", [lit[0][1]], lit[0][0].sources(), "medium")
                 res.decisions.append(
-                    f"{exp_id}: the seed is fixed in code at {lit[0].sources()[0]}"
+                    f"{exp_id}: the seed is fixed in code at {lit[0][0].sources()[0]}"
                 )
     elif seeds is not None:
         b.put(f"{p}.seeds", seeds, src)
@@ -514,34 +530,33 @@ def _one_experiment(
     # A flag that bounds training gives the smoke tier (and keeps unbounded loops finite).
     bound = next((n for n in params if smoke_value(n) is not None), None)
     tier_args: list[str] = []
-    unb = _for_entry(by_kind["unbounded"], entry)
+    unb = _for_entry(by_kind, UnboundedValue, entry)
     if bound is None and kind in {"script", "module"}:
         bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, res)
     for name in _PLACEHOLDER.findall(command):
         if name != "seed" and name not in params:
             required = param_f.get(name)
-            default = required.value.get("default") if required else None
-            params[name] = default if isinstance(default, str | int | float | bool) else ""
-            if not isinstance(default, str | int | float | bool):
+            default = required.value.default if required else None
+            params[name] = default if default is not None else ""
+            if default is None:
                 res.warnings.append(
                     f"{exp_id}: required argument {{{name}}} has no default; set "
                     f"experiments.{exp_id}.params.{name}"
                 )
     b.put(f"{p}.command", command, src, f.confidence)
-    described = f if f.value.get("description") else _entry_description(by_kind, entry)
+    described = f if f.value.description else _entry_description(by_kind, entry)
     if described is not None:
         b.put(
             f"{p}.description",
-            str(described.value["description"]),
+            described.value.description,
             described.sources(),
             described.confidence,
         )
-    if kind in {"script", "module", "notebook", "make", "shell"}:
-        b.put(f"{p}.kind", kind, src, f.confidence)
-    workdir = clean_rel_path(str(f.value.get("workdir") or "."))
+    b.put(f"{p}.kind", kind, src, f.confidence)
+    workdir = clean_rel_path(f.value.workdir or ".")
     if workdir is None:
         res.warnings.append(
-            f"{exp_id}: the command runs in {f.value['workdir']!r}, outside the repository; "
+            f"{exp_id}: the command runs in {f.value.workdir!r}, outside the repository; "
             f"set experiments.{exp_id}.workdir to a directory inside it"
         )
     elif workdir != ".":
@@ -610,11 +625,11 @@ def _one_experiment(
         )
     if unb:
         u = unb[0]
-        flag = u.value.get("flag")
-        text = str(u.value.get("reason", "loop without an end"))
+        flag = u.value.flag
+        text = u.value.reason
         if flag:
             text += f"; bounded by {flag}"
-            name = str(u.value.get("name") or str(flag).lstrip("-").replace("-", "_"))
+            name = u.value.name or flag.lstrip("-").replace("-", "_")
             if name not in params:
                 res.warnings.append(
                     f"{exp_id}: {u.sources()[0]} loops until {flag} is given; the full run "
@@ -628,22 +643,22 @@ def _one_experiment(
     if hw:
         # A GPU only on evidence (a launcher's process count, CUDA use in the code), never
         # because environment.cuda is set: a pinned torch wheel says nothing about the run.
-        top = max(hw, key=lambda h: (_gpus(h), -CONF_RANK[h.confidence]))
-        b.put(f"{p}.hardware.gpus", _gpus(top), top.sources(), top.confidence)
+        top = max(hw, key=lambda h: (h.value.gpus, -CONF_RANK[h.confidence]))
+        b.put(f"{p}.hardware.gpus", top.value.gpus, top.sources(), top.confidence)
     ds_ids = sorted(
         i for i, d in datasets.items() if entry and any(e.path == entry for e in d.evidence)
     )
     if ds_ids:
         b.put(f"{p}.datasets", ds_ids, [s for i in ds_ids for s in datasets[i].sources()], "medium")
+    written = _for_entry(by_kind, OutputValue, entry)
     outs = sorted(
         {
             clean
-            for o in _for_entry(by_kind["output"], entry)
-            if "{" not in str(o.value["path"])
-            and (clean := clean_rel_path(str(o.value["path"]))) is not None
+            for o in written
+            if "{" not in o.value.path and (clean := clean_rel_path(o.value.path)) is not None
         }
     )
-    out_sources = [s for o in _for_entry(by_kind["output"], entry) for s in o.sources()]
+    out_sources = [s for o in written for s in o.sources()]
     executed = _executed_notebook(command) if kind == "notebook" else None
     executed = clean_rel_path(executed) if executed else None
     if executed and executed not in outs:
@@ -653,14 +668,14 @@ def _one_experiment(
         out_sources = [*out_sources, *src]
     if outs:
         b.put(f"{p}.outputs", [{"path": o} for o in outs], out_sources, "medium")
-    metrics: dict[str, Finding] = {}
+    metrics: dict[str, Finding[MetricValue]] = {}
     for m in sorted(
-        _for_entry(by_kind["metric"], entry),
-        key=lambda m: ("regex" not in m.value["source"], m.sources()),
+        _for_entry(by_kind, MetricValue, entry),
+        key=lambda m: (m.value.source.regex is None, m.sources()),
     ):
         metrics.setdefault(m.key, m)
     for name, m in sorted(metrics.items(), key=lambda kv: (metric_rank(kv[0]), kv[0])):
-        source = {k: str(v) for k, v in m.value["source"].items() if k in {"regex", "file", "key"}}
+        source = m.value.source.to_json()
         if "file" in source:
             clean = clean_rel_path(source["file"])
             if clean is None:
@@ -677,9 +692,9 @@ def _one_experiment(
                 [f"rb rule: the name `{name}` says {'higher' if better else 'lower'} is better"],
                 "low",
             )
-    tracked = [x for x in _for_entry(by_kind["logged_metric"], entry) if x.key not in metrics]
+    tracked = [x for x in _for_entry(by_kind, LoggedMetricValue, entry) if x.key not in metrics]
     if tracked:
-        names = ", ".join(f"{x.key} ({x.value['sink']}, {x.sources()[0]})" for x in tracked[:5])
+        names = ", ".join(f"{x.key} ({x.value.sink}, {x.sources()[0]})" for x in tracked[:5])
         if not metrics:
             res.warnings.append(
                 f"{exp_id}: no metric could be read: the results are logged only to an "
@@ -756,8 +771,8 @@ def _bound_flag(
     exp_id: str,
     command: str,
     params: dict[str, Any],
-    param_f: dict[str, Finding],
-    unbounded: list[Finding],
+    param_f: dict[str, Finding[ParamValue]],
+    unbounded: list[Finding[UnboundedValue]],
     res: MergeResult,
 ) -> tuple[str | None, list[str], str]:
     """(bounding parameter, smoke tier arguments, command) for a command without a literal
@@ -769,23 +784,23 @@ def _bound_flag(
     usable default (None, or ``-1``/``0`` for "no limit") stays out of the full command and
     the smoke tier passes it as an argument (``--trainer.max_iters=20``).
     """
-    order: list[Finding] = []
+    order: list[Finding[ParamValue]] = []
     for u in unbounded:
-        name = u.value.get("name")
-        if name and str(name) in param_f:
-            order.append(param_f[str(name)])
+        name = u.value.name
+        if name and name in param_f:
+            order.append(param_f[name])
     order += [
         pf
         for name, pf in sorted(param_f.items())
-        if pf.value.get("flag") and smoke_value(str(pf.value["flag"])) is not None
+        if pf.value.flag and smoke_value(pf.value.flag) is not None
     ]
     for pf in order:
-        flag, name = str(pf.value.get("flag") or ""), str(pf.value["name"])
+        flag, name = pf.value.flag or "", pf.value.name
         small = smoke_value(flag) or smoke_value(name)
         if not flag or small is None or name in params:
             continue
-        default = pf.value.get("default")
-        syntax = pf.value.get("syntax")
+        default = pf.value.default
+        syntax = pf.value.syntax
         if isinstance(default, int) and not isinstance(default, bool) and default > small:
             params[name] = default
             res.decisions.append(

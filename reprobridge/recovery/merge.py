@@ -53,7 +53,7 @@ from collections.abc import Mapping
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import ProjectValue, of_type
+from reprobridge.detect.findings import ExperimentValue, ProjectValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
@@ -142,22 +142,23 @@ def _scope_environment(
         )
 
 
-def _chosen_experiments(by_kind: dict[str, list[Finding]]) -> list[Finding]:
+def _chosen_experiments(by_kind: dict[str, list[Finding]]) -> list[Finding[ExperimentValue]]:
     """The experiment findings the merge rules keep, the main one first."""
     scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
     merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
     # An experiment's command carries its finding's evidence as provenance.
-    chosen: list[Finding] = []
+    experiments = of_type(by_kind, ExperimentValue)
+    chosen: list[Finding[ExperimentValue]] = []
     for exp_id in scratch.data.get("experiments", {}):
         sources = scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
-        chosen += [f for f in by_kind["experiment"] if sorted(set(f.sources())) == sources][:1]
+        chosen += [f for f in experiments if sorted(set(f.sources())) == sources][:1]
     return chosen
 
 
 def _scope_subproject(
     ctx: DetectContext,
     by_kind: dict[str, list[Finding]],
-    chosen: list[Finding],
+    chosen: list[Finding[ExperimentValue]],
     res: MergeResult,
 ) -> bool:
     """Scope a monorepo's environment to the main experiment's sub-project; whether

@@ -44,7 +44,7 @@ from pathlib import PurePosixPath
 
 from reprobridge.detect.base import Finding
 from reprobridge.detect.entrypoints import looks_like_experiment_name
-from reprobridge.detect.findings import TargetValue
+from reprobridge.detect.findings import ExperimentValue, MentionValue, TargetValue
 
 #: Weights of :func:`score`, by signal.
 WEIGHTS: dict[str, int] = {
@@ -100,7 +100,7 @@ _STOP = frozenset({"py", "ipynb", "sh", "the", "of", "a", "and", "with", "ours",
 class Ranked:
     """One candidate, its score and the signals that made it."""
 
-    finding: Finding
+    finding: Finding[ExperimentValue]
     score: int
     reasons: tuple[str, ...]
     #: What running it here costs (:data:`HANDICAPS`); the order is by ``score - handicap``.
@@ -131,20 +131,16 @@ class Ranked:
         return f"score {self.score}{cost}: " + ", ".join(self.reasons)
 
 
-def _entry(f: Finding) -> str:
-    return str(f.value.get("entry") or "")
-
-
 def _words(text: str) -> set[str]:
     return set(_WORD.findall(text.lower().replace("_", " "))) - _STOP
 
 
 def score(
-    f: Finding,
+    f: Finding[ExperimentValue],
     mentioned: set[str],
     row_labels: list[set[str]],
     fetching: frozenset[str] = frozenset(),
-    needs_gpu: Callable[[Finding], bool] = lambda _f: False,
+    needs_gpu: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
     bounded: frozenset[str] | None = None,
     mention_lines: dict[str, int] | None = None,
@@ -156,7 +152,7 @@ def score(
     data generator or an apriori demo beside it does not), ``bounded`` the entries a smoke
     tier can bound (None: not known, no handicap), ``mention_lines`` the README line that
     first mentions each entry."""
-    entry = _entry(f)
+    entry = f.value.entry
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
     if looks_like_experiment_name(entry) or looks_like_experiment_name(f"{f.key}.py"):
@@ -238,9 +234,9 @@ def main_reason(main: Ranked, passed: list[Ranked], lacking: dict[str, str] | No
         return why
     skipped = []
     for r in passed[:5]:
-        cmd = " ".join(str(r.finding.value.get("command", "")).split())
+        cmd = " ".join(r.finding.value.command.split())
         place = ", ".join(r.finding.sources()[:1])
-        detail = (lacking or {}).get(_entry(r.finding))
+        detail = (lacking or {}).get(r.finding.value.entry)
         because = (
             "it cannot run offline on a CPU ("
             + ", ".join(
@@ -262,11 +258,11 @@ def main_reason(main: Ranked, passed: list[Ranked], lacking: dict[str, str] | No
 
 
 def rank(
-    candidates: list[Finding],
-    mentions: list[Finding],
+    candidates: list[Finding[ExperimentValue]],
+    mentions: list[Finding[MentionValue]],
     targets: list[Finding[TargetValue]],
     fetching: frozenset[str] = frozenset(),
-    needs_gpu: Callable[[Finding], bool] = lambda _f: False,
+    needs_gpu: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
     bounded: frozenset[str] | None = None,
 ) -> tuple[list[Ranked], list[Ranked]]:

@@ -42,7 +42,7 @@ from packaging.utils import canonicalize_name
 from reprobridge.detect._pkgmap import IMPORT_TO_DIST, PROVIDERS
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Evidence, Finding
-from reprobridge.detect.findings import RequirementValue, of_type
+from reprobridge.detect.findings import ExperimentValue, RequirementValue, of_type
 from reprobridge.detect.index import RepoIndex, scan_imports
 
 #: Detectors whose findings come from declaration files (scoped by the file's folder).
@@ -53,11 +53,11 @@ _DECLARED = frozenset(
 SCOPED_KINDS = ("python_requirement", "python_index", "python_version", "python_pin", "cuda")
 
 
-def experiment_folder(finding: Finding) -> str:
+def experiment_folder(finding: Finding[ExperimentValue]) -> str:
     """The folder an experiment finding runs in: its entry's directory, else its workdir
     (``""`` for the root)."""
-    entry = str(finding.value.get("entry") or "")
-    folder = posixpath.dirname(entry) if entry else str(finding.value.get("workdir") or "")
+    entry = finding.value.entry
+    folder = posixpath.dirname(entry) if entry else finding.value.workdir
     folder = posixpath.normpath(folder) if folder else ""
     return "" if folder == "." else folder
 
@@ -216,8 +216,8 @@ def scope_findings(
             return subproject(folder, declaring) is None
         return _inside(folder, primary) or _inside(primary, folder)
 
-    experiments = []
-    for f in by_kind.get("experiment", []):
+    experiments: list[Finding] = []
+    for f in of_type(by_kind, ExperimentValue):
         other = subproject(experiment_folder(f), declaring)
         if other is not None and other != primary and not _inside(other, primary):
             dropped[f"experiment {f.key} ({other}/ is another sub-project)"] = None
@@ -277,7 +277,7 @@ _CLOSURE_LIMIT = 400
 
 
 def drop_unreached_imports(
-    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding]
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding[ExperimentValue]]
 ) -> list[str]:
     """Drop, in place, requirements known only from imports (declared in no file) that no
     file the ``chosen`` experiments run imports; return one line per dropped import.
@@ -289,7 +289,7 @@ def drop_unreached_imports(
     does (envpool, isaacgym, a JAX stack). Nothing is dropped when a chosen experiment is
     not a Python script or notebook (a shell script or Makefile runs what it names), or
     when no experiment was chosen."""
-    entries = [str(f.value.get("entry") or "") for f in chosen]
+    entries = [f.value.entry for f in chosen]
     if not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
         return []
     py_paths = set(ctx.index.python_paths())

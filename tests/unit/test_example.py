@@ -97,7 +97,7 @@ def test_detectors_read_the_example() -> None:
     index = RepoIndex.from_directory(EXAMPLE)
     index = RepoIndex(index.root, [f for f in index.files if not f.path.startswith("results/")])
     ctx = detect_repo(index, paper_path="paper.md", only=detectors({"project", "paper"}))
-    facts = {(f.kind, f.key): f.value for f in ctx.findings}
+    facts = {(f.kind, f.key): f.value.to_json() for f in ctx.findings}
     assert facts[("project", "license")] == {"value": "MIT"}
     assert facts[("project", "title")]["value"].startswith("Mixup Makes Small Networks")
     target = facts[("target", "Mixup (ours)::Test accuracy (%)")]

@@ -56,7 +56,7 @@ def test_multi_document_yaml_interpolation_and_filters(make_repo) -> None:
         "configs/b.yaml::train_batch_size",
         "configs/b.yaml::train_seed",
     }
-    assert params["configs/b.yaml::train_lr"].value["default"] is None
+    assert params["configs/b.yaml::train_lr"].value.default is None
     assert "interpolated" in params["configs/b.yaml::train_lr"].note
     # a boolean "seed" is not a seed value
     assert [f for f in ctx.findings if f.kind == "seed"] == []

@@ -8,6 +8,7 @@ import pytest
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.datasets import path_dataset, url_dataset
+from reprobridge.detect.findings import DatasetValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 from reprobridge.manifest.schema import ID_PATTERN, Dataset
@@ -68,6 +69,6 @@ def test_tests_and_vendored_code_are_ignored_and_values_are_valid(make_repo) -> 
     )
     (finding,) = ctx.findings
     assert finding.key == "imdb"
-    assert finding.value == {"name": "huggingface:imdb", "path": "data/imdb"}
+    assert finding.value == DatasetValue(name="huggingface:imdb", path="data/imdb")
     assert finding.evidence[0].line == 2
-    Dataset(**finding.value)
+    Dataset(**finding.value.to_json())

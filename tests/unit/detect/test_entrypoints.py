@@ -39,7 +39,7 @@ def test_skips_tests_vendored_docs_and_broken_files(make_repo) -> None:
     exps = [f for f in ctx.findings if f.kind == "experiment"]
     assert [f.key for f in exps] == ["main"]
     assert exps[0].confidence == "low"
-    rejected = {f.key: f.value["reason"] for f in ctx.findings if f.kind == "rejected"}
+    rejected = {f.key: f.value.reason for f in ctx.findings if f.kind == "rejected"}
     assert list(rejected) == ["utils.py"]
     assert "neither an experiment-like name, a command line" in rejected["utils.py"]
 
@@ -64,11 +64,11 @@ def test_required_parameters_become_placeholders(make_repo) -> None:
     )
     ctx = run(make_repo, {"run_exp.py": src})
     (finding,) = ctx.findings
-    assert finding.value["command"] == "python run_exp.py --data-dir {data_dir} {config}"
+    assert finding.value.command == "python run_exp.py --data-dir {data_dir} {config}"
     assert "data_dir" in finding.note
     Experiment(
-        command=finding.value["command"],
-        kind=finding.value["kind"],
+        command=finding.value.command,
+        kind=finding.value.kind,
         params={"data_dir": "data", "config": "c.yaml"},
     )
 
@@ -93,7 +93,7 @@ def test_scripts_without_a_guard_that_train_at_import_time(make_repo) -> None:
     )
     exps = {f.key: f for f in ctx.findings if f.kind == "experiment"}
     assert sorted(exps) == ["bigram", "train"]
-    assert exps["bigram"].value["command"] == "python bigram.py"
+    assert exps["bigram"].value.command == "python bigram.py"
     assert exps["bigram"].confidence == "low"
     assert "no __main__ guard" in exps["bigram"].note
     assert exps["bigram"].sources() == ["bigram.py:3"]
@@ -110,7 +110,7 @@ def test_a_hand_written_argv_parser_is_a_command_line(make_repo) -> None:
     )
     ctx = run(make_repo, {"projects/adder/adder.py": src})
     (exp,) = [f for f in ctx.findings if f.kind == "experiment"]
-    assert exp.value["command"] == "python projects/adder/adder.py"
+    assert exp.value.command == "python projects/adder/adder.py"
     assert exp.confidence == "low"  # a command line, but no experiment-like name
 
 
@@ -149,10 +149,10 @@ def test_relative_imports_run_as_a_module_from_the_package_root(make_repo) -> No
         },
     )
     exps = {f.key: f.value for f in ctx.findings if f.kind == "experiment"}
-    assert exps["sampler"]["command"] == "python -m pkg.sub.sampler"
-    assert exps["sampler"]["workdir"] == "lib"
-    assert exps["train_lazy"]["command"] == "python scripts/train_lazy.py"
-    assert exps["train_lazy"]["workdir"] == "."
+    assert exps["sampler"].command == "python -m pkg.sub.sampler"
+    assert exps["sampler"].workdir == "lib"
+    assert exps["train_lazy"].command == "python scripts/train_lazy.py"
+    assert exps["train_lazy"].workdir == "."
 
 
 def test_relative_imports_outside_a_package_are_rejected(make_repo) -> None:
@@ -165,6 +165,6 @@ def test_relative_imports_outside_a_package_are_rejected(make_repo) -> None:
     )
     exps = {f.key: f.value for f in ctx.findings if f.kind == "experiment"}
     assert list(exps) == ["fit_opt"]
-    assert exps["fit_opt"]["command"] == "python examples/fit_opt.py"
-    rejected = {f.key: f.value["reason"] for f in ctx.findings if f.kind == "rejected"}
+    assert exps["fit_opt"].command == "python examples/fit_opt.py"
+    rejected = {f.key: f.value.reason for f in ctx.findings if f.kind == "rejected"}
     assert "attempted relative import" in rejected["train.py"]

@@ -39,3 +39,8 @@ def test_of_type_picks_the_findings_of_that_kind() -> None:
     assert of_type(by_kind, CudaValue) == [cuda]
     assert of_type(by_kind, RequirementValue) == []
     assert of_type({}, PythonVersionValue) == []
+
+
+def test_a_finding_refuses_an_untyped_value() -> None:
+    with pytest.raises(ValueError, match="a cuda finding with a dict value"):
+        Finding("cuda", "cuda", {"version": "12.1"}, (), "test")  # type: ignore[type-var]

@@ -58,7 +58,7 @@ def test_gpu_need_follows_unconditional_use(tmp_path: Path, body: str, gpus: int
     )
     ctx = detect_repo(RepoIndex.from_directory(tmp_path))
     hardware = [f for f in ctx.findings if f.kind == "hardware" and f.key == "train.py"]
-    assert [f.value["gpus"] for f in hardware] == ([1] if gpus else [])
+    assert [f.value.gpus for f in hardware] == ([1] if gpus else [])
 
 
 def test_every_use_pattern_needs_the_word_cuda() -> None:

@@ -36,7 +36,7 @@ def test_subdirectory_makefile_and_skipped_targets(make_repo) -> None:
             "%.json: %.yaml\n\tpython conv.py $<\n$(OUT):\n\tpython o.py\n",
         },
     )
-    assert [(f.key, f.value["command"]) for f in ctx.findings] == [("exp-run", "make -C exp run")]
+    assert [(f.key, f.value.command) for f in ctx.findings] == [("exp-run", "make -C exp run")]
 
 
 def test_target_without_python_is_not_an_experiment(make_repo) -> None:

@@ -64,9 +64,9 @@ def test_magics_do_not_hide_seeds_and_string_outputs_work(make_repo) -> None:
     )
     ctx = run(make_repo, {"exp.ipynb": nb(*cells)})
     kinds = {(f.kind, f.key): f for f in ctx.findings}
-    assert kinds[("seed", "exp.ipynb")].value["default"] == 9
-    assert kinds[("metric", "accuracy")].value["source"]["regex"].startswith("(?<!\\w)accuracy")
-    assert kinds[("experiment", "exp")].value["kind"] == "notebook"
+    assert kinds[("seed", "exp.ipynb")].value.default == 9
+    assert kinds[("metric", "accuracy")].value.source.regex.startswith("(?<!\\w)accuracy")
+    assert kinds[("experiment", "exp")].value.kind == "notebook"
 
 
 def _joined_imports(cells: list[dict]) -> dict[str, str]:

@@ -67,8 +67,8 @@ def test_metric_names_are_valid_and_sources_validate(make_repo) -> None:
     assert [m.key for m in metrics] == ["naive_bayes_acc", "m_1_shot_accuracy"]
     for m in metrics:
         assert re.match(METRIC_PATTERN, m.key)
-        MetricSource(**m.value["source"])
-    outputs = [f.value["path"] for f in ctx.findings if f.kind == "output"]
+        MetricSource(**m.value.source.to_json())
+    outputs = [f.value.path for f in ctx.findings if f.kind == "output"]
     assert outputs == ["out", "out/m.json"]
 
 
@@ -79,7 +79,7 @@ def test_handles_are_matched_to_the_nearest_open(make_repo) -> None:
         "def b():\n    with open('r/b.json', 'w') as f:\n        json.dump({'recall': 1}, f)\n"
     )
     ctx = run(make_repo, {"e.py": src})
-    sources = {f.key: f.value["source"] for f in ctx.findings if f.kind == "metric"}
+    sources = {f.key: f.value.source.to_json() for f in ctx.findings if f.kind == "metric"}
     assert sources == {
         "f1": {"file": "r/a.json", "key": "f1"},
         "recall": {"file": "r/b.json", "key": "recall"},

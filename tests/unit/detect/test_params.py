@@ -9,6 +9,7 @@ import pytest
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect._pyast import import_map
+from reprobridge.detect.findings import SeedValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.params import argparse_params, unbounded_loops
 from reprobridge.detect.registry import detectors
@@ -87,15 +88,10 @@ def test_seed_sources(make_repo) -> None:
         },
     )
     seeds = {f.key: f for f in ctx.findings if f.kind == "seed"}
-    assert seeds["a.py"].value == {"entry": "a.py", "flag": None, "default": 17}
+    assert seeds["a.py"].value == SeedValue("a.py", None, 17)
     assert "other literal seeds: 3" in seeds["a.py"].note
-    assert seeds["b.py"].value["default"] is None and seeds["b.py"].confidence == "low"
-    assert seeds["c.py"].value == {
-        "entry": "c.py",
-        "flag": "--data_seed",
-        "default": None,
-        "syntax": "space",
-    }
+    assert seeds["b.py"].value.default is None and seeds["b.py"].confidence == "low"
+    assert seeds["c.py"].value == SeedValue("c.py", "--data_seed", None, "space")
 
 
 def test_unbounded_finding_names_the_flag_or_says_no_bound(make_repo) -> None:
@@ -109,9 +105,9 @@ def test_unbounded_finding_names_the_flag_or_says_no_bound(make_repo) -> None:
         },
     )
     found = {f.key: f.value for f in ctx.findings if f.kind == "unbounded"}
-    assert found["train.py"]["flag"] == "--max-steps"
-    assert "no default" in found["train.py"]["reason"]
-    assert found["serve.py"]["flag"] is None and "no bound found" in found["serve.py"]["reason"]
+    assert found["train.py"].flag == "--max-steps"
+    assert "no default" in found["train.py"].reason
+    assert found["serve.py"].flag is None and "no bound found" in found["serve.py"].reason
 
 
 def test_hydra_problems_warn(make_repo) -> None:
@@ -139,11 +135,11 @@ def test_fire_class_and_typer_run(make_repo) -> None:
         },
     )
     params = {f.key: f.value for f in ctx.findings if f.kind == "param"}
-    assert params["f.py::lr"]["flag"] == "--lr"
-    assert params["t.py::n"]["default"] is None and params["t.py::n"]["type"] == "int"
-    assert params["t.py::k"]["default"] == 2.0
+    assert params["f.py::lr"].flag == "--lr"
+    assert params["t.py::n"].default is None and params["t.py::n"].type == "int"
+    assert params["t.py::k"].default == 2.0
     seeds = {f.key: f.value for f in ctx.findings if f.kind == "seed"}
-    assert seeds["f.py"] == {"entry": "f.py", "flag": "--seed", "default": 4, "syntax": "space"}
+    assert seeds["f.py"] == SeedValue("f.py", "--seed", 4, "space")
 
 
 def test_tests_and_unparsable_files_are_ignored(make_repo) -> None:

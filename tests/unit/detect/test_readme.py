@@ -31,9 +31,9 @@ def test_rst_readme_literal_and_code_blocks(make_repo) -> None:
         },
     )
     found = experiments(ctx)
-    assert found["training"].value["command"] == "python train.py --lr 0.1"
+    assert found["training"].value.command == "python train.py --lr 0.1"
     assert found["training"].sources() == ["README.rst:9"]
-    assert found["evaluation"].value["entry"] == "eval.py"
+    assert found["evaluation"].value.entry == "eval.py"
     assert len(found) == 2
 
 
@@ -47,10 +47,10 @@ def test_missing_script_is_a_rejected_candidate(make_repo) -> None:
             "src/train.py": "",
         },
     )
-    assert [f.value["entry"] for f in experiments(ctx).values()] == ["src/train.py"]
+    assert [f.value.entry for f in experiments(ctx).values()] == ["src/train.py"]
     (rejected,) = [f for f in ctx.findings if f.kind == "rejected"]
     assert rejected.key == "train.py"
-    assert "train.py, which is not in the repository" in rejected.value["reason"]
+    assert "train.py, which is not in the repository" in rejected.value.reason
     assert rejected.sources() == ["README.md:3"]
 
 
@@ -88,8 +88,8 @@ def test_subdirectory_readme_runs_from_its_directory(make_repo) -> None:
         {"exp/cifar/README.md": "# CIFAR\n```bash\npython run.py\n```\n", "exp/cifar/run.py": ""},
     )
     (finding,) = experiments(ctx).values()
-    assert finding.value["workdir"] == "exp/cifar"
-    assert finding.value["entry"] == "exp/cifar/run.py"
+    assert finding.value.workdir == "exp/cifar"
+    assert finding.value.entry == "exp/cifar/run.py"
 
 
 def test_huge_readme_is_skipped_with_a_warning(make_repo) -> None:
@@ -107,8 +107,8 @@ def test_commands_are_valid_manifest_experiments(make_repo) -> None:
     )
     (finding,) = experiments(ctx).values()
     assert finding.key == "unicode-heading"
-    assert finding.value["command"] == "python -m pkg.main --seed 1"
-    Experiment(**{k: v for k, v in finding.value.items() if k != "entry"})
+    assert finding.value.command == "python -m pkg.main --seed 1"
+    Experiment(**{k: v for k, v in finding.value.to_json().items() if k != "entry"})
 
 
 def test_indented_code_blocks_and_environment_manager_prefixes(make_repo) -> None:
@@ -122,7 +122,7 @@ def test_indented_code_blocks_and_environment_manager_prefixes(make_repo) -> Non
         make_repo,
         {"README.md": readme, "train.py": "", "eval.py": "", "sample.py": "", "not_code.py": ""},
     )
-    commands = sorted(f.value["command"] for f in experiments(ctx).values())
+    commands = sorted(f.value.command for f in experiments(ctx).values())
     assert commands == [
         "python eval.py",
         "python sample.py --n 4",
@@ -175,8 +175,8 @@ def test_a_placeholder_cd_never_becomes_a_workdir(make_repo) -> None:
             "PROJECT_DIR/run.py": "",
         },
     )
-    kept = sorted((f.value["command"], f.value["workdir"]) for f in experiments(ctx).values())
+    kept = sorted((f.value.command, f.value.workdir) for f in experiments(ctx).values())
     assert kept == [("python -m pkg.train --d 4", "."), ("python run.py", "PROJECT_DIR")]
-    rejected = [f.value["reason"] for f in ctx.findings if f.kind == "rejected"]
+    rejected = [f.value.reason for f in ctx.findings if f.kind == "rejected"]
     assert len(rejected) == 4
     assert all("a placeholder for the reader's folder" in r for r in rejected)

@@ -30,7 +30,7 @@ def test_non_python_install_and_vendored_scripts_are_not_experiments(make_repo) 
             "run exp.sh": "python x.py\n",
         },
     )
-    assert [(f.key, f.value["command"]) for f in ctx.findings] == [("run-exp", "bash 'run exp.sh'")]
+    assert [(f.key, f.value.command) for f in ctx.findings] == [("run-exp", "bash 'run exp.sh'")]
 
 
 def test_binary_script_warns(make_repo) -> None:
