@@ -95,7 +95,7 @@ from reprobridge.evidence.redact import Redactor, scrub_env, secrets_from_env
 from reprobridge.evidence.sign import load_private_key, sign_bundle
 from reprobridge.evidence.store import EvidenceStore
 from reprobridge.manifest.io import read_manifest
-from reprobridge.manifest.schema import Experiment, Manifest
+from reprobridge.manifest.schema import Experiment, Hardware, Manifest
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
 
@@ -723,16 +723,12 @@ def _one_run(
         return _seal_failure(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
         )
-    have = len(gpu.get("gpus") or [])
     # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
     local = opts.executor is None or opts.executor.name == "local"
-    if local and exp.hardware.gpus > have:
+    missing = hardware_missing(exp.hardware, gpu) if local else None
+    if missing is not None:
         # Never a pass on the wrong hardware: the run does not start.
-        reason = (
-            f"hw-unavailable: needs {exp.hardware.gpus} GPU(s), this machine has {have} "
-            f"(NVML: {gpu.get('state', 'unknown')})"
-        )
-        return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
+        return _seal_failure(bundle, run, run_dir, record, "procedure", missing, exp, opts.tier)
 
     checks = check_datasets(manifest, run.experiment, root)
     bundle.write_json(f"{rel(run_dir)}/datasets.json", jsonable(checks))
@@ -844,6 +840,33 @@ def _one_run(
         termination=completed.termination.description,
     )
     return judgement
+
+
+def hardware_missing(hardware: Hardware, gpu: Mapping[str, Any]) -> str | None:
+    """Why this machine lacks the GPUs ``hardware`` asks for (``hw-unavailable: ...``), or
+    None when it has them. ``gpu`` is :func:`~reprobridge.audit.fingerprint.gpu_fingerprint`'s
+    answer; with ``gpu_memory_gb`` only GPUs with at least that much memory count, in GB of
+    10^9 bytes as GPUs are sold (a "16 GB" card reports 15-17 * 10^9)."""
+    gpus = [g for g in gpu.get("gpus") or [] if isinstance(g, dict)]
+    state = gpu.get("state", "unknown")
+    if hardware.gpu_memory_gb is None or hardware.gpus == 0:
+        if hardware.gpus <= len(gpus):
+            return None
+        return (
+            f"hw-unavailable: needs {hardware.gpus} GPU(s), this machine has {len(gpus)} "
+            f"(NVML: {state})"
+        )
+    least = hardware.gpu_memory_gb * 1e9
+    sizes = [g.get("memory_bytes") for g in gpus]
+    big = [b for b in sizes if isinstance(b, int) and b >= least]
+    if hardware.gpus <= len(big):
+        return None
+    largest = max((b for b in sizes if isinstance(b, int)), default=None)
+    have = f", the largest {largest / 1e9:.1f} GB" if largest is not None else ""
+    return (
+        f"hw-unavailable: needs {hardware.gpus} GPU(s) with {hardware.gpu_memory_gb:g} GB "
+        f"each, this machine has {len(big)} (of {len(gpus)} GPU(s){have}; NVML: {state})"
+    )
 
 
 def _stream_record(capture: StreamCapture) -> StreamSummary:

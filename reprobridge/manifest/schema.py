@@ -365,7 +365,15 @@ class Hardware(StrictModel):
     """What the experiment needs to run as the paper ran it."""
 
     gpus: int = Field(0, ge=0, description="NVIDIA GPUs per run.")
-    gpu_memory_gb: float | None = Field(None, gt=0, description="Memory per GPU.")
+    gpu_memory_gb: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Memory per GPU, in GB (10^9 bytes). A local audit counts only GPUs with at "
+            "least this much (NVML): with fewer than `gpus` of them the run does not start "
+            "(hw-unavailable). Not part of a Slurm request."
+        ),
+    )
     cpus: int | None = Field(None, ge=1, description="CPU cores.")
     memory_gb: float | None = Field(None, gt=0, description="Host memory.")
 

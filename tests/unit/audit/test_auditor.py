@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge.audit.auditor import AuditOptions, run_audit
+from reprobridge.audit.auditor import AuditOptions, hardware_missing, run_audit
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import AuditError
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
+from reprobridge.manifest.schema import Hardware
 
 
 def _commit(root: Path) -> None:
@@ -275,3 +276,43 @@ def test_two_identical_clones_audited_at_once_do_not_kill_each_others_runs(tiny_
     ]
     outs = [p.communicate(timeout=240)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outs
+
+
+def _gpus(*gb: float) -> dict[str, object]:
+    """A gpu_fingerprint answer with GPUs of ``gb`` * 10^9 bytes (as NVML reports them)."""
+    return {
+        "state": "ok",
+        "gpus": [{"index": i, "memory_bytes": int(g * 1e9)} for i, g in enumerate(gb)],
+    }
+
+
+def test_gpu_memory_counts_only_gpus_with_that_much() -> None:
+    # A "16 GB" T4 reports 15360 MiB (16.1e9 bytes): it has 16 GB as GPUs are sold.
+    assert hardware_missing(Hardware(gpus=1, gpu_memory_gb=16), _gpus(16.1)) is None
+    assert hardware_missing(Hardware(gpus=2, gpu_memory_gb=40), _gpus(85.9, 42.9)) is None
+    why = hardware_missing(Hardware(gpus=2, gpu_memory_gb=40), _gpus(85.9, 16.1))
+    assert why == (
+        "hw-unavailable: needs 2 GPU(s) with 40 GB each, this machine has 1 "
+        "(of 2 GPU(s), the largest 85.9 GB; NVML: ok)"
+    )
+    assert hardware_missing(Hardware(gpus=1, gpu_memory_gb=80), {"state": "no-pynvml"}) == (
+        "hw-unavailable: needs 1 GPU(s) with 80 GB each, this machine has 0 (of 0 GPU(s); "
+        "NVML: no-pynvml)"
+    )
+    # Without gpu_memory_gb any GPU counts; without gpus nothing is needed.
+    assert hardware_missing(Hardware(gpus=2), _gpus(16.1, 8.0)) is None
+    assert hardware_missing(Hardware(gpu_memory_gb=80), _gpus()) is None
+
+
+def test_gpu_memory_above_the_machines_is_hw_unavailable(tiny_repo) -> None:
+    root = tiny_repo("echo acc=0.9\n", timeout="1h")
+    manifest = root / "reprobridge.toml"
+    manifest.write_text(
+        manifest.read_text().replace(
+            'timeout = "1h"', 'timeout = "1h"\nhardware = {gpus = 1, gpu_memory_gb = 10000}', 1
+        )
+    )
+    _commit(root)
+    v = run_audit(root, AuditOptions(runs=1, backend="host")).summary["experiments"]["main"]
+    assert v["procedure"]["status"] == "fail"
+    assert "hw-unavailable: needs 1 GPU(s) with 10000 GB each" in v["procedure"]["reason"]
