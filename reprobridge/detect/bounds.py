@@ -251,13 +251,15 @@ def _loop_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
             yield bound
 
 
-def literal_bounds(code: str) -> list[LiteralBound]:
+def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBound]:
     """The run-bounding literals of the Python ``code`` (a file, or a cell's code), in
-    source order; none when it does not parse."""
-    try:
-        tree = ast.parse(code)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
+    source order; none when it does not parse. ``tree`` is ``code`` already parsed (the
+    index's cached AST of a file)."""
+    if tree is None:
+        try:
+            tree = ast.parse(code)
+        except (SyntaxError, ValueError, RecursionError):
+            return []
     src = _Source(code)
     try:
         found = {(b.line, b.column): b for b in _setting_bounds(src, tree)}
@@ -283,9 +285,11 @@ class BoundsDetector(Detector):
             if entry.endswith(".ipynb"):
                 findings += self._notebook(entry, text)
             else:
+                # The index's cached tree: the other procedure detectors parse entries too.
+                tree = ctx.index.parse_python(entry)
                 findings += [
                     self._finding(entry, None, b, Evidence(entry, b.line))
-                    for b in literal_bounds(text)
+                    for b in (literal_bounds(text, tree) if tree is not None else [])
                 ]
         return findings
 
