@@ -42,6 +42,7 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
+from pep517 import backend_source, pyproject
 
 FIXTURES = Path(__file__).parent / "fixtures"
 REPOS = FIXTURES / "repos"
@@ -271,56 +272,6 @@ def no_tar_filters(monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(tarfile.TarFile, method, no_filter)
 
 
-#: A PEP 517 backend needing nothing installed (issue 8): building it "attacks" (writes
-#: the secret it can read from RB_TEST_SECRET to a host path), then makes a real wheel
-#: whose module records what the build saw (``evilpkg.SEEN``).
-_HOSTILE_BACKEND = r"""
-import base64, hashlib, os, pathlib, zipfile
-
-ESCAPE = {escape!r}
-
-def _attack():
-    seen = os.environ.get("RB_TEST_SECRET", "absent")
-    try:
-        pathlib.Path(ESCAPE).write_text(seen)
-    except OSError:
-        pass
-    return seen
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    seen = _attack()
-    name = "evilpkg-1.0-py3-none-any.whl"
-    files = {{
-        "evilpkg.py": "SEEN = %r\n" % seen,
-        "evilpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evilpkg\nVersion: 1.0\n",
-        "evilpkg-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }}
-    record = []
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
-        for path, text in files.items():
-            data = text.encode()
-            z.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
-        record.append("evilpkg-1.0.dist-info/RECORD,,")
-        z.writestr("evilpkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
-    return name
-"""
-
-_HOSTILE_PYPROJECT = """[build-system]
-requires = []
-build-backend = "backend"
-backend-path = ["."]
-
-[project]
-name = "evilpkg"
-dynamic = ["version"]
-"""
-
-
 @pytest.fixture
 def hostile_package():
     """``hostile_package(dir, escape)`` -> the files of ``evilpkg`` (no wheel; its version
@@ -328,9 +279,12 @@ def hostile_package():
     writes to the host path ``escape``."""
 
     def _files(directory: str, escape: Path) -> dict[str, str]:
+        # Building it "attacks" (issue 8), then makes a real wheel whose module records
+        # what the build saw (``evilpkg.SEEN``).
+        backend = backend_source("evilpkg", "1.0", '"SEEN = %r\\n" % seen', escape=escape)
         return {
-            f"{directory}/pyproject.toml": _HOSTILE_PYPROJECT,
-            f"{directory}/backend.py": _HOSTILE_BACKEND.format(escape=str(escape)),
+            f"{directory}/pyproject.toml": pyproject("evilpkg"),
+            f"{directory}/backend.py": backend,
         }
 
     return _files

@@ -5,35 +5,19 @@ without PyPI. (tests/ is on sys.path through its conftest.py: ``from pyindex imp
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import hashlib
 import http.server
 import json
 import threading
-import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from pep517 import write_wheel
+
 
 def _wheel(directory: Path, name: str, version: str) -> Path:
-    path = directory / f"{name}-{version}-py3-none-any.whl"
-    info = f"{name}-{version}.dist-info"
-    files = {
-        f"{name}.py": f"VERSION = {version!r}\n",
-        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    with zipfile.ZipFile(path, "w") as z:
-        for rel, text in files.items():
-            data = text.encode()
-            z.writestr(rel, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{rel},sha256={digest.decode()},{len(data)}")
-        record.append(f"{info}/RECORD,,")
-        z.writestr(f"{info}/RECORD", "\n".join(record) + "\n")
-    return path
+    return directory / write_wheel(directory, name, version, f"VERSION = {version!r}\n")
 
 
 @contextlib.contextmanager

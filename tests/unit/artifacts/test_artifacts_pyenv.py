@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from artifacts_helpers import host_python, host_uv, sample_manifest_data
+from pep517 import backend_source, write_sdist, write_wheel
 
 from reprobridge.artifacts import pyenv
 from reprobridge.manifest.schema import Manifest
@@ -209,67 +210,13 @@ def test_guide_says_which_wheels_as_of_when_and_the_import_roots() -> None:
     assert "| PYTHONPATH (own package) | src |" in guide
 
 
-_SDIST_BACKEND = r"""
-import base64, hashlib, os, pathlib, zipfile
-
-def _attack():
-    try:
-        pathlib.Path({escape!r}).write_text(os.environ.get("RB_TEST_SECRET", "absent"))
-    except OSError:
-        pass
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    _attack()
-    return _wheel(wheel_directory, "2.0")
-
-def _wheel(directory, version):
-    name = "dep-%s-py3-none-any.whl" % version
-    files = {{
-        "dep.py": "VERSION = %r\n" % version,
-        "dep-%s.dist-info/METADATA" % version: "Metadata-Version: 2.1\nName: dep\nVersion: %s\n" % version,
-        "dep-%s.dist-info/WHEEL" % version: "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }}
-    record = []
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
-        for path, text in files.items():
-            data = text.encode()
-            z.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
-        record.append("dep-%s.dist-info/RECORD,," % version)
-        z.writestr("dep-%s.dist-info/RECORD" % version, "\n".join(record) + "\n")
-    return name
-"""
-
-
 def _backtracking_index(links: Path, escape: Path) -> None:
     """``dep`` 1.0 as a wheel and 2.0, the newest, as an sdist only (whose build writes
     ``escape``): what pandocfilters was to nbconvert in 2020."""
-    import io
-    import tarfile
-
     links.mkdir(parents=True)
-    scope: dict[str, object] = {}
-    backend = _SDIST_BACKEND.format(escape=str(escape))
-    exec(backend.replace("_attack()\n    return", "return"), scope)
-    scope["_wheel"](str(links), "1.0")  # type: ignore[operator]
-    files = {
-        "dep-2.0/pyproject.toml": (
-            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
-            '[project]\nname = "dep"\ndynamic = ["version"]\n'
-        ),
-        "dep-2.0/backend.py": backend,
-        "dep-2.0/PKG-INFO": "Metadata-Version: 2.1\nName: dep\nVersion: 2.0\n",
-    }
-    with tarfile.open(links / "dep-2.0.tar.gz", "w:gz") as tar:
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+    write_wheel(links, "dep", "1.0", "VERSION = '1.0'\n")
+    backend = backend_source("dep", "2.0", repr("VERSION = '2.0'\n"), escape=escape)
+    write_sdist(links, "dep", "2.0", backend)
 
 
 def _find_links_project(tmp_path: Path) -> Path:

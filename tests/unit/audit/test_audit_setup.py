@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from pep517 import backend_source, pyproject, write_sdist, write_wheel
 
 from reprobridge import sandbox
 from reprobridge.audit.auditor import AuditOptions, run_audit
@@ -149,28 +150,7 @@ def test_by_default_a_package_without_a_wheel_is_built_in_the_runs_sandbox(
 
 def _wheel(directory: Path) -> Path:
     """A pure-Python wheel of ``goodpkg`` 1.0 (nothing runs when it is installed)."""
-    import base64
-    import hashlib
-    import zipfile
-
-    path = directory / "goodpkg-1.0-py3-none-any.whl"
-    files = {
-        "goodpkg.py": "VALUE = 1\n",
-        "goodpkg-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: goodpkg\nVersion: 1.0\n",
-        "goodpkg-1.0.dist-info/WHEEL": (
-            "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-        ),
-    }
-    record = []
-    with zipfile.ZipFile(path, "w") as z:
-        for name, text in files.items():
-            data = text.encode()
-            z.writestr(name, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=")
-            record.append(f"{name},sha256={digest.decode()},{len(data)}")
-        record.append("goodpkg-1.0.dist-info/RECORD,,")
-        z.writestr("goodpkg-1.0.dist-info/RECORD", "\n".join(record) + "\n")
-    return path
+    return directory / write_wheel(directory, "goodpkg", "1.0", "VALUE = 1\n")
 
 
 @needs_sandbox
@@ -289,25 +269,9 @@ def test_an_sdist_requirement_is_built_in_the_sandbox_and_the_rest_comes_from_th
 #: A build backend that imports a runtime package at import time, undeclared in its build
 #: requirements (signatory's setup.py imports torch): in uv's isolated build environment
 #: the import fails; against the venv, where the host installed goodpkg, it succeeds.
-_NEEDS_GOODPKG_BACKEND = r"""
-import goodpkg, os, zipfile
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    name = "needsgood-1.0-py3-none-any.whl"
-    files = {
-        "needsgood.py": "BUILT_WITH = %r\n" % goodpkg.VALUE,
-        "needsgood-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: needsgood\nVersion: 1.0\n",
-        "needsgood-1.0.dist-info/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        "needsgood-1.0.dist-info/RECORD": "",
-    }
-    with zipfile.ZipFile(os.path.join(wheel_directory, name), "w") as z:
-        for path, text in files.items():
-            z.writestr(path, text)
-    return name
-"""
+_NEEDS_GOODPKG_BACKEND = backend_source(
+    "needsgood", "1.0", '"BUILT_WITH = %r\\n" % goodpkg.VALUE', prelude="import goodpkg"
+)
 
 
 @needs_sandbox
@@ -319,9 +283,7 @@ def test_a_build_that_imports_a_runtime_package_is_retried_without_isolation(
     without isolation, against the venv the host filled (still in the sandbox)."""
     pkgs = tmp_path / "pkgs"
     (pkgs / "needsgood").mkdir(parents=True)
-    (pkgs / "needsgood/pyproject.toml").write_text(
-        _HOSTILE_PYPROJECT_LIKE.replace("evilpkg", "needsgood")
-    )
+    (pkgs / "needsgood/pyproject.toml").write_text(pyproject("needsgood"))
     (pkgs / "needsgood/backend.py").write_text(_NEEDS_GOODPKG_BACKEND)
     wheel = _wheel(pkgs)
     reqs = [f"goodpkg @ {wheel.as_uri()}", f"needsgood @ {(pkgs / 'needsgood').as_uri()}"]
@@ -350,76 +312,20 @@ def test_a_build_that_imports_a_runtime_package_is_retried_without_isolation(
     assert "needsgood" in record["built_from_source"]["built"]
 
 
-_HOSTILE_PYPROJECT_LIKE = """[build-system]
-requires = []
-build-backend = "backend"
-backend-path = ["."]
-
-[project]
-name = "evilpkg"
-dynamic = ["version"]
-"""
-
-
-_BT_BACKEND = r"""
-import base64, hashlib, os, zipfile
-
-def get_requires_for_build_wheel(config_settings=None):
-    return []
-
-def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
-    return wheel(wheel_directory, "2.0")
-
-def wheel(directory, version):
-    name = "rbbt_dep-%s-py3-none-any.whl" % version
-    info = "rbbt_dep-%s.dist-info" % version
-    files = {
-        "rbbt_dep.py": "VERSION = %r\n" % version,
-        info + "/METADATA": "Metadata-Version: 2.1\nName: rbbt-dep\nVersion: %s\n" % version,
-        info + "/WHEEL": "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    with zipfile.ZipFile(os.path.join(directory, name), "w") as z:
-        for path, text in files.items():
-            data = text.encode()
-            z.writestr(path, data)
-            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-            record.append("%s,sha256=%s,%d" % (path, digest, len(data)))
-        record.append(info + "/RECORD,,")
-        z.writestr(info + "/RECORD", "\n".join(record) + "\n")
-    return name
-"""
-
-
 @pytest.fixture
 def backtracking_index(tmp_path: Path):
     """A PEP 503 index over HTTP on localhost: ``rbbt-dep`` 1.0 as a wheel, 2.0 (the newest)
     as an sdist only, as pandocfilters was in 2019. Yields the index URL."""
     import http.server
-    import io
-    import tarfile
     import threading
 
     root = tmp_path / "index"
     files = root / "rbbt-dep"
     files.mkdir(parents=True)
-    scope: dict[str, object] = {}
-    exec(_BT_BACKEND, scope)
-    scope["wheel"](str(files), "1.0")  # type: ignore[operator]
-    members = {
-        "rbbt_dep-2.0/pyproject.toml": (
-            '[build-system]\nrequires = []\nbuild-backend = "backend"\nbackend-path = ["."]\n'
-            '[project]\nname = "rbbt-dep"\ndynamic = ["version"]\n'
-        ),
-        "rbbt_dep-2.0/backend.py": _BT_BACKEND,
-        "rbbt_dep-2.0/PKG-INFO": "Metadata-Version: 2.1\nName: rbbt-dep\nVersion: 2.0\n",
-    }
-    with tarfile.open(files / "rbbt_dep-2.0.tar.gz", "w:gz") as tar:
-        for name, text in members.items():
-            data = text.encode()
-            member = tarfile.TarInfo(name)
-            member.size = len(data)
-            tar.addfile(member, io.BytesIO(data))
+    write_wheel(files, "rbbt-dep", "1.0", "VERSION = '1.0'\n")
+    write_sdist(
+        files, "rbbt-dep", "2.0", backend_source("rbbt-dep", "2.0", repr("VERSION = '2.0'\n"))
+    )
     links = "".join(f'<a href="{p.name}">{p.name}</a>\n' for p in sorted(files.iterdir()))
     (files / "index.html").write_text(f"<html><body>\n{links}</body></html>\n")
 
