@@ -12,6 +12,9 @@ Contracts:
   ``acc=0.91`` still works when the run prints ``loss=-2e-05``.
 * :func:`skip_path` says which files are never the repository's own procedure (vendored
   environments, build outputs, caches); :func:`is_test_path` which are its tests.
+* :func:`normalize_path` and :func:`tidy_path` clean the paths detectors read from text;
+  :func:`continued_lines` groups a file's lines at backslash continuations (shell scripts,
+  README commands, Makefiles, Dockerfiles, requirements files).
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from __future__ import annotations
 import re
 import shlex
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from reprobridge.detect.findings import ExperimentKind
 
@@ -218,6 +222,49 @@ def label_regex(label: str, sep: str, *, value: str = NUMBER) -> str:
     sep_core = sep.strip()
     tail = r"\s*" + re.escape(sep_core) + r"\s*" if sep_core else r"\s+"
     return head + tail + value
+
+
+def normalize_path(path: str) -> str:
+    """``path`` without ``.`` and empty parts, each ``..`` taking away the part before it
+    (and never climbing above the root): ``a/./b/../c`` -> ``a/c``, ``../x`` -> ``x``."""
+    parts: list[str] = []
+    for part in PurePosixPath(path).parts:
+        if part == "..":
+            if parts:
+                parts.pop()
+        elif part not in {".", ""}:
+            parts.append(part)
+    return "/".join(parts)
+
+
+def tidy_path(path: str) -> str:
+    """A path literal as written, stripped of blanks, leading ``./`` and trailing ``/``
+    (``"./data/"`` -> ``data``); the caller decides which are usable."""
+    path = path.strip()
+    while path.startswith("./"):
+        path = path[2:]
+    return path.rstrip("/")
+
+
+def continued_lines(lines: Iterable[tuple[int, str]]) -> list[tuple[int, list[str]]]:
+    """Physical lines grouped into logical ones: a line whose text ends with a backslash
+    continues on the next. ``lines`` are (line number, text) as the caller cleaned them;
+    each result is (first line number, the texts, backslashes removed)."""
+    out: list[tuple[int, list[str]]] = []
+    parts: list[str] = []
+    start = 0
+    for number, text in lines:
+        if not parts:
+            start = number
+        if text.endswith("\\"):
+            parts.append(text[:-1])
+            continue
+        parts.append(text)
+        out.append((start, parts))
+        parts = []
+    if parts:
+        out.append((start, parts))
+    return out
 
 
 def first_line(text: str, max_len: int = 200) -> str:

@@ -44,7 +44,7 @@ from reprobridge.detect._pyast import (
     str_arg,
 )
 from reprobridge.detect._select import procedure_files
-from reprobridge.detect._text import skip_path, slugify
+from reprobridge.detect._text import skip_path, slugify, tidy_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.configs import is_config_path
 from reprobridge.detect.findings import DatasetValue
@@ -133,10 +133,7 @@ class _Found:
 
 
 def _norm_path(path: str) -> str | None:
-    path = path.strip()
-    while path.startswith("./"):
-        path = path[2:]
-    path = path.rstrip("/")
+    path = tidy_path(path)
     if not path or path.startswith(("/", "~", "$", "..")) or "\n" in path or " " in path:
         return None
     return path

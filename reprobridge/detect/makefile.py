@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 
 from reprobridge.detect._text import (
     RunCommand,
+    continued_lines,
     parse_run,
     skip_path,
     slugify,
@@ -77,21 +78,15 @@ class _Rule:
 
 
 def _logical(text: str) -> list[tuple[int, str]]:
-    out: list[tuple[int, str]] = []
-    parts: list[str] = []
-    start = 0
+    """Continuation-joined lines with their first line number; the line that ends a
+    continuation is stripped (a recipe's first line keeps its tab)."""
+    lines: list[tuple[int, str]] = []
+    continued = False
     for number, raw in enumerate(text.splitlines(), 1):
-        if not parts:
-            start = number
-        if raw.endswith("\\"):
-            parts.append(raw[:-1])
-            continue
-        parts.append(raw if not parts else raw.strip())
-        out.append((start, " ".join(parts)))
-        parts = []
-    if parts:
-        out.append((start, " ".join(parts)))
-    return out
+        ends = continued and not raw.strip().endswith("\\")
+        lines.append((number, raw.strip() if ends else raw))
+        continued = raw.endswith("\\")
+    return [(start, " ".join(parts)) for start, parts in continued_lines(lines)]
 
 
 def parse_makefile(text: str) -> tuple[dict[str, str], set[str], list[_Rule]]:

@@ -66,6 +66,7 @@ from reprobridge.detect._select import procedure_files, resolve_import
 from reprobridge.detect._text import (
     looks_like_metric,
     metric_name,
+    tidy_path,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import (
@@ -105,10 +106,7 @@ class _Metric:
 
 
 def _norm(path: str) -> str | None:
-    path = path.strip()
-    while path.startswith("./"):
-        path = path[2:]
-    path = path.rstrip("/")
+    path = tidy_path(path)
     if not path or path.startswith(_NOT_OUTPUT) or "$" in path or "\n" in path or path == ".":
         return None
     return path

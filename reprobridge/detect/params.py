@@ -45,7 +45,7 @@ from reprobridge.detect._pyast import (
     str_arg,
 )
 from reprobridge.detect._select import procedure_files
-from reprobridge.detect._text import key_line, param_name
+from reprobridge.detect._text import key_line, normalize_path, param_name
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ParamValue, SeedValue, Syntax, UnboundedValue
 from reprobridge.detect.index import RepoIndex
@@ -564,17 +564,6 @@ def _dict_params(
 # -- hydra ---------------------------------------------------------------------------------
 
 
-def _norm(path: str) -> str:
-    parts: list[str] = []
-    for part in PurePosixPath(path).parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in {".", ""}:
-            parts.append(part)
-    return "/".join(parts)
-
-
 def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     """(dotted key, scalar) pairs of nested mappings; lists and None-valued maps are skipped."""
     out: list[tuple[str, Any]] = []
@@ -628,9 +617,9 @@ def hydra_params(
             config_name = str_arg(dec, 1, "config_name")
             if config_name is None:
                 continue
-            base = _norm(f"{PurePosixPath(path).parent}/{config_path or ''}")
+            base = normalize_path(f"{PurePosixPath(path).parent}/{config_path or ''}")
             name = config_name if config_name.endswith((".yaml", ".yml")) else f"{config_name}.yaml"
-            file = _norm(f"{base}/{name}")
+            file = normalize_path(f"{base}/{name}")
             if file not in ctx.index:
                 ctx.warn(f"@hydra.main names {file}, which is not in the repository", path)
                 continue
@@ -677,7 +666,7 @@ def _hydra_file(
                         ev,
                     )
                 )
-            sub = _norm(f"{base}/{group}/{option}.yaml")
+            sub = normalize_path(f"{base}/{group}/{option}.yaml")
             if sub in ctx.index:
                 sub_text = ctx.index.try_read_text(sub) or ""
                 global_pkg = "@package _global_" in sub_text[:500]
@@ -819,7 +808,7 @@ def _module_file(ctx: DetectContext, importer: str, dotted_name: str) -> tuple[s
     for cut in range(len(parts) - 1, 0, -1):
         stem = "/".join(parts[:cut])
         for cand in (f"{stem}.py", f"{stem}/__init__.py", f"src/{stem}.py", f"{base}/{stem}.py"):
-            norm = _norm(cand)
+            norm = normalize_path(cand)
             if norm in ctx.index:
                 return norm, parts[cut:]
     return "", []

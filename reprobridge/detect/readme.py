@@ -31,11 +31,14 @@ its sentences about results ("This reproduces the ... row of Table 2") become
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
 from reprobridge.detect._text import (
     RunCommand,
+    continued_lines,
+    normalize_path,
     parse_run,
     skip_path,
     slugify,
@@ -208,48 +211,37 @@ def _rst_blocks(path: str, text: str) -> list[_Block]:
     return blocks
 
 
+def _norm(path: str) -> str:
+    """:func:`~reprobridge.detect._text.normalize_path`, with ``.`` for the root."""
+    return normalize_path(path) or "."
+
+
 def _logical_lines(block: _Block) -> list[tuple[int, str]]:
     """Prompt-stripped, continuation-joined lines of a block (with their first line number)."""
     prompted = any(_PROMPT_RE.match(t) for _, t in block.lines)
-    out: list[tuple[int, str]] = []
-    start = 0
-    parts: list[str] = []
-    for number, raw in block.lines:
-        if parts:
-            text = raw.strip()
-            if prompted and text.startswith("> "):
-                text = text[2:].strip()  # the shell's continuation prompt (PS2)
-        elif prompted:
-            match = _PROMPT_RE.match(raw)
-            if not match:
-                continue  # program output in a console transcript
-            text = raw[match.end() :].strip()
-        else:
-            text = raw.strip()
-        if not parts:
-            start = number
-        if text.endswith("\\"):
-            parts.append(text[:-1].rstrip())
-            continue
-        parts.append(text)
-        joined = " ".join(p for p in parts if p)
-        parts = []
-        if joined:
-            out.append((start, joined))
-    if parts:
-        out.append((start, " ".join(p for p in parts if p)))
-    return out
 
+    def lines() -> Iterator[tuple[int, str]]:
+        continued = False
+        for number, raw in block.lines:
+            if continued:
+                text = raw.strip()
+                if prompted and text.startswith("> "):
+                    text = text[2:].strip()  # the shell's continuation prompt (PS2)
+            elif prompted:
+                match = _PROMPT_RE.match(raw)
+                if not match:
+                    continue  # program output in a console transcript
+                text = raw[match.end() :].strip()
+            else:
+                text = raw.strip()
+            yield number, text
+            continued = text.endswith("\\")
 
-def _norm(path: str) -> str:
-    parts: list[str] = []
-    for part in PurePosixPath(path).parts:
-        if part == "..":
-            if parts:
-                parts.pop()
-        elif part not in {".", ""}:
-            parts.append(part)
-    return "/".join(parts) or "."
+    joined = (
+        (start, " ".join(p for p in (part.rstrip() for part in parts) if p))
+        for start, parts in continued_lines(lines())
+    )
+    return [(start, text) for start, text in joined if text]
 
 
 #: A ``cd`` target that stands for the reader's own folder, in any case: ``<path>``,

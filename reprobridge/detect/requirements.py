@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from reprobridge.detect._text import skip_path
+from reprobridge.detect._text import continued_lines, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import IndexRole, IndexValue, PythonVersionValue, RequirementValue
@@ -136,27 +136,18 @@ def parse_requirement(text: str, *, path: str, line: int) -> Requirement:
 
 def logical_lines(text: str) -> list[tuple[int, str]]:
     """(first physical line number, joined line) after continuations and comments."""
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not buf:
-            start = number
-        # A comment ends the logical line even when it ends with a backslash (pip does so).
-        stripped = _COMMENT_RE.sub("", raw)
-        if stripped.endswith("\\") and stripped == raw:
-            buf.append(stripped[:-1])
-            continue
-        buf.append(stripped)
-        joined = " ".join(" ".join(buf).split())
-        buf = []
-        if joined:
-            out.append((start, joined))
-    if buf:
-        joined = " ".join(" ".join(buf).split())
-        if joined:
-            out.append((start, joined))
-    return out
+
+    def lines() -> Iterator[tuple[int, str]]:
+        for number, raw in enumerate(text.splitlines(), start=1):
+            stripped = _COMMENT_RE.sub("", raw)
+            # A comment ends the logical line even when it ends with a backslash (pip does
+            # so): the blank keeps the backslash from continuing it.
+            yield number, stripped if stripped == raw else stripped + " "
+
+    joined = (
+        (start, " ".join(" ".join(parts).split())) for start, parts in continued_lines(lines())
+    )
+    return [(start, line) for start, line in joined if line]
 
 
 def _split_option(tokens: list[str]) -> tuple[str, str | None, list[str]]:

@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from reprobridge.detect._text import (
     RunCommand,
+    continued_lines,
     parse_run,
     skip_path,
     slugify,
@@ -38,24 +40,19 @@ _PY_KINDS = frozenset({"script", "module", "notebook"})
 
 def script_lines(text: str) -> list[tuple[int, str]]:
     """Continuation-joined, non-comment lines of a shell script with their first line number."""
-    out: list[tuple[int, str]] = []
-    parts: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not parts:
-            start = number
-            if not line or line.startswith("#"):
-                continue
-        if line.endswith("\\"):
-            parts.append(line[:-1].rstrip())
-            continue
-        parts.append(line)
-        out.append((start, " ".join(p for p in parts if p)))
-        parts = []
-    if parts:
-        out.append((start, " ".join(p for p in parts if p)))
-    return out
+
+    def lines() -> Iterator[tuple[int, str]]:
+        continued = False
+        for number, raw in enumerate(text.splitlines(), 1):
+            line = raw.strip()
+            if continued or (line and not line.startswith("#")):
+                yield number, line
+                continued = line.endswith("\\")
+
+    return [
+        (start, " ".join(p for p in (part.rstrip() for part in parts) if p))
+        for start, parts in continued_lines(lines())
+    ]
 
 
 def runs_in(text: str) -> list[tuple[int, RunCommand]]:

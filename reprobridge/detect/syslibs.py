@@ -26,7 +26,7 @@ from reprobridge.detect._pkgmap import (
     DEBIAN_TO_NIX,
     PYTHON_SYSTEM_NEEDS,
 )
-from reprobridge.detect._text import skip_path
+from reprobridge.detect._text import continued_lines, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import RequirementValue, SystemLibraryValue
@@ -48,21 +48,8 @@ class _Entry:
 
 def _joined(text: str) -> list[tuple[int, str]]:
     """Lines with shell ``\\`` continuations joined, each with its first line number."""
-    out: list[tuple[int, str]] = []
-    buf: list[str] = []
-    start = 0
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not buf:
-            start = number
-        if raw.rstrip().endswith("\\"):
-            buf.append(raw.rstrip()[:-1])
-            continue
-        buf.append(raw)
-        out.append((start, " ".join(buf)))
-        buf = []
-    if buf:
-        out.append((start, " ".join(buf)))
-    return out
+    lines = enumerate((raw.rstrip() for raw in text.splitlines()), start=1)
+    return [(start, " ".join(parts)) for start, parts in continued_lines(lines)]
 
 
 def apt_packages(line: str) -> list[str]:

@@ -8,13 +8,16 @@ import pytest
 
 from reprobridge.detect._text import (
     NUMBER,
+    continued_lines,
     key_line,
     label_regex,
     metric_name,
+    normalize_path,
     param_name,
     parse_run,
     slugify,
     split_shell,
+    tidy_path,
     unique_id,
 )
 from reprobridge.manifest.schema import ID_PATTERN, METRIC_PATTERN, PARAM_PATTERN
@@ -145,3 +148,23 @@ def test_key_line_follows_the_nesting() -> None:
     assert key_line(lines, "model.lr") == 2
     assert key_line(lines, "x.lr") == 5
     assert key_line(lines, "nothing.here") is None
+
+
+def test_normalize_path_never_climbs_above_the_root() -> None:
+    assert normalize_path("a/./b/../c") == "a/c"
+    assert normalize_path("../x") == "x"
+    assert normalize_path("./") == ""
+
+
+def test_tidy_path_strips_dot_prefixes_and_trailing_slashes() -> None:
+    assert tidy_path("  ././data/cifar/ ") == "data/cifar"
+    assert tidy_path("/abs/") == "/abs"
+
+
+def test_continued_lines_join_at_backslashes() -> None:
+    lines = [(1, "python a.py \\"), (2, "  --lr 1 \\"), (3, "  --x"), (4, "echo"), (5, "tail \\")]
+    assert continued_lines(lines) == [
+        (1, ["python a.py ", "  --lr 1 ", "  --x"]),
+        (4, ["echo"]),
+        (5, ["tail "]),
+    ]
