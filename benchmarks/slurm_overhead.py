@@ -99,6 +99,26 @@ def _sbatch(root: Path, out: Path) -> tuple[float, float]:
         time.sleep(0.01)
 
 
+def audit_argv(root: Path, *args: str) -> list[str]:
+    """`rb audit` of ``root`` on the Slurm executor, one run, host backend (what this
+    benchmark measures, and what tests/unit/audit/test_slurm.py runs)."""
+    return [
+        sys.executable,
+        "-m",
+        "reprobridge",
+        "audit",
+        "-C",
+        str(root),
+        "--runs",
+        "1",
+        "--backend",
+        "host",
+        "--executor",
+        "slurm",
+        *args,
+    ]
+
+
 def _rb(root: Path) -> tuple[float, float, list[float]]:
     """(first output, end, the phases' durations) of one `rb audit --executor slurm`."""
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
@@ -106,21 +126,7 @@ def _rb(root: Path) -> tuple[float, float, list[float]]:
     before = set(slurm.rglob("run/stdout.log"))
     wall0, t0 = time.time(), time.monotonic()
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reprobridge",
-            "audit",
-            "-C",
-            str(root),
-            "--runs",
-            "1",
-            "--backend",
-            "host",
-            "--executor",
-            "slurm",
-            "-q",
-        ],
+        audit_argv(root, "-q"),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=env,

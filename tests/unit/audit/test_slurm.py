@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.slurm_overhead import audit_argv
 from reprobridge.audit.slurm import (
     INFRA_STATES,
     JobResources,
@@ -130,28 +131,9 @@ def test_slurm_only_flags_are_refused_for_the_local_executor(tiny_repo, flag: li
 # -- the real engine -----------------------------------------------------------------------------
 
 
-def _audit_argv(root: Path, *args: str) -> list[str]:
-    """`rb audit` of ``root`` on the Slurm executor, one run, host backend."""
-    return [
-        sys.executable,
-        "-m",
-        "reprobridge",
-        "audit",
-        "-C",
-        str(root),
-        "--runs",
-        "1",
-        "--backend",
-        "host",
-        "--executor",
-        "slurm",
-        *args,
-    ]
-
-
 def _audit(root: Path, *args: str, **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        _audit_argv(root, *args),
+        audit_argv(root, *args),
         capture_output=True,
         text=True,
         timeout=kw.pop("timeout", 360),  # type: ignore[arg-type]
@@ -263,7 +245,7 @@ def _audit_process(root: Path, *args: str) -> Iterator[subprocess.Popen[str]]:
     """`rb audit` running in the background; stopped (TERM: it cancels its jobs by id) if
     the test leaves it running, so a failed test leaks no auditor and no queued jobs."""
     proc = subprocess.Popen(
-        _audit_argv(root, *args),
+        audit_argv(root, *args),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -452,7 +434,7 @@ def test_a_run_the_node_lost_is_resubmitted_and_both_attempts_are_recorded(tiny_
 def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     root = tiny_repo("sleep 6; echo acc=0.9\n")
     proc = subprocess.Popen(
-        _audit_argv(root),
+        audit_argv(root),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         env=_env(),
