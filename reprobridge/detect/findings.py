@@ -97,12 +97,17 @@ class RequirementValue(FindingValue, kind="python_requirement"):
 
     ``declared`` is False for one only seen in imports (flagged by the merge). The imports
     detector also gives the files that import it (``importers``), and marks one imported
-    only by tests, docs or benchmarks (``support_only``)."""
+    only by tests, docs or benchmarks (``support_only``); the requirements detector marks
+    one from an optional requirements file (``optional``)."""
 
     requirement: str
     declared: bool
     importers: tuple[str, ...] | None = field(default=None, metadata=ABSENT)
     support_only: bool = field(default=False, metadata=ABSENT)
+    #: Declared in an optional requirements file only: a development/test/docs set or a
+    #: variant beside the base file (``requirements-atari.txt``); the merge keeps it only
+    #: when code the chosen experiments run imports it.
+    optional: bool = field(default=False, metadata=ABSENT)
 
 
 class OptionalImportValue(FindingValue, kind="optional_import"):

@@ -80,12 +80,13 @@ def requirement_finding(
     confidence: Confidence = "high",
     note: str = "",
     declared: bool = True,
+    optional: bool = False,
 ) -> Finding:
     """The ``python_requirement`` finding of one validated requirement."""
     return Finding(
         kind="python_requirement",
         key=canonicalize_name(req.name),
-        value=RequirementValue(str(req), declared),
+        value=RequirementValue(str(req), declared, optional=optional),
         evidence=(evidence,),
         detector=detector,
         confidence=confidence,
@@ -211,6 +212,8 @@ class RequirementsParser:
     detector: str
     confidence: Confidence = "high"
     note: str = ""
+    #: The files being parsed are optional sets (see :class:`RequirementValue`).
+    optional: bool = False
     findings: list[Finding] = field(default_factory=list)
     visited: set[str] = field(default_factory=set)
     constraints: dict[str, tuple[str, Evidence]] = field(default_factory=dict)
@@ -333,7 +336,12 @@ class RequirementsParser:
             return
         self.findings.append(
             requirement_finding(
-                req, evidence, self.detector, confidence=self.confidence, note=self.note
+                req,
+                evidence,
+                self.detector,
+                confidence=self.confidence,
+                note=self.note,
+                optional=self.optional,
             )
         )
 
@@ -389,22 +397,31 @@ class RequirementsDetector(Detector):
             if scope.declared(p)
             or (p.startswith(base + "requirements/") and p.count("/") == base.count("/") + 1)
         ]
-        # Main files first, so that a dev or nested file they include keeps "high".
-        phases: list[tuple[list[str], Confidence, str]] = [
-            ([p for p in top if not _is_auxiliary(p)], "high", ""),
+        variants = _variants(roots)
+        # Main files first, so that a dev, variant or nested file they include keeps "high".
+        phases: list[tuple[list[str], Confidence, str, bool]] = [
+            ([p for p in top if not _is_auxiliary(p) and p not in variants], "high", "", False),
             (
                 [p for p in top if _is_auxiliary(p)],
                 "medium",
                 "from a development/test/docs requirements file",
+                True,
+            ),
+            (
+                [p for p in top if p in variants and not _is_auxiliary(p)],
+                "medium",
+                "from an optional requirements file beside the base one",
+                True,
             ),
             (
                 [p for p in roots if p not in top],
                 "medium",
                 "from a requirements file in a subdirectory",
+                False,
             ),
         ]
-        for paths, confidence, note in phases:
-            parser.confidence, parser.note = confidence, note
+        for paths, confidence, note, optional in phases:
+            parser.confidence, parser.note, parser.optional = confidence, note, optional
             for path in paths:
                 if path in top:
                     parser.parse_file(path)
@@ -416,6 +433,29 @@ class RequirementsDetector(Detector):
 _AUX_RE = re.compile(
     r"(?:^|[-_./])(?:dev|develop|test|tests|testing|docs?|lint|style|ci)(?:[-_.]|$)"
 )
+
+
+#: Names of the base file of a folder of requirement files (``requirements/base.txt``).
+_BASE_NAMES = frozenset(
+    {"requirements.txt", "base.txt", "main.txt", "common.txt", "core.txt", "prod.txt",
+     "production.txt", "run.txt", "runtime.txt", "install.txt", "default.txt"}
+)  # fmt: skip
+
+
+def _variants(paths: list[str]) -> set[str]:
+    """The optional variants among requirement files: those in a folder that also holds a
+    base file (``requirements.txt``, ``requirements/base.txt``), other than the base
+    (``requirements-atari.txt``, ``requirements/gpu.txt``). A variant the base includes
+    (``-r``) is read with the base, as part of it."""
+    by_folder: dict[str, list[str]] = {}
+    for path in paths:
+        by_folder.setdefault(path.rpartition("/")[0], []).append(path)
+    out: set[str] = set()
+    for files in by_folder.values():
+        bases = {p for p in files if p.rpartition("/")[2].lower() in _BASE_NAMES}
+        if bases:
+            out |= set(files) - bases
+    return out
 
 
 def _is_auxiliary(path: str) -> bool:

@@ -280,7 +280,10 @@ def drop_unreached_imports(
     ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding[ExperimentValue]]
 ) -> list[str]:
     """Drop, in place, requirements known only from imports (declared in no file) that no
-    file the ``chosen`` experiments run imports; return one line per dropped import.
+    file the ``chosen`` experiments run imports, and those declared only in an optional
+    requirements file (development/test/docs sets, variants beside the base file such as
+    ``requirements-atari.txt``) that none of those files imports; return one line per
+    dropped requirement.
 
     What an experiment runs is its script or notebook and the repository modules it
     imports, transitively; a file that loads modules by name (``importlib``) adds its
@@ -294,18 +297,32 @@ def drop_unreached_imports(
         return []
     py_paths = set(ctx.index.python_paths())
     reached: set[str] = set()
+    names: set[str] = set()  # the top-level names the reached files import
     for entry in entries:
         for path, code in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT):
             reached.add(path)
+            names |= scan_imports(code.encode("utf-8", "surrogateescape"))
             if _DYNAMIC_IMPORT.search(code):
                 folder = path.rpartition("/")[0]
-                reached |= {p for p in py_paths if p.rpartition("/")[0] == folder}
-    return _drop_requirements(
-        by_kind,
-        lambda f: (
+                for sibling in sorted(py_paths - reached):
+                    if sibling.rpartition("/")[0] == folder:
+                        reached.add(sibling)
+                        text = ctx.index.try_read_text(sibling) or ""
+                        names |= scan_imports(text.encode("utf-8", "surrogateescape"))
+
+    required = {
+        canonicalize_name(f.key) for f in of_type(by_kind, RequirementValue) if not f.value.optional
+    }
+
+    def unreached(f: Finding[RequirementValue]) -> bool:
+        if f.value.optional:  # an optional requirements file: only for what is imported,
+            key = canonicalize_name(f.key)  # and never over a required declaration's pin
+            return key in required or not names & _import_names(key)
+        return (
             f.detector == "imports"
             and not f.value.declared
             and bool(f.value.importers)
             and not reached.intersection(f.value.importers or ())
-        ),
-    )
+        )
+
+    return _drop_requirements(by_kind, unreached)
