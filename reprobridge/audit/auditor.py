@@ -68,6 +68,7 @@ from reprobridge.audit.executors import (
 from reprobridge.audit.hostenv import HostInstall, built_from_source
 from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.offline import offline_requirements
+from reprobridge.audit.pkglisting import PackageListings
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
@@ -384,6 +385,11 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         )
         stack.callback(shutil.rmtree, cache, ignore_errors=True)
         executor = opts.executor or LocalExecutor(unsandboxed=sandboxed)
+        # Runs share a package listing only where a run writes nothing outside its own
+        # directory (bubblewrap) and the next run is on this machine.
+        listings = PackageListings(
+            reuse=isinstance(executor, LocalExecutor) and executor.unsandboxed is None
+        )
         results: dict[int, RunJudgement | None] = {}
         detached = 0
         for group in _groups(plan, executor):
@@ -406,6 +412,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     gpu,
                     cache,
                     executor,
+                    listings,
                 )
                 try:
                     prepared.append((i, steps, next(steps)))
@@ -669,9 +676,11 @@ def _one_run(
     gpu: dict[str, Any],
     cache: Path,
     executor: Executor,
+    listings: PackageListings,
 ) -> _RunSteps:
     """Execute (or reuse, when resuming) one run; return its RunJudgement. ``cache`` is
-    the audit's private uv cache for sandboxed setup steps.
+    the audit's private uv cache for sandboxed setup steps; ``listings`` lists the run's
+    Python packages (once per environment of the audit, see audit/pkglisting.py).
 
     A coroutine, so that an executor can take many prepared runs at once (a job array):
     once the workspace and environment are ready it yields the run's request and is sent
@@ -798,10 +807,14 @@ def _one_run(
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
         # The listing runs the run's python3, which the run could have replaced: in its
         # sandbox, never on the host.
-        listing = fp.python_packages(
+        binds = (*setup.ro_binds, *extra)
+        listing = listings.listing(
             "python3",
             run_env,
-            run=_step_runner(executor, workspace, ctx.scratch, (*setup.ro_binds, *extra), run.key),
+            run=_step_runner(executor, workspace, ctx.scratch, binds, run.key),
+            run_dir=Path(tmp),
+            workspace=workspace,
+            ro_binds=binds,
         )
         bundle.write_json(f"{rel(run_dir)}/packages.json", listing)
     finally:

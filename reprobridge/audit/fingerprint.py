@@ -413,24 +413,39 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
 # -- Python packages ----------------------------------------------------------------------
 
 #: Runs inside the experiment's Python (3.8+: importlib.metadata); prints one JSON object.
+#: The current directory (the run's workspace) is taken off ``sys.path`` before anything
+#: is imported, so that a file there cannot stand in for a module the listing imports; the
+#: distributions are still looked for there, as the run's Python would find them.
+#: ``--search`` adds where it looked (:mod:`reprobridge.audit.pkglisting` keys on it).
 _LIST_PACKAGES = """\
-import json, sys
+import sys
+cwd = sys.path.pop(0) if sys.path and sys.path[0] == "" else None
+import json, os
 try:
     from importlib import metadata
 except ImportError:
     print(json.dumps({"error": "importlib.metadata is unavailable (Python < 3.8)"}))
     raise SystemExit(0)
+path = sys.path if cwd is None else [cwd] + sys.path
 seen = set()
-for dist in metadata.distributions():
+for dist in metadata.distributions(path=path):
     name = dist.metadata["Name"]
     if name:
         seen.add((name, dist.version or ""))
-print(json.dumps({
+out = {
     "python": sys.version.split()[0],
     "executable": sys.executable,
     "prefix": sys.prefix,
     "packages": [{"name": n, "version": v} for n, v in sorted(seen, key=lambda p: (p[0].lower(), p[1]))],
-}))
+}
+if "--search" in sys.argv[1:]:
+    import site
+    out["search"] = {
+        "path": [p or os.getcwd() for p in path],
+        "cwd": os.getcwd(),
+        "user_site": site.getusersitepackages() if site.ENABLE_USER_SITE else None,
+    }
+print(json.dumps(out))
 """
 
 
@@ -440,17 +455,21 @@ def python_packages(
     *,
     run: Runner = _machine.default_run,
     timeout: float = 120.0,
+    search: bool = False,
 ) -> dict[str, Any]:
     """Name and version of every distribution installed for ``python`` in ``env``.
 
     Runs ``python -c`` with exactly ``env`` (the run environment; ``python`` is looked up
-    on its ``PATH``) from ``/``, so a module file in the repository cannot shadow one the
-    listing imports. Packages are sorted by name (case-insensitive), then version. On
-    failure the dict has ``error`` and an empty ``packages``.
+    on its ``PATH``) from ``/``; the current directory's modules never stand in for the
+    ones the listing imports. Packages are sorted by name (case-insensitive), then
+    version. On failure the dict has ``error`` and an empty ``packages``. ``search``: the
+    dict also has ``search``, where the interpreter looked (``path``: ``sys.path`` with the
+    current directory as a path, ``cwd``, ``user_site``), which is not evidence.
     """
     base: dict[str, Any] = {"python": None, "executable": None, "packages": []}
+    argv = [python, "-c", _LIST_PACKAGES, *(["--search"] if search else [])]
     try:
-        got = run([python, "-c", _LIST_PACKAGES], timeout=timeout, cwd=Path("/"), env=env)
+        got = run(argv, timeout=timeout, cwd=Path("/"), env=env)
     except (MachineError, CommandFailed) as exc:
         return {**base, "error": str(exc)}
     if got.returncode != 0:

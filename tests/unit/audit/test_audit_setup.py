@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from pep517 import backend_source, pyproject, write_sdist, write_wheel
@@ -371,3 +372,45 @@ def test_without_a_lock_the_requirements_resolve_in_the_sandbox_not_backwards(
     assert record["built_from_source"]["without_wheel"] == ["rbbt-dep"]
     env = json.loads((result.path / "environment.json").read_text())
     assert env["fingerprint"]["resolution"].startswith("in a sandbox")
+
+
+@needs_sandbox
+def test_runs_in_one_environment_share_a_listing_and_a_run_that_changes_it_gets_its_own(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 14: the package listing ran for every run (a second sandbox and an interpreter
+    start, most of an audit's cost per run). Runs in the same environment now share one;
+    every run still records its packages.json, naming its own venv, and `rb verify` reads
+    them; the run that adds a distribution is listed again."""
+    from reprobridge.audit import fingerprint as fp
+    from reprobridge.audit.verify import verify_audit
+
+    real = fp.python_packages
+    calls: list[str] = []
+
+    def counting(python: str, env: Any, **kw: Any) -> dict[str, Any]:
+        calls.append(env.get("RB_RUN_ID", ""))
+        return real(python, env, **kw)
+
+    monkeypatch.setattr(fp, "python_packages", counting)
+    wheel = _wheel(tmp_path)
+    script = (
+        'if [ "$RB_RUN_ID" = "main/2" ]; then\n'
+        "  mkdir extra-1.0.dist-info\n"
+        "  printf 'Metadata-Version: 2.1\\nName: extra\\nVersion: 1.0\\n' > extra-1.0.dist-info/METADATA\n"
+        "fi\n"
+        "echo acc=0.9\n"
+    )
+    root = _committed(make_repo, f"goodpkg @ {wheel.as_uri()}", {"run.sh": script})
+    result = run_audit(root, AuditOptions(runs=3, backend="host"))
+    assert result.passed, json.dumps(result.summary, indent=1)
+    listings = [
+        json.loads((result.path / f"runs/main/{k}/packages.json").read_text()) for k in range(3)
+    ]
+    names = [{p["name"] for p in listing["packages"]} for listing in listings]
+    assert "goodpkg" in names[0] and names[1] == names[0] and names[2] == names[0] | {"extra"}
+    executables = [listing["executable"] for listing in listings]
+    assert len(set(executables)) == 3  # each run's own venv
+    assert all(e.endswith("/repo/repro/python/.venv/bin/python3") for e in executables)
+    assert calls == ["main/0", "main/2"]  # run 1 reused run 0's listing
+    assert verify_audit(result.path).ok
