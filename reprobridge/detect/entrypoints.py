@@ -44,12 +44,12 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
+from reprobridge.detect._cli_params import cli_params
 from reprobridge.detect._pyast import call_name, import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ExperimentKind, ExperimentValue, RejectedValue
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.params import cli_params
 
 _NAME_RE = re.compile(
     r"(?:^|[_\-.])(?:train\w*|eval\w*|evaluate|test_model|run\w*|main|experiment\w*|exp\d*|"
