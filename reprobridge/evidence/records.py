@@ -662,36 +662,15 @@ class AuditSummary:
         return [ClaimResult.from_json(c, f"audit.json.claims[{i}]") for i, c in enumerate(raw)]
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            **self.judged,
-            "format": self.FORMAT,
-            "audit_id": self.audit_id,
-            "rb_version": self.rb_version,
-            "backend": self.backend,
-            "hermetic": self.hermetic,
-            "sandboxed": self.sandboxed,
-            "sandbox": self.sandbox,
-            "started": self.started,
-            "finished": self.finished,
-            "warnings": list(self.warnings),
-        }
+        own = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        del own["judged"]
+        return {**self.judged, "format": self.FORMAT, **jsonable(own)}
 
     @classmethod
     def from_json(cls, raw: Any) -> AuditSummary:
         f = _Fields(raw, "audit.json")
         f.format(cls.FORMAT)
-        own = {
-            "format",
-            "audit_id",
-            "rb_version",
-            "backend",
-            "hermetic",
-            "sandboxed",
-            "sandbox",
-            "started",
-            "finished",
-            "warnings",
-        }
+        own = {"format", *(f.name for f in dataclasses.fields(cls))} - {"judged"}
         warnings = f.raw.get("warnings")
         return cls(
             judged={k: v for k, v in f.raw.items() if k not in own},
