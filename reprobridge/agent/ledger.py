@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import functools
 import json
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from importlib.resources import files
 from typing import Any
+
+from reprobridge.data import PRICES_FILE, load
 
 _PER = 1_000_000
 
@@ -65,10 +65,8 @@ class Usage:
 
 @functools.cache
 def price_table() -> dict[str, Price]:
-    """The packaged ``prices.toml`` as ``{model prefix: Price}``."""
-    raw = tomllib.loads(
-        files("reprobridge.agent").joinpath("prices.toml").read_text(encoding="utf-8")
-    )
+    """The packaged ``prices.toml`` (:mod:`reprobridge.data`) as ``{model prefix: Price}``."""
+    raw = load(PRICES_FILE)
     return {name: Price(**{k: float(v) for k, v in p.items()}) for name, p in raw["models"].items()}
 
 

@@ -7,31 +7,42 @@ release dates the Python project renderer bounds torch with.
 ``nixpkgs-pins.toml`` is a copy of ``shared/data/nixpkgs-pins.toml`` (the known nixpkgs
 releases and the torch/TensorFlow/JAX <-> CUDA <-> gcc pairings). It is package data so that
 an installed ``rb`` works offline without the source tree.
+
+``io_calls.toml`` holds the library calls that download, read or write data (typed in
+:mod:`reprobridge.detect._io_calls`); ``prices.toml`` the model prices of the agent's cost
+ledger (typed in :mod:`reprobridge.agent.ledger`).
+
+Each file is parsed on first use and once per process (:func:`load`); importing this package
+reads nothing, so commands that need no table (``rb --help``) do not pay for one.
 """
 
 from __future__ import annotations
 
 import tomllib
-from functools import lru_cache
+from functools import cache
 from importlib.resources import files
 from typing import Any
 
 PINS_FILE = "nixpkgs-pins.toml"
 PACKAGES_FILE = "packages.toml"
+IO_CALLS_FILE = "io_calls.toml"
+PRICES_FILE = "prices.toml"
 
 
-@lru_cache(maxsize=1)
-def load_pins() -> dict[str, Any]:
-    """The parsed ``nixpkgs-pins.toml``, read once per process.
+@cache
+def load(name: str) -> dict[str, Any]:
+    """The parsed data file ``name`` of this package, read once per process.
 
     Callers must not mutate the returned dict (it is shared through the cache).
     """
-    text = files(__name__).joinpath(PINS_FILE).read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    return tomllib.loads(files(__name__).joinpath(name).read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=1)
+def load_pins() -> dict[str, Any]:
+    """The parsed ``nixpkgs-pins.toml`` (see :func:`load`)."""
+    return load(PINS_FILE)
+
+
 def load_packages() -> dict[str, Any]:
-    """The parsed ``packages.toml``, read once per process (callers must not mutate it)."""
-    text = files(__name__).joinpath(PACKAGES_FILE).read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    """The parsed ``packages.toml`` (see :func:`load`)."""
+    return load(PACKAGES_FILE)

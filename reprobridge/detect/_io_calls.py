@@ -15,16 +15,14 @@ Only literals are read: ``np.load(args.path)`` is no evidence of anything.
 from __future__ import annotations
 
 import ast
-import tomllib
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
-from importlib.resources import files
 from typing import Literal
 
+from reprobridge.data import IO_CALLS_FILE, load
 from reprobridge.detect._pyast import call_name, import_map, kwarg, literal
 
-IO_CALLS_FILE = "io_calls.toml"
 #: The "function" of code in a module's ``if __name__ == "__main__":`` block: it runs when
 #: the file is the script, never when it is imported.
 MAIN_BLOCK = "<__main__>"
@@ -55,8 +53,7 @@ class IoRules:
 @lru_cache(maxsize=1)
 def rules() -> IoRules:
     """The shipped rules, read once per process."""
-    text = files("reprobridge.data").joinpath(IO_CALLS_FILE).read_text(encoding="utf-8")
-    data = tomllib.loads(text)
+    data = load(IO_CALLS_FILE)
     return IoRules(
         downloads=tuple(
             DownloadRule(
