@@ -9,13 +9,16 @@ applied to a copy of the file (:mod:`reprobridge.artifacts.derive`).
 
 What counts (never executing anything):
 
-* outside function bodies (module level, ``if``/``with``/``for`` blocks, class bodies: the
-  places a notebook cell or a script keeps its settings), a name the run-bounds vocabulary
+* in the code that runs when the file runs (module level, ``if``/``with``/``for`` blocks,
+  class bodies, and the bodies of the module's functions that code calls by name, such as
+  ``main()``: the places a notebook cell or a script keeps its settings; not the body of a
+  function nothing calls), a name the run-bounds vocabulary
   knows (:mod:`reprobridge.detect.runbounds`: ``max_iters``, ``num_epochs``, ...) given a
   positive whole number: assigned to a name, an attribute or a string subscript
   (``EPOCHS = 500``, ``C.trainer.max_iters = 2000``, ``cfg["epochs"] = 10``), annotated
   (``epochs: int = 10``), a dict literal's entry (``{"epochs": 100}``) or a call's keyword
-  (``Trainer(max_epochs=100)``, ``model.fit(x, y, epochs=10)``);
+  (``Trainer(max_epochs=100)``, ``model.fit(x, y, epochs=10)``; not a solver's iteration
+  cap such as scikit-learn's ``max_iter=``, :data:`SOLVER_KEYWORDS`);
 * anywhere in the file, a ``for`` loop over ``range(N)`` (also ``range(1, N)``,
   ``trange(N)``, ``tqdm(range(N))``, ``enumerate(range(N))``) with a literal ``N`` whose body
   takes a training step: calls ``backward``/``step``/``zero_grad``/``apply_gradients``/...,
@@ -51,6 +54,10 @@ TRAINING_CALLS = frozenset(
         "training_step", "train_on_batch", "train_batch", "optimize", "fit_batch",
     }
 )  # fmt: skip
+#: Call keywords that cap a solver's iterations (scikit-learn's ``LinearSVC(max_iter=...)``,
+#: scipy's ``options={"maxiter": ...}``), not the run's length: lowered, the solver stops
+#: unconverged and the smoke run shows another model.
+SOLVER_KEYWORDS = frozenset({"max_iter", "n_iter", "maxiter", "max_iterations"})
 #: Words in an assigned name that make the assignment a training update.
 _UPDATE_WORDS = ("loss", "grad")
 #: Iterator calls a training loop wraps ``range`` in, or replaces it with.
@@ -159,11 +166,12 @@ def _named(src: _Source, name: str | None, node: ast.expr) -> Iterator[LiteralBo
             yield found
 
 
-def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
-    """Named bounds outside function bodies (see the module docstring)."""
-    stack: list[ast.stmt] = list(tree.body)
+def _run_statements(body: list[ast.stmt]) -> list[ast.stmt]:
+    """Every statement of ``body`` outside function bodies (nested blocks and class bodies
+    included)."""
+    stack: list[ast.stmt] = list(body)
     statements: list[ast.stmt] = []
-    while stack:  # every statement outside a function, class bodies included
+    while stack:
         stmt = stack.pop(0)
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -173,6 +181,29 @@ def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
                 stack.append(child)
             elif isinstance(child, ast.ExceptHandler):
                 stack.extend(child.body)
+    return statements
+
+
+def _settings_code(tree: ast.Module) -> list[ast.stmt]:
+    """The statements that run when the file runs and hold its settings: those outside
+    function bodies, plus the bodies of the module's own functions that this code calls by
+    name (``main()`` under a ``__main__`` guard, a notebook cell's ``train()``)."""
+    statements = _run_statements(tree.body)
+    called = {
+        node.func.id
+        for stmt in statements
+        for node in walk_shallow([stmt])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    for stmt in tree.body:
+        if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in called:
+            statements += _run_statements(stmt.body)
+    return statements
+
+
+def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
+    """Named bounds in the code that runs (see the module docstring)."""
+    statements = _settings_code(tree)
     for stmt in statements:
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
@@ -195,7 +226,8 @@ def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
                             yield from _named(src, key.value, value)
                 elif isinstance(node, ast.Call):
                     for kw in node.keywords:
-                        yield from _named(src, kw.arg, kw.value)
+                        if kw.arg not in SOLVER_KEYWORDS:
+                            yield from _named(src, kw.arg, kw.value)
 
 
 def _trains(body: list[ast.stmt]) -> bool:

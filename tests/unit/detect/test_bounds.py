@@ -21,6 +21,11 @@ from reprobridge.recovery.smoke import literal_smoke_value
         ("trainer = Trainer(max_epochs=100)", "max_epochs", "100"),
         ("if __name__ == '__main__':\n    training_steps = 800", "training_steps", "800"),
         ("class Cfg:\n    num_iterations = 300", "num_iterations", "300"),
+        (
+            "def main():\n    clf.fit(X, y, n_epochs=50)\n\nif __name__ == '__main__':\n    main()",
+            "n_epochs",
+            "50",
+        ),
     ],
 )
 def test_named_settings_are_bounds(code: str, name: str, was: str) -> None:
@@ -38,7 +43,8 @@ def test_named_settings_are_bounds(code: str, name: str, was: str) -> None:
         "epochs = 0",
         "max_iters = compute()",
         "max_iters = 2000.5",
-        "def train():\n    epochs = 100",  # a function's local, not a setting
+        "def train():\n    epochs = 100",  # a function nothing calls: not what runs
+        "clf = LinearSVC(max_iter=10000)",  # a solver's cap, not the run's length
         "for i in range(1000):\n    plt.plot(i)",  # a loop with no training step
         "for i in range(n):\n    loss.backward()",  # a bound that is not a literal
         "while True:\n    opt.step()",
