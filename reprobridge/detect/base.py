@@ -9,49 +9,6 @@ Each finding kind has its own value class in :mod:`reprobridge.detect.findings`,
 documents the value's fields and the finding's ``key``; ``Finding[V]`` is a finding whose
 value is a ``V``, and the merge reads the values typed (``of_type``, :meth:`DetectContext.of`):
 
-kind [key]             value
-=====================  ==========================================================================
-python_requirement     ``{"requirement": "torch==2.1.2; python_version<'3.12'",
- [normalized dist]      "declared": bool}`` — declared=False for one only seen in imports (flagged)
-optional_import        ``{"requirement": dist, "module": name}`` — imported only inside a ``try``
- [normalized dist]      that catches a failed import (evidence: every guarded import)
-python_index [url]     ``{"url": str, "role": "index" | "extra"}``
-python_pin [dist]      ``{"version": "1.24.4", "lock": path}`` — a committed lock's version
-python_version         ``{"exact": "3.10"}`` or ``{"specifier": ">=3.8,<3.12"}`` (PEP 440 set)
- ["python"]
-cuda ["cuda"]          ``{"version": "12.1"}`` (major.minor)
-nvcc ["nvcc"]          ``{}`` — CUDA sources are compiled (``.cu``, ``cpp_extension``)
-compiler ["gcc"]       ``{"version": "11"}`` (major)
-system_library         ``{"name": original name}`` — key is the nixpkgs attribute name
- [nixpkgs attr]
-experiment [id]        ``{"command": str, "kind": "script"|"module"|"notebook"|"make"|"shell",
-                        "description": str, "entry": path of the script/notebook/Makefile,
-                        "workdir": "."}``
-param [entry::name]    ``{"entry": path, "name": str, "flag": "--lr" | None,
-                        "default": scalar | None, "type": "int"|"float"|"str"|"bool"|None,
-                        "syntax": "space" | "equals"}`` — ``--lr 0.1`` or ``a.b=0.1``
-seed [entry]           ``{"entry": path, "flag": "--seed" | None, "default": int | None,
-                        "syntax": ...}`` (syntax only with a flag)
-unbounded [entry]      ``{"entry": path, "reason": str, "flag": "--max-steps" | None}``, plus
-                        ``"name"``, ``"syntax"``, ``"default"`` of the bounding parameter
-bound [entry::[cell:]   ``BoundValue``: a literal of the entry file that bounds the run
- line:column]           (``EPOCHS = 500``, ``for k in range(2000)`` around a training step)
-dataset [id]           ``{"path": str?, "url": str?, "name": str?, "generated": bool?}``
-output [entry::path]   ``{"entry": path, "path": str}``
-metric [name]          ``{"entry": path, "source": {"regex": str} | {"file": str, "key": str}}``
-target [row::column]   ``{"row": str, "column": str, "value": float, "table": str,
-                        "caption": str, "higher_is_better": bool | None, "percent": bool,
-                        "spread": float (the ± of "91.2 ± 0.3"; absent without one)}``
-claim [better>worse]   ``{"better": row label, "worse": row label, "metric": column | None}``
-hardware [entry]       ``{"gpus": int}``
-rejected [path]        ``{"entry": path, "reason": str}`` — looked at as an experiment, not one
-mention [path]         ``{"entry": path}`` — the top-level README names this script/notebook
-logged_metric [name]   ``{"entry": path, "name": str, "sink": "wandb" | "tensorboard"}``
-reproduces [file:line] ``{"text": str}`` — a README sentence about which paper result the code gives
-project [field]        ``{"value": str}`` — name, title, url, doi, license; authors also
-                        carry ``"values": [str, ...]``
-=====================  ==========================================================================
-=======
 ====================  ==========================  =====================================
 kind                  value class                 key
 ====================  ==========================  =====================================
@@ -77,6 +34,7 @@ output                ``OutputValue``             ``entry::path``
 metric                ``MetricValue``             metric name
 logged_metric         ``LoggedMetricValue``       metric name
 fetch                 ``FetchValue``              entry
+service               ``ServiceValue``            entry (``Makefile::target``)
 input                 ``InputValue``              entry
 target                ``TargetValue``             ``row::column``
 claim                 ``ClaimValue``              ``better>worse``

@@ -228,6 +228,14 @@ class EntryValue(FindingValue):
     entry: str
 
 
+class ServiceValue(EntryValue, kind="service"):
+    """[entry, or ``Makefile::target`` for make]: commands an experiment's command, shell script or Makefile runs that need a
+    daemon, a cluster or the network, which the audit's offline sandbox lacks (``docker``,
+    ``kubectl``, ``sbatch``, ``wget``): ``tools``, each named once, in order of appearance."""
+
+    tools: tuple[str, ...]
+
+
 class MentionValue(EntryValue, kind="mention"):
     """[path]: the top-level README names this script or notebook."""
 

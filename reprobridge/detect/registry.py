@@ -35,6 +35,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.makefile:MakefileDetector",
     "reprobridge.detect.entrypoints:EntryPointsDetector",
     "reprobridge.detect.notebooks:NotebooksDetector",
+    "reprobridge.detect.services:ServicesDetector",
     "reprobridge.detect.gpu:GpuDetector",
     "reprobridge.detect.params:ParamsDetector",
     "reprobridge.detect.bounds:BoundsDetector",

@@ -26,12 +26,14 @@ from reprobridge.detect.findings import (
     ParamValue,
     RejectedValue,
     SeedValue,
+    ServiceValue,
     Syntax,
     TargetValue,
     UnboundedValue,
     of_type,
 )
 from reprobridge.detect.runbounds import smoke_value
+from reprobridge.detect.services import service_key
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
@@ -242,6 +244,7 @@ def merge_experiments(
             if (flag := x.value.flag)
         )
     )
+    services = {f.key for f in of_type(by_kind, ServiceValue)}
     chosen, others = rank(
         [k[0] for k in kept],
         of_type(by_kind, MentionValue),
@@ -250,6 +253,7 @@ def merge_experiments(
         lambda f: any(h.value.gpus > 0 for h in _hardware(by_kind, f)),
         frozenset(m.value.entry for m in of_type(by_kind, MetricValue)),
         bounded,
+        lambda f: service_key(f.value, f.key) in services,
     )
     for r in others:
         cmd = " ".join(r.finding.value.command.split())
@@ -379,6 +383,15 @@ def _main_first(
                 f"({', '.join(fetch.value.datasets)}; {fetch.sources()[0]}): the audit "
                 "runs offline, so provide it first (see [datasets]); the main experiment is "
                 "one that needs no download where there is one"
+            )
+    services = {f.key: f for f in of_type(by_kind, ServiceValue)}
+    for f, _cmd, _entry, _params in kept:
+        if (key := service_key(f.value, f.key)) in services:
+            service = services.pop(key)
+            res.warnings.append(
+                f"{key}: runs {', '.join(service.value.tools)} ({service.sources()[0]}), "
+                "which the audit's offline sandbox does not have: run it by hand; the main "
+                "experiment is one that needs none where there is one"
             )
     best = chosen[0]
     main = next(k for k in kept if k[0] is best.finding)

@@ -68,11 +68,14 @@ WEIGHTS: dict[str, int] = {
 #: repository's own data first) but never drops one that qualifies.
 HANDICAPS: dict[str, int] = {
     "reads data the repository lacks": 20,
+    "needs a service the offline sandbox lacks": 20,
     "needs a GPU": 10,
     "no parameter bounds a smoke run": 10,
 }
 #: Handicaps that mean a smoke audit (offline, on a CPU) cannot run the candidate at all.
-BLOCKING = frozenset({"reads data the repository lacks", "needs a GPU"})
+BLOCKING = frozenset(
+    {"reads data the repository lacks", "needs a service the offline sandbox lacks", "needs a GPU"}
+)
 #: A candidate scoring at least this is kept even when it is not declared.
 KEEP_SCORE = 35
 #: Most experiments one manifest gets from ranking.
@@ -144,6 +147,7 @@ def score(
     reporting: frozenset[str] = frozenset(),
     bounded: frozenset[str] | None = None,
     mention_lines: dict[str, int] | None = None,
+    needs_service: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
 ) -> Ranked:
     """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` are the
     entries whose data is fetched at run time, ``needs_gpu`` says whether a run needs a GPU
@@ -151,7 +155,8 @@ def score(
     ``reporting`` the entries with a recovered metric (an experiment reports a result; a
     data generator or an apriori demo beside it does not), ``bounded`` the entries a smoke
     tier can bound (None: not known, no handicap), ``mention_lines`` the README line that
-    first mentions each entry."""
+    first mentions each entry, ``needs_service`` whether a run needs a tool that needs a daemon,
+    a cluster or the network (docker, kubectl, wget)."""
     entry = f.value.entry
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -173,6 +178,7 @@ def score(
         c
         for c, hit in (
             ("reads data the repository lacks", entry in fetching),
+            ("needs a service the offline sandbox lacks", needs_service(f)),
             ("needs a GPU", needs_gpu(f)),
             ("no parameter bounds a smoke run", bounded is not None and entry not in bounded),
         )
@@ -265,6 +271,7 @@ def rank(
     needs_gpu: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
     reporting: frozenset[str] = frozenset(),
     bounded: frozenset[str] | None = None,
+    needs_service: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, others) of ``candidates`` (already deduplicated): kept has the main
     experiment first (:func:`main_key`, chosen among all candidates), then the rest best
@@ -272,7 +279,7 @@ def rank(
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
     paper's ``target`` findings, whose row labels may name an experiment; ``fetching``,
-    ``needs_gpu``, ``reporting`` and ``bounded`` as in :func:`score`.
+    ``needs_gpu``, ``reporting``, ``bounded`` and ``needs_service`` as in :func:`score`.
     """
     mention_lines: dict[str, int] = {}
     for m in mentions:
@@ -284,7 +291,7 @@ def rank(
         (
             score(
                 f, {m.key for m in mentions}, rows, fetching, needs_gpu, reporting, bounded,
-                mention_lines,
+                mention_lines, needs_service,
             )
             for f in candidates
         ),

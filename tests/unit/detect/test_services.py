@@ -1,0 +1,38 @@
+"""ServicesDetector: commands that need a daemon, a cluster or the network."""
+
+from __future__ import annotations
+
+from reprobridge.detect import detect_repo
+from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.registry import detectors
+from reprobridge.detect.services import command_tools
+
+
+def test_command_words_not_arguments() -> None:
+    assert command_tools("docker build -t x . && kubectl apply -f a.yaml") == ["docker", "kubectl"]
+    assert command_tools("FOO=1 sudo /usr/bin/wget https://x/y | tar x") == ["wget"]
+    assert command_tools("python train.py --out docker_logs  # uses curl later") == []
+    assert command_tools("echo 'ssh is not run here'") == []
+    assert command_tools("  # docker run x") == []
+
+
+def test_makefile_only_the_target_recipe_counts(make_repo) -> None:
+    root = make_repo(
+        {
+            "Makefile": (
+                "train:\n\tpython train.py\n\nimage:\n\tdocker build -t x .\n\n"
+                "fetch:\n\twget https://example.org/data.zip\n"
+            ),
+            "README.md": "```bash\nmake train\nmake fetch\n```\n",
+            "train.py": "print('loss: 1.0')\n",
+        },
+        git=False,
+    )
+    ctx = detect_repo(
+        RepoIndex.from_directory(root), only=detectors({"readme", "makefile", "services"})
+    )
+    services = [f for f in ctx.findings if f.kind == "service"]
+    # make train runs python only; make fetch downloads; the image target is nobody's recipe
+    assert [(f.key, f.value.tools, f.sources()) for f in services] == [
+        ("Makefile::fetch", ("wget",), ["Makefile:8"])
+    ]
