@@ -17,7 +17,7 @@ interleaved, ``--repeat`` times:
   ``git archive --format=tar | gzip -n`` / ``| zstd -3 -T1``;
 
 and ``rb unpack`` (verify, extract, re-hash) against ``tar xzf`` / ``tar --zstd -xf`` of
-the same archive. Prints medians, sizes and the ratios rb / baseline (targets: pack <= 1.2x
+the same archive (``--no-unpack``: packing only). Prints medians, sizes and the ratios rb / baseline (targets: pack <= 1.2x
 gz, <= 1.5x zst). ``RB_BENCH_EXTRA_PATH`` adds a directory to rb's PYTHONPATH (a
 ``pip install --target`` of ``zstandard`` for the zst rows).
 """
@@ -94,7 +94,9 @@ def timed(cmd: str, cwd: Path) -> float:
     return time.perf_counter() - t
 
 
-def bench_tree(name: str, root: Path, work: Path, repeat: int, formats: list[str]) -> None:
+def bench_tree(
+    name: str, root: Path, work: Path, repeat: int, formats: list[str], unpack: bool = True
+) -> None:
     files = subprocess.run(
         ["git", "-C", str(root), "ls-files", "-z"], capture_output=True, check=True
     ).stdout
@@ -119,16 +121,15 @@ def bench_tree(name: str, root: Path, work: Path, repeat: int, formats: list[str
             for k, c in cmds.items():  # interleaved: load changes hit every side alike
                 times[k].append(timed(c, work))
         med = {k: statistics.median(v) for k, v in times.items()}
-        unpack: dict[str, list[float]] = {"rb unpack": [], "tar x": []}
-        for i in range(repeat):
+        unpacked: dict[str, list[float]] = {"rb unpack": [], "tar x": []}
+        for i in range(repeat if unpack else 0):
             dest = work / f"u{i}"
-            unpack["rb unpack"].append(timed(f"{py} -m reprobridge unpack {rb_out} {dest}", work))
+            unpacked["rb unpack"].append(timed(f"{py} -m reprobridge unpack {rb_out} {dest}", work))
             shutil.rmtree(dest)
             dest.mkdir()
             xflag = "-xzf" if fmt == "gz" else "--zstd -xf"
-            unpack["tar x"].append(timed(f"tar -C {dest} {xflag} {rb_out}", work))
+            unpacked["tar x"].append(timed(f"tar -C {dest} {xflag} {rb_out}", work))
             shutil.rmtree(dest)
-        umed = {k: statistics.median(v) for k, v in unpack.items()}
         print(f"  [{fmt}] pack (median of {repeat}):")
         for k, v in med.items():
             size = {"rb archive": rb_out, "tar": tar_out, "git archive": ga_out}[k].stat().st_size
@@ -138,10 +139,12 @@ def bench_tree(name: str, root: Path, work: Path, repeat: int, formats: list[str
             f"rb/git archive {med['rb archive'] / med['git archive']:.2f}x, "
             f"size rb/tar {rb_out.stat().st_size / tar_out.stat().st_size:.3f}"
         )
-        print(
-            f"  [{fmt}] unpack: rb {umed['rb unpack']:.3f} s, tar {umed['tar x']:.3f} s, "
-            f"ratio {umed['rb unpack'] / umed['tar x']:.2f}x"
-        )
+        if unpack:
+            umed = {k: statistics.median(v) for k, v in unpacked.items()}
+            print(
+                f"  [{fmt}] unpack: rb {umed['rb unpack']:.3f} s, tar {umed['tar x']:.3f} s, "
+                f"ratio {umed['rb unpack'] / umed['tar x']:.2f}x"
+            )
 
 
 def main() -> None:
@@ -151,6 +154,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--formats", default="gz,zst")
     ap.add_argument("--no-synthetic", action="store_true")
+    ap.add_argument("--no-unpack", action="store_true", help="time packing only")
     args = ap.parse_args()
     formats = args.formats.split(",")
     probe = subprocess.run(
@@ -168,13 +172,27 @@ def main() -> None:
             make_synthetic(tree, args.files)
             commit_all(tree)
             (base / "w0").mkdir()
-            bench_tree(f"synthetic {args.files}", tree, base / "w0", args.repeat, formats)
+            bench_tree(
+                f"synthetic {args.files}",
+                tree,
+                base / "w0",
+                args.repeat,
+                formats,
+                unpack=not args.no_unpack,
+            )
         for i, real in enumerate(args.real):
             tree = base / f"real{i}"
             subprocess.run(["git", "clone", "-q", "--local", str(real), str(tree)], check=True)
             commit_all(tree)
             (base / f"w{i + 1}").mkdir()
-            bench_tree(f"real {real}", tree, base / f"w{i + 1}", args.repeat, formats)
+            bench_tree(
+                f"real {real}",
+                tree,
+                base / f"w{i + 1}",
+                args.repeat,
+                formats,
+                unpack=not args.no_unpack,
+            )
     finally:
         shutil.rmtree(base, ignore_errors=True)
 

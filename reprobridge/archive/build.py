@@ -37,7 +37,6 @@ from reprobridge.constants import MANIFEST_FILE
 from reprobridge.errors import ArchiveError, ManifestError
 from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.hashing import sha256_bytes
-from reprobridge.evidence.records import jsonable
 
 MANIFEST_JSON = "MANIFEST.json"
 SIGNATURE_FILE = "MANIFEST.dsse.json"
@@ -96,6 +95,10 @@ class ArchiveResult:
     def to_json(self) -> dict[str, Any]:
         """The `rb archive --json` document (stable keys): the fields, ``path`` as a
         string and ``epoch`` as ``source_date_epoch``."""
+        # Imported here: the record module (81 dataclasses, statistics) is ~50 ms of a
+        # small archive's start, and only --json needs it (issue 14).
+        from reprobridge.evidence.records import jsonable
+
         doc: dict[str, Any] = jsonable(self)
         doc["source_date_epoch"] = doc.pop("epoch")
         return doc

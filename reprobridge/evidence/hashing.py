@@ -12,7 +12,6 @@ import hashlib
 import os
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 #: Read size. 1 MiB amortises the syscall and Python overhead to noise per byte.
@@ -74,5 +73,9 @@ def sha256_files(paths: Iterable[Path], *, workers: int = 1) -> dict[Path, tuple
     items = list(paths)
     if workers <= 1 or len(items) < 2:
         return {p: sha256_file(p) for p in items}
+    # Imported here: concurrent.futures pulls in logging (~10 ms of every command that
+    # hashes anything, most of which never use threads).
+    from concurrent.futures import ThreadPoolExecutor
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
         return dict(zip(items, pool.map(sha256_file, items), strict=True))
