@@ -17,8 +17,9 @@ interleaved, ``--repeat`` times:
   ``git archive --format=tar | gzip -n`` / ``| zstd -3 -T1``;
 
 and ``rb unpack`` (verify, extract, re-hash) against ``tar xzf`` / ``tar --zstd -xf`` of
-the same archive (``--no-unpack``: packing only). Prints medians, sizes and the ratios rb / baseline (targets: pack <= 1.2x
-gz, <= 1.5x zst). ``RB_BENCH_EXTRA_PATH`` adds a directory to rb's PYTHONPATH (a
+the same archive (``--no-unpack``: packing only). Prints medians (wall, and CPU: user +
+sys of every process a command waited for), sizes and the ratios rb / baseline (targets:
+pack <= 1.2x gz, <= 1.5x zst). ``RB_BENCH_EXTRA_PATH`` adds a directory to rb's PYTHONPATH (a
 ``pip install --target`` of ``zstandard`` for the zst rows).
 """
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -81,6 +83,20 @@ def _env() -> dict[str, str]:
     return env
 
 
+def _children_cpu() -> float:
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
+
+def timed_cpu(cmd: str, cwd: Path) -> tuple[float, float]:
+    """Wall seconds and CPU seconds (user + sys of the command and every process it
+    waited for: tar's gzip, rb's git) of ``cmd``. On the shared 2-core machine the CPU
+    figure is the steadier one: wall time there is mostly waiting for a core."""
+    cpu = _children_cpu()
+    wall = timed(cmd, cwd)
+    return wall, _children_cpu() - cpu
+
+
 def timed(cmd: str, cwd: Path) -> float:
     t = time.perf_counter()
     subprocess.run(
@@ -117,10 +133,14 @@ def bench_tree(
             "git archive": f"git -C {root} archive --format=tar HEAD | {comp} > {ga_out}",
         }
         times: dict[str, list[float]] = {k: [] for k in cmds}
+        cpus: dict[str, list[float]] = {k: [] for k in cmds}
         for _ in range(repeat):
             for k, c in cmds.items():  # interleaved: load changes hit every side alike
-                times[k].append(timed(c, work))
+                wall, cpu = timed_cpu(c, work)
+                times[k].append(wall)
+                cpus[k].append(cpu)
         med = {k: statistics.median(v) for k, v in times.items()}
+        cmed = {k: statistics.median(v) for k, v in cpus.items()}
         unpacked: dict[str, list[float]] = {"rb unpack": [], "tar x": []}
         for i in range(repeat if unpack else 0):
             dest = work / f"u{i}"
@@ -133,10 +153,12 @@ def bench_tree(
         print(f"  [{fmt}] pack (median of {repeat}):")
         for k, v in med.items():
             size = {"rb archive": rb_out, "tar": tar_out, "git archive": ga_out}[k].stat().st_size
-            print(f"    {k:12s} {v:7.3f} s  {size / 1e6:8.2f} MB")
+            print(f"    {k:12s} {v:7.3f} s wall {cmed[k]:7.3f} s CPU {size / 1e6:8.2f} MB")
         print(
-            f"    ratio rb/tar {med['rb archive'] / med['tar']:.2f}x, "
-            f"rb/git archive {med['rb archive'] / med['git archive']:.2f}x, "
+            f"    ratio rb/tar {med['rb archive'] / med['tar']:.2f}x wall, "
+            f"{cmed['rb archive'] / cmed['tar']:.2f}x CPU; "
+            f"rb/git archive {med['rb archive'] / med['git archive']:.2f}x wall, "
+            f"{cmed['rb archive'] / cmed['git archive']:.2f}x CPU; "
             f"size rb/tar {rb_out.stat().st_size / tar_out.stat().st_size:.3f}"
         )
         if unpack:
