@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from archive_helpers import read_members
 
+from reprobridge import _proc
 from reprobridge.archive import wheels
 from reprobridge.archive.build import ArchiveOptions, build_archive
 from reprobridge.archive.check import check_offline
@@ -148,6 +149,20 @@ def _repo(tmp_path: Path, files: dict[str, bytes]) -> Path:
     subprocess.run([*GIT, "-C", str(root), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(root), "commit", "-qm", "c"], check=True)
     return root
+
+
+def test_source_pipe_is_widened(tmp_path: Path) -> None:
+    """Issue 14: `git archive`'s 64 KiB pipe made a 40 MB stream 640 hand-offs between git
+    and rb, each a wait for a core on a busy machine; git_stream asks for 1 MiB."""
+    fcntl = pytest.importorskip("fcntl")
+    if not hasattr(fcntl, "F_GETPIPE_SZ"):
+        pytest.skip("no F_GETPIPE_SZ (not Linux)")
+    if int(Path("/proc/sys/fs/pipe-max-size").read_text()) < _proc.PIPE_SIZE:
+        pytest.skip("pipe-max-size is below 1 MiB here")
+    root = _repo(tmp_path, {"a.txt": b"a\n"})
+    with _proc.git_stream(root, "archive", "--format=tar", "HEAD") as pipe:
+        assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) == _proc.PIPE_SIZE
+        assert any(m.path == "a.txt" for m in parse_tar(pipe))
 
 
 def test_source_streams_in_git_order_merged_with_artifacts(tmp_path: Path) -> None:
