@@ -54,7 +54,7 @@ from typing import TYPE_CHECKING, Generic, Literal
 # PEP 696 defaults: a bare ``Finding`` is a ``Finding[FindingValue]``.
 from typing_extensions import TypeVar
 
-from reprobridge.detect.findings import ExperimentValue, FindingValue, select
+from reprobridge.detect.findings import ExperimentValue, FindingValue, RejectedValue, select
 
 if TYPE_CHECKING:
     from reprobridge.detect.index import RepoIndex
@@ -99,6 +99,12 @@ class Finding(Generic[V_co]):
     def sources(self) -> list[str]:
         """Evidence as ``file:line`` strings, for the manifest's provenance."""
         return [str(e) for e in self.evidence]
+
+
+def rejected(entry: str, reason: str, evidence: Evidence, detector: str) -> Finding[RejectedValue]:
+    """The ``rejected`` finding of a candidate experiment ``entry`` that is not one (low
+    confidence: a guess about the author's intent), and why."""
+    return Finding("rejected", entry, RejectedValue(entry, reason), (evidence,), detector, "low")
 
 
 @dataclass

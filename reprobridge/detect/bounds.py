@@ -38,7 +38,7 @@ import ast
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Literal
 
 from reprobridge.detect._pyast import dotted, walk_shallow
@@ -353,18 +353,8 @@ class BoundsDetector(Detector):
     ) -> Finding[BoundValue]:
         where = f"cell {cell} line {b.line}" if cell is not None else f"line {b.line}"
         what = "training loop over range()" if b.site == "loop" else f"`{b.name}`"
-        value = BoundValue(
-            entry=entry,
-            cell=cell,
-            line=b.line,
-            column=b.column,
-            was=b.was,
-            value=b.value,
-            name=b.name,
-            site=b.site,
-            start=b.start,
-            code=b.code,
-        )
+        # The finding's value is the literal's record, placed in its entry (and cell).
+        value = BoundValue(entry=entry, cell=cell, **asdict(b))
         return Finding(
             kind="bound",
             key=f"{entry}::{'' if cell is None else f'{cell}:'}{b.line}:{b.column}",

@@ -169,6 +169,13 @@ class _Collector:
         if note and note not in cur.notes:
             cur.notes.append(note)
 
+    def add_path(
+        self, path: str, ev: Evidence, conf: Confidence, note: str, *, generated: bool = False
+    ) -> None:
+        """The dataset at data path ``path``, grouped by :func:`path_dataset`."""
+        ident, ds_path = path_dataset(path)
+        self.add(ident, DatasetValue(path=ds_path, generated=generated), ev, conf, note)
+
 
 def url_dataset(url: str) -> tuple[str | None, DatasetValue, str] | None:
     """(id, value, note) of a data URL, or None when the URL is not a dataset download."""
@@ -337,13 +344,12 @@ class DatasetsDetector(Detector):
             for node, saved in saves:
                 norm = _norm_path(saved)
                 if norm and (norm.startswith(_DATA_PREFIXES) or generator_file):
-                    ident, ds_path = path_dataset(norm)
-                    col.add(
-                        ident,
-                        DatasetValue(path=ds_path, generated=True),
+                    col.add_path(
+                        norm,
                         Evidence(path, node.lineno),
                         "medium",
                         f"random data written by {path}",
+                        generated=True,
                     )
         self._paths(path, tree, imports, col)
 
@@ -390,14 +396,7 @@ class DatasetsDetector(Detector):
                 where = static_path(cand, imports)
                 norm = _norm_path(where[0]) if where else None
                 if norm:
-                    ident, ds_path = path_dataset(norm)
-                    col.add(
-                        ident,
-                        DatasetValue(path=ds_path),
-                        ev,
-                        "high",
-                        f"read with load_dataset({ds!r})",
-                    )
+                    col.add_path(norm, ev, "high", f"read with load_dataset({ds!r})")
             return
         config = str_arg(node, 1, "name")
         full = f"{ds}/{config}" if config else ds
@@ -441,10 +440,8 @@ class DatasetsDetector(Detector):
             if _DATA_DIR_FLAG_RE.match(param.name) and isinstance(param.default, str):
                 norm = _norm_path(param.default)
                 if norm:
-                    ident, ds_path = path_dataset(norm)
-                    col.add(
-                        ident,
-                        DatasetValue(path=ds_path),
+                    col.add_path(
+                        norm,
                         Evidence(path, param.line),
                         "medium",
                         f"default of {param.flag or param.name}",
@@ -459,11 +456,4 @@ class DatasetsDetector(Detector):
             norm = _norm_path(text)
             if not norm or norm.endswith(".py") or "/" not in norm:
                 continue
-            ident, ds_path = path_dataset(norm)
-            col.add(
-                ident,
-                DatasetValue(path=ds_path),
-                Evidence(path, node.lineno),
-                "low",
-                "path literal in the code",
-            )
+            col.add_path(norm, Evidence(path, node.lineno), "low", "path literal in the code")

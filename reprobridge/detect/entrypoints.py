@@ -47,8 +47,8 @@ from pathlib import PurePosixPath
 from reprobridge.detect._cli_params import cli_params
 from reprobridge.detect._pyast import call_name, import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
-from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import ExperimentKind, ExperimentValue, RejectedValue
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding, rejected
+from reprobridge.detect.findings import ExperimentKind, ExperimentValue
 from reprobridge.detect.index import RepoIndex
 
 _NAME_RE = re.compile(
@@ -422,14 +422,7 @@ def _package_module(index: RepoIndex, path: str) -> tuple[str, str] | None:
 
 
 def _rejected(path: str, line: int, reason: str) -> Finding:
-    return Finding(
-        kind="rejected",
-        key=path,
-        value=RejectedValue(path, reason),
-        evidence=(Evidence(path, line),),
-        detector=EntryPointsDetector.name,
-        confidence="low",
-    )
+    return rejected(path, reason, Evidence(path, line), EntryPointsDetector.name)
 
 
 _FIT_METHODS = frozenset({"fit", "train", "fit_generator", "train_model", "run"})

@@ -45,12 +45,11 @@ from reprobridge.detect._text import (
     split_shell,
     unique_id,
 )
-from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding, rejected
 from reprobridge.detect.findings import (
     ExperimentValue,
     HardwareValue,
     MentionValue,
-    RejectedValue,
     ReproducesValue,
 )
 from reprobridge.detect.index import RepoIndex
@@ -307,14 +306,7 @@ def _is_folder(index: RepoIndex, path: str) -> bool:
 
 
 def _readme_rejected(cmd: _Command, entry: str, reason: str) -> Finding:
-    return Finding(
-        kind="rejected",
-        key=entry,
-        value=RejectedValue(entry, reason),
-        evidence=(Evidence(cmd.path, cmd.line),),
-        detector=ReadmeCommandsDetector.name,
-        confidence="low",
-    )
+    return rejected(entry, reason, Evidence(cmd.path, cmd.line), ReadmeCommandsDetector.name)
 
 
 def entry_path(index: RepoIndex, run: RunCommand, workdir: str) -> tuple[str, bool]:
