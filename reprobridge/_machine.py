@@ -159,6 +159,42 @@ def nvml_text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
+class NvmlMemory(Protocol):
+    """``nvmlDeviceGetMemoryInfo``'s answer (bytes)."""
+
+    @property
+    def total(self) -> int: ...
+    @property
+    def used(self) -> int: ...
+
+
+class NvmlUtilization(Protocol):
+    """``nvmlDeviceGetUtilizationRates``'s answer (percent)."""
+
+    @property
+    def gpu(self) -> int: ...
+
+
+class Nvml(Protocol):
+    """The part of pynvml rb reads (the real module, or a test's fake). Strings may come
+    back as bytes (older nvidia-ml-py): read them with :func:`nvml_text`. Optional
+    queries (MIG, ECC, power limit) are looked up by name, as not every version has them."""
+
+    def nvmlInit(self) -> None: ...
+    def nvmlShutdown(self) -> None: ...
+    def nvmlSystemGetDriverVersion(self) -> str | bytes: ...
+    def nvmlSystemGetCudaDriverVersion(self) -> int: ...
+    def nvmlDeviceGetCount(self) -> int: ...
+    def nvmlDeviceGetHandleByIndex(self, index: int) -> object: ...
+    def nvmlDeviceGetCudaComputeCapability(self, handle: object) -> tuple[int, int]: ...
+    def nvmlDeviceGetName(self, handle: object) -> str | bytes: ...
+    def nvmlDeviceGetUUID(self, handle: object) -> str | bytes: ...
+    def nvmlDeviceGetMemoryInfo(self, handle: object) -> NvmlMemory: ...
+    def nvmlDeviceGetUtilizationRates(self, handle: object) -> NvmlUtilization: ...
+    def nvmlDeviceGetPowerUsage(self, handle: object) -> int: ...
+    def nvmlDeviceGetTemperature(self, handle: object, sensor: int) -> int: ...
+
+
 @dataclass(frozen=True)
 class NvmlErrors:
     """pynvml's error classes: ``base`` catches every NVML error; ``unavailable`` the ones
@@ -168,7 +204,7 @@ class NvmlErrors:
     unavailable: tuple[type[BaseException], ...]
 
 
-def nvml_errors(nvml: Any) -> NvmlErrors:
+def nvml_errors(nvml: Nvml) -> NvmlErrors:
     """pynvml's error classes, looked up on the module (or fake) in use."""
     base: tuple[type[BaseException], ...] = (getattr(nvml, "NVMLError", Exception),)
     names = ("NVMLError_LibraryNotFound", "NVMLError_DriverNotLoaded", "NVMLError_NoPermission")
@@ -176,7 +212,7 @@ def nvml_errors(nvml: Any) -> NvmlErrors:
     return NvmlErrors(base=base, unavailable=unavailable)
 
 
-def load_nvml(nvml: Any = None) -> Any:
+def load_nvml(nvml: Nvml | None = None) -> Nvml | None:
     """``nvml`` when given, else the real ``pynvml`` module, else None (not installed)."""
     if nvml is not None:
         return nvml
@@ -184,7 +220,8 @@ def load_nvml(nvml: Any = None) -> Any:
         import pynvml
     except ImportError:
         return None
-    return pynvml
+    module: Nvml = pynvml
+    return module
 
 
 def _version_key(path: Path) -> tuple[int, ...]:

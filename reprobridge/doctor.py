@@ -82,7 +82,7 @@ class Probes:
     #: The ``uv`` package's binary (``_machine.uv_package_binary``); None: not installed.
     uv_package: Callable[[], str | None] = _machine.uv_package_binary
     is_executable: Callable[[str], bool] = lambda path: os.access(path, os.X_OK)
-    nvml: Any = None
+    nvml: _machine.Nvml | None = None
     disk_usage: Callable[[Path], Any] = shutil.disk_usage
     cwd: Path = field(default_factory=Path.cwd)
     python_version: tuple[int, int, int] = (
@@ -498,7 +498,7 @@ def _no_driver(reason: str) -> Check:
     )
 
 
-def _query_gpus(nvml: Any, errors: NvmlErrors) -> list[Check]:
+def _query_gpus(nvml: _machine.Nvml, errors: NvmlErrors) -> list[Check]:
     facts: dict[str, Any] = {"driver_version": None, "cuda_driver_version": None, "gpus": []}
     gpu_rows: list[Check] = []
     try:

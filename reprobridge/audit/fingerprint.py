@@ -113,7 +113,7 @@ def host_fingerprint(
 # -- GPUs ---------------------------------------------------------------------------------
 
 
-def _nvml_state(exc: BaseException, nvml: Any) -> tuple[str, str]:
+def _nvml_state(exc: BaseException, nvml: _machine.Nvml) -> tuple[str, str]:
     """A short state and a message for an error NVML raised while starting."""
     text = _machine.nvml_text(exc)
     mismatch = getattr(nvml, "NVMLError_LibRmVersionMismatch", None)
@@ -130,7 +130,9 @@ def _nvml_state(exc: BaseException, nvml: Any) -> tuple[str, str]:
     return "error", f"NVML failed to start: {text}"
 
 
-def _optional(nvml: Any, errors: Any, fn_name: str, *args: Any) -> Any:
+def _optional(
+    nvml: _machine.Nvml, errors: _machine.NvmlErrors, fn_name: str, *args: object
+) -> object:
     """An NVML query that some GPUs or drivers do not support: the value, or None."""
     fn = getattr(nvml, fn_name, None)
     if fn is None:
@@ -141,14 +143,14 @@ def _optional(nvml: Any, errors: Any, fn_name: str, *args: Any) -> Any:
         return None
 
 
-def _mode(value: Any) -> dict[str, int] | None:
+def _mode(value: object) -> dict[str, int] | None:
     # MIG and ECC queries answer (current, pending).
     if isinstance(value, list | tuple) and len(value) == 2:
         return {"current": int(value[0]), "pending": int(value[1])}
     return None
 
 
-def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
+def gpu_fingerprint(nvml: _machine.Nvml | None = None) -> dict[str, Any]:
     """NVIDIA driver, CUDA driver API version and every GPU, read through NVML.
 
     ``nvml`` is a pynvml-shaped object (:mod:`reprobridge._machine`'s injectable NVML boundary); None imports
@@ -194,7 +196,7 @@ def gpu_fingerprint(nvml: Any = None) -> dict[str, Any]:
                     "uuid": _machine.nvml_text(nvml.nvmlDeviceGetUUID(handle)),
                     "mig_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetMigMode", handle)),
                     "ecc_mode": _mode(_optional(nvml, errors, "nvmlDeviceGetEccMode", handle)),
-                    "power_limit_mw": int(power) if power is not None else None,
+                    "power_limit_mw": int(power) if isinstance(power, int | float) else None,
                 }
             )
     except errors.base as exc:

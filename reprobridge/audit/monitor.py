@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from reprobridge._machine import NvmlErrors, load_nvml, nvml_errors, nvml_text
+from reprobridge._machine import Nvml, NvmlErrors, load_nvml, nvml_errors, nvml_text
 
 #: Timeline lines are flushed to disk every this many samples (about once a second at
 #: the default 10 Hz): a crash loses at most a second, and the sampler makes few syscalls.
@@ -173,7 +173,7 @@ class Sampler(threading.Thread):
         *,
         interval: float = 0.1,
         timeline_path: Path,
-        nvml: Any = None,
+        nvml: Nvml | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         super().__init__(name=f"rb-sampler-{root_pid}", daemon=True)
@@ -196,9 +196,9 @@ class Sampler(threading.Thread):
         self._procs_max = 0
         self._gpu_max: list[dict[str, Any]] = []
         self._gpu_state = "ok"
-        self._nvml: Any = None
+        self._nvml: Nvml | None = None
         self._errors: NvmlErrors | None = None
-        self._handles: list[Any] = []
+        self._handles: list[object] = []
         self._cpu_s = 0.0
         self._acct_user = 0  # ticks, of the largest snapshot of the tree's CPU time
         self._acct_sys = 0
