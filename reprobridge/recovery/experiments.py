@@ -43,6 +43,8 @@ E = TypeVar("E", bound=EntryValue)
 #: An experiment kept by the merge: (its finding, command, entry, literal params).
 _Kept = tuple[Finding[ExperimentValue], str, str, dict[str, Any]]
 
+#: The words of the decision that names the main experiment (after its id).
+MAIN_DECISION = "is the main experiment, the one `rb audit --tier smoke` runs"
 _EXP_PRIORITY = {"readme": 0, "makefile": 1, "shell": 2, "notebooks": 3, "entrypoints": 4}
 _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
 
@@ -295,9 +297,7 @@ def merge_experiments(
         used_ids.add(exp_id)
         if main_why:
             b.put(f"experiments.{exp_id}.main", True, [f"rb rule: {main_why}"], "medium")
-            res.decisions.append(
-                f"{exp_id} is the main experiment, the one `rb audit --tier smoke` runs: {main_why}"
-            )
+            res.decisions.append(f"{exp_id} {MAIN_DECISION}: {main_why}")
             main_why = ""
         setup = setups.get(id(f))
         if setup is not None:

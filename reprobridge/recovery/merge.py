@@ -67,14 +67,13 @@ from reprobridge.recovery.environment import (
     merge_pythonpath,
     merge_requirements,
 )
-from reprobridge.recovery.experiments import merge_datasets, merge_experiments
+from reprobridge.recovery.experiments import MAIN_DECISION, merge_datasets, merge_experiments
 from reprobridge.recovery.paper import merge_paper
 from reprobridge.recovery.scope import (
     declaring_folders,
     drop_support_only,
     drop_unreached_imports,
     experiment_folder,
-    root_declares,
     scope_findings,
     subproject,
 )
@@ -125,7 +124,7 @@ def _scope_environment(
     experiment's sub-project (see :mod:`reprobridge.recovery.scope`), and the imports to
     those the chosen experiments' code makes. The chosen experiments are those the merge
     rules keep (the main one first), found on a scratch builder."""
-    chosen = _chosen_experiments(by_kind)
+    chosen, main_why = _chosen_experiments(by_kind)
     left_out = drop_support_only(by_kind, [experiment_folder(f) for f in chosen])
     if left_out:
         res.decisions.append(
@@ -133,7 +132,11 @@ def _scope_environment(
             + ", ".join(left_out)
         )
     if _scope_subproject(ctx, by_kind, chosen, res):
-        chosen = _chosen_experiments(by_kind)  # other experiments take the places left
+        if main_why:
+            # The main experiment was chosen among every sub-project's: say over which,
+            # since the experiments left out are not in the final merge's decision.
+            res.decisions.append(f"chosen before the scoping, among all sub-projects: {main_why}")
+        chosen, _ = _chosen_experiments(by_kind)  # other experiments take the places left
     unreached = drop_unreached_imports(ctx, by_kind, chosen)
     if unreached:
         res.decisions.append(
@@ -142,8 +145,11 @@ def _scope_environment(
         )
 
 
-def _chosen_experiments(by_kind: dict[str, list[Finding]]) -> list[Finding[ExperimentValue]]:
-    """The experiment findings the merge rules keep, the main one first."""
+def _chosen_experiments(
+    by_kind: dict[str, list[Finding]],
+) -> tuple[list[Finding[ExperimentValue]], str]:
+    """The experiment findings the merge rules keep, the main one first, and the merge's
+    decision that says why the main one is main ("" when none)."""
     scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
     merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
     # An experiment's command carries its finding's evidence as provenance.
@@ -152,7 +158,8 @@ def _chosen_experiments(by_kind: dict[str, list[Finding]]) -> list[Finding[Exper
     for exp_id in scratch.data.get("experiments", {}):
         sources = scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
         chosen += [f for f in experiments if sorted(set(f.sources())) == sources][:1]
-    return chosen
+    why = next((d for d in scratch_res.decisions if MAIN_DECISION in d), "")
+    return chosen, why
 
 
 def _scope_subproject(
@@ -171,9 +178,8 @@ def _scope_subproject(
     if primary is None:
         # The main experiment belongs to the root's project: the folders that declare their
         # own environment are other sub-projects (a pyproject.toml beside one algorithm), so
-        # they are left out too — unless the root declares nothing to scope to.
-        if not root_declares(by_kind, configs):
-            return False
+        # they are left out too, even when the root declares nothing (a monorepo of
+        # tutorials whose main one is a plain script: its imports are its environment).
         primary = ""
     dropped = scope_findings(by_kind, primary, declaring, configs, ctx.index)
     experiments = [d for d in dropped if d.startswith("experiment ")]

@@ -26,8 +26,10 @@ When no folder between the primary experiment and the root declares anything (an
 experiment at the root, or ``algos/ppo.py`` under a root ``pyproject.toml``), its sub-project
 is the root's: every folder that no other declaring folder contains. The declaring folders
 are then the other sub-projects (``algos/isaac/pyproject.toml`` beside the root project's
-scripts) and are left out the same way. Nothing is scoped when the root declares nothing
-either.
+scripts) and are left out the same way, also when the root declares nothing (a monorepo of
+tutorials whose main experiment is a plain script of ``basics/``): the root project's
+environment is then what its code imports, a requirement another folder declares coming
+back as an import of each root-project file that makes it.
 """
 
 from __future__ import annotations
@@ -119,18 +121,6 @@ def _in_subproject(folder: str, primary: str, declaring: AbstractSet[str]) -> bo
     return subproject(folder, set(declaring)) is None
 
 
-def root_declares(by_kind: dict[str, list[Finding]], configs: AbstractSet[str]) -> bool:
-    """Whether the root's project declares an environment (in one of ``configs``, see
-    :func:`declaring_folders`)."""
-    return any(
-        _folder(e.path) in configs
-        for kind in SCOPED_KINDS
-        for f in by_kind.get(kind, [])
-        if f.detector in _DECLARED
-        for e in f.evidence
-    )
-
-
 def subproject(folder: str, declaring: set[str]) -> str | None:
     """The deepest declaring folder at or above ``folder`` (None: it has none)."""
     above = [d for d in declaring if _inside(folder, d)]
@@ -180,19 +170,21 @@ def _import_names(dist: str) -> set[str]:
 
 def _imported_in(
     index: RepoIndex, folder: str, dist: str, declaring: AbstractSet[str] = frozenset()
-) -> str | None:
-    """The first Python file of sub-project ``folder`` that imports ``dist`` (None: none
-    does). The root's sub-project (``folder == ""``) is every file outside the other
-    ``declaring`` folders."""
+) -> tuple[str, ...]:
+    """The Python files of sub-project ``folder`` that import ``dist``, in index order
+    (empty: none does). The root's sub-project (``folder == ""``) is every file outside
+    the other ``declaring`` folders. All of them, not the first: the chosen experiments'
+    filter keeps a requirement only when one of its importers is code they run."""
     names = _import_names(dist)
+    found: list[str] = []
     for entry in index:
         parent = entry.path.rpartition("/")[0]
         if entry.suffix != ".py" or not _in_subproject(parent, folder, declaring):
             continue
         text = index.try_read_text(entry.path)
         if text is not None and names & scan_imports(text.encode()):
-            return entry.path
-    return None
+            found.append(entry.path)
+    return tuple(found)
 
 
 def scope_findings(
@@ -231,19 +223,19 @@ def scope_findings(
                 return True
             dropped.update(dict.fromkeys(sorted({e.path for e in f.evidence})))
             key = canonicalize_name(f.key)
-            importer = (
+            importers = (
                 _imported_in(index, primary, key, declaring)
                 if index is not None and f.kind == "python_requirement"
-                else None
+                else ()
             )
-            if importer is not None:
+            if importers:
                 readded.setdefault(
                     key,
                     Finding(
                         kind="python_requirement",
                         key=key,
-                        value=RequirementValue(key, declared=False, importers=(importer,)),
-                        evidence=(Evidence(importer),),
+                        value=RequirementValue(key, declared=False, importers=importers),
+                        evidence=(Evidence(importers[0]),),
                         detector="imports",
                         confidence="medium",
                         note=f"imported in {primary + '/' if primary else 'the root project'}, "
@@ -253,9 +245,9 @@ def scope_findings(
             return False
         if f.detector == "imports":
             seen = f.value.importers if isinstance(f.value, RequirementValue) else None
-            importers = list(seen or ()) or [e.path for e in f.evidence]
-            if not any(related(p.rpartition("/")[0]) for p in importers):
-                dropped[f"import of {f.key} ({importers[0]})"] = None
+            paths = list(seen or ()) or [e.path for e in f.evidence]
+            if not any(related(p.rpartition("/")[0]) for p in paths):
+                dropped[f"import of {f.key} ({paths[0]})"] = None
                 return False
         return True
 
