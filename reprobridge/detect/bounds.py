@@ -44,7 +44,7 @@ from typing import Literal
 from reprobridge.detect._pyast import dotted, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue
-from reprobridge.detect.notebooks import cell_code, json_line_of
+from reprobridge.detect.notebooks import cell_code, json_line_of, parsed_cell
 from reprobridge.detect.runbounds import smoke_value
 
 #: Calls whose last name component takes a training step (data: add a spelling here).
@@ -342,7 +342,11 @@ class BoundsDetector(Detector):
             source = "".join(src) if isinstance(src, list) else str(src)
             # cell_code keeps the cell's lines (magics blanked), so lines and columns are
             # the cell's own, as repro/derive.py counts them (str.splitlines).
-            for b in literal_bounds(cell_code(source)):
+            code = cell_code(source)
+            tree = parsed_cell(code)  # shared with the notebooks detector: parsed once
+            if not isinstance(tree, ast.Module):
+                continue
+            for b in literal_bounds(code, tree):
                 out.append(
                     self._finding(entry, number, b, Evidence(entry, _json_line(raw_lines, b)))
                 )

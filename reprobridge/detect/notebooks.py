@@ -187,7 +187,7 @@ def _python2(cells: list[dict[str, Any]]) -> bool:
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
-        parsed = _parsed_cell(cell_code(_source(cell)))
+        parsed = parsed_cell(cell_code(_source(cell)))
         if isinstance(parsed, SyntaxError):
             line = (parsed.text or "").strip()
             if re.match(r"print\s+[^\s(=]", line) or "`" in line or "<>" in line:
@@ -196,7 +196,7 @@ def _python2(cells: list[dict[str, Any]]) -> bool:
 
 
 @functools.lru_cache(maxsize=256)
-def _parsed_cell(code: str) -> ast.Module | SyntaxError | None:
+def parsed_cell(code: str) -> ast.Module | SyntaxError | None:
     """``ast.parse(code)``; the SyntaxError; None for code that cannot be parsed otherwise
     (NUL bytes, nesting too deep). Memoized: the detector reads each code cell three times
     (the Python 2 check, its metrics, the seed), and parsing was most of its time. The
@@ -219,7 +219,7 @@ def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
     the joined code is parsed, as that is what decides.
     """
     codes = [cell_code(_source(c)) for c in cells if c.get("cell_type") == "code"]
-    trees = [_parsed_cell(code) for code in codes]
+    trees = [parsed_cell(code) for code in codes]
     modules = [t for t in trees if isinstance(t, ast.Module)]
     if len(modules) == len(trees):
         return import_map_of(modules)
@@ -234,7 +234,7 @@ def _cell_metrics(
 ) -> list[tuple[PrintedMetric, int | None]]:
     """The metrics a code cell prints (its print-like calls, and its last expression,
     which Jupyter shows), each with its line in the notebook JSON."""
-    tree = _parsed_cell(cell_code(source))
+    tree = parsed_cell(cell_code(source))
     if not isinstance(tree, ast.Module):
         return []  # Python 2 cells (print 'x'), half-written cells
     lines = source.splitlines()
@@ -267,7 +267,7 @@ def _kept_metrics(
 
 def _code_seed(source: str) -> tuple[int, int] | None:
     """(line within the cell, literal seed) of the first literal seeding call in ``source``."""
-    tree = _parsed_cell(cell_code(source))
+    tree = parsed_cell(cell_code(source))
     if not isinstance(tree, ast.Module):
         return None
     imports = import_map(tree)
