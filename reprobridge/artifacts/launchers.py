@@ -239,7 +239,7 @@ def _entry_word(words: list[list[_Part]], workdir: str, file: str) -> int | None
     return None
 
 
-def _copy_word(word: list[_Part], workdir: str, copy: str) -> str:
+def _copy_word(word: list[_Part], copy: str) -> str:
     """The word that names ``copy`` the way the command's word named the original:
     relative to the workdir, with the original's own spelling of the folder."""
     text = "".join(p.text for p in word if p.kind == "lit")
@@ -341,7 +341,7 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
                 lines.append(f"    rb_entry={shlex.quote(original)}")
                 lines.append("    derive=()")
             else:
-                copy = _copy_word(words[entry_at], exp.workdir, pair[1])
+                copy = _copy_word(words[entry_at], pair[1])
                 lines.append(f"    rb_entry={shlex.quote(copy)}  # a copy, with the edits below")
                 specs = [
                     f"{e.cell or ''}:{e.line}:{e.column}:{e.value}:{e.was}"
