@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -23,7 +23,12 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from reprobridge import _machine, _proc, sandbox
-from reprobridge.artifacts.datebound import Relaxation, relaxation_flags, resolve_within_bound
+from reprobridge.artifacts.datebound import (
+    Relaxation,
+    compile_probe,
+    relaxation_flags,
+    resolve_within_bound,
+)
 from reprobridge.constants import PYTHON_DIR, REGENERATE_COMMAND
 from reprobridge.data import load_packages
 from reprobridge.errors import CommandFailed
@@ -338,16 +343,31 @@ def lock_python_project(
     try:
         with tempfile.TemporaryDirectory(prefix="rb-lock-cache-") as cache:
 
-            def attempt(relaxed: Sequence[Relaxation]) -> _proc.Result:
-                full = [*argv, *relaxation_flags(relaxed)]
+            def run(full: list[str]) -> _proc.Result:
                 if in_sandbox:
                     return sandboxed_uv(
                         full, directory, python, network_env or {}, timeout, cache=Path(cache)
                     )
                 return _proc.run(full, cwd=directory, env=env, check=False, timeout=timeout)
 
+            probe = (
+                compile_probe(
+                    base[0],
+                    directory,
+                    exclude_newer,
+                    python,
+                    run,
+                    flags=[] if in_sandbox else ["--no-build"],
+                )
+                if exclude_newer and python and len(base) == 1
+                else None
+            )
             bounded = resolve_within_bound(
-                attempt, exclude_newer, python=python_label, kept=kept_relaxations
+                lambda relaxed: run([*argv, *relaxation_flags(relaxed)]),
+                exclude_newer,
+                python=python_label,
+                kept=kept_relaxations,
+                probe=probe,
             )
     except CommandFailed as exc:  # only a timeout reaches here (check=False)
         return _failed(str(exc), version)

@@ -29,7 +29,7 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,7 +38,7 @@ from packaging.utils import canonicalize_name
 
 from reprobridge import _machine, _proc
 from reprobridge.artifacts.datebound import (
-    Relaxation,
+    compile_probe,
     relaxation_flags,
     relaxation_notes,
     resolve_within_bound,
@@ -698,17 +698,21 @@ class HostBackend:
             cache = scratch / ".uv-cache"
             cache.mkdir()
 
-            def attempt(relaxed: Sequence[Relaxation]) -> _proc.Result:
-                full = [*argv, *relaxation_flags(relaxed)]
+            def run(full: list[str]) -> _proc.Result:
                 return sandboxed_uv(
                     full, scratch, python, step_network_env(), SETUP_TIMEOUT, cache=cache
                 )
 
+            bound = self.install.exclude_newer
+            indexes = [a for url in self.install.indexes for a in ("--extra-index-url", url)]
             bounded = resolve_within_bound(
-                attempt,
-                self.install.exclude_newer,
+                lambda relaxed: run([*argv, *relaxation_flags(relaxed)]),
+                bound,
                 python=self.python_version,
                 kept=dict(self.install.exclude_newer_package),
+                probe=compile_probe(argv[0], scratch, bound, python, run, flags=indexes)
+                if bound
+                else None,
             )
             result = bounded.result
             pinned = scratch / "pinned.txt"

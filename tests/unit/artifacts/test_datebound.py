@@ -72,6 +72,7 @@ def test_only_the_filtered_package_its_family_and_what_it_then_needs_move() -> N
     why = {r.package: r.why for r in got.relaxed}
     assert why["jaxlib"] == "no release usable on Python 3.11 uploaded before 2022-01-23"
     assert why["jax"] == "released in lock-step with jaxlib"
+    assert why["ml-dtypes"] == "the moved jaxlib needs a release uploaded after 2022-01-23"
     assert got.attempts == len(uv.calls) <= datebound.MAX_ATTEMPTS
     # The first attempt is the bound as it is.
     assert uv.calls[0] == {}
@@ -116,3 +117,22 @@ def test_release_families_are_a_data_table_of_disjoint_canonical_names() -> None
     assert set(release_family("torchvision")) >= {"torch", "torchvision", "torchaudio"}
     assert release_family("JAX") == ("jax", "jaxlib")
     assert release_family("numpy") == ("numpy",)
+
+
+def test_a_probe_of_the_named_packages_finds_the_steps_and_the_result_is_the_same() -> None:
+    """A failed full resolution is slow (uv backtracks through everything that depends on
+    the missing package: minutes for a jax notebook stack); the steps are found with a
+    resolution of the named packages alone, and the full one runs once they resolve."""
+    wanted = ["jax", "jaxlib", "numpy"]
+    slow = FakeUv(wanted)
+    without = resolve_within_bound(slow, BOUND)
+    full, probe = FakeUv(wanted), FakeUv([])
+
+    def probing(names: Sequence[str], relaxed: Sequence[Relaxation]) -> _proc.Result:
+        probe.wanted = list(names)
+        return probe(relaxed)
+
+    got = resolve_within_bound(full, BOUND, probe=probing)
+    assert got.result.returncode == 0 and got.relaxed == without.relaxed
+    assert len(full.calls) == 2 < len(slow.calls)  # the bounded one, then the one that holds
+    assert len(probe.calls) >= len(slow.calls) - 2
