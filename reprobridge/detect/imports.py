@@ -26,7 +26,7 @@ import sys
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from reprobridge.detect._guards import import_sites
+from reprobridge.detect._guards import ImportSite, import_sites
 from reprobridge.detect._pkgmap import (
     GOOGLE_SUBPACKAGES,
     IMPORT_TO_DIST,
@@ -45,6 +45,8 @@ from reprobridge.detect.index import scan_imports
 from reprobridge.detect.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
 NOTE = "imported but not declared in any dependency file"
+#: A ``try`` statement: without one, no import of a file is guarded.
+_TRY_RE = re.compile(r"^[ \t]*try[ \t]*:", re.M)
 OPTIONAL_NOTE = (
     "imported only inside a try whose except catches a failed import: the code runs "
     "without it, so it is not a requirement"
@@ -149,6 +151,7 @@ class _Code:
         self._ctx = ctx
         self._nb: dict[str, str] = {}
         self._nb_raw: dict[str, list[str]] = {}
+        self._sites: dict[str, list[ImportSite] | None] = {}
         for path in ctx.index.with_suffix(".ipynb"):
             if skip_path(path):
                 continue
@@ -157,6 +160,20 @@ class _Code:
             if code is not None and text is not None:
                 self._nb[path] = code
                 self._nb_raw[path] = text.splitlines()
+
+    def sites(self, path: str) -> list[ImportSite] | None:
+        """The imports of ``path`` with their guards (:func:`import_sites`), parsed once per
+        file; None when it does not parse. A file with no ``try`` has no guarded import
+        and is not parsed (every import in it is reported unguarded)."""
+        if path not in self._sites:
+            text = self.text(path)
+            if text is None:
+                self._sites[path] = None
+            elif _TRY_RE.search(text) is None:
+                self._sites[path] = []
+            else:
+                self._sites[path] = import_sites(text)
+        return self._sites[path]
 
     def notebooks(self) -> list[str]:
         return sorted(self._nb)
@@ -355,12 +372,11 @@ class ImportsDetector(Detector):
         with an unguarded import (or that does not parse: then it counts as required)."""
         guards: list[Evidence] = []
         for path in paths:
-            text = code.text(path)
-            sites = import_sites(text) if text is not None else None
-            if sites is None:
-                return None
+            sites = code.sites(path)
+            if not sites:
+                return None  # unparsable, or no try at all: the imports are unguarded
             mine = [s for s in sites if s.top == name]
-            if any(not s.guarded for s in mine):
+            if not mine or any(not s.guarded for s in mine):
                 return None
             guards += [Evidence(path, code.code_line(path, s.line)) for s in mine]
         return guards or None
@@ -382,8 +398,7 @@ class ImportsDetector(Detector):
             text = code.text(path)
             if text is None or not any(n in text for n in needles):
                 continue
-            sites = import_sites(text)
-            safe = {s.line for s in sites or () if s.guarded}
+            safe = {s.line for s in code.sites(path) or () if s.guarded}
             for module, names, offset in _dotted_imports(text):
                 for dotted in [module, *(f"{module}.{n}" for n in names)]:
                     for dist in submodule_dists(dotted):
