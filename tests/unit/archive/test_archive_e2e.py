@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from archive_helpers import read_members, rewrite
+from rbcli import rb
 
 from reprobridge.archive.build import ArchiveOptions, build_archive
 from reprobridge.archive.verify import unpack, verify_archive
@@ -28,20 +29,6 @@ def _commit(root: Path, msg: str = "rb init") -> None:
     subprocess.run(["git", *GIT_ID, "-C", str(root), "commit", "-q", "-m", msg], check=True)
 
 
-def _rb(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobridge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-        timeout=600,
-    )
-
-
 @pytest.fixture(scope="module")
 def audited(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example, initialised, committed and audited once (host backend)."""
@@ -57,7 +44,7 @@ def audited(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def packed(audited: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("out") / "supplement.tar.gz"
     # Empty SOURCE_DATE_EPOCH: the documented default, the commit time.
-    proc = _rb(
+    proc = rb(
         "archive",
         "--evidence",
         "all",
@@ -72,11 +59,11 @@ def packed(audited: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_pack_verify_unpack_and_rerun(packed: Path, tmp_path: Path) -> None:
-    proc = _rb("archive", "verify", str(packed), cwd=tmp_path)
+    proc = rb("archive", "verify", str(packed), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "archive: OK" in proc.stdout
     dest = tmp_path / "clean"
-    proc = _rb("unpack", str(packed), str(dest), cwd=tmp_path)
+    proc = rb("unpack", str(packed), str(dest), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     for name in (
         "reprobridge.toml",
@@ -147,7 +134,7 @@ def test_source_date_epoch_sets_mtime_and_bad_value_names_variable(
         ArchiveOptions(evidence=["none"], environ={"SOURCE_DATE_EPOCH": ""}),
     )
     assert res2.epoch == commit_time
-    proc = _rb(
+    proc = rb(
         "archive",
         "--evidence",
         "none",
@@ -242,9 +229,9 @@ def test_tampered_member_and_truncation(packed: Path, tmp_path: Path) -> None:
     cut.write_bytes(data[: len(data) // 2])
     rep = verify_archive(cut)
     assert any("truncated or corrupt" in p for p in rep.problems)
-    proc = _rb("archive", "verify", str(cut), cwd=tmp_path)
+    proc = rb("archive", "verify", str(cut), cwd=tmp_path)
     assert proc.returncode == 1 and "truncated" in proc.stdout
-    proc = _rb("unpack", str(cut), str(tmp_path / "e"), cwd=tmp_path)
+    proc = rb("unpack", str(cut), str(tmp_path / "e"), cwd=tmp_path)
     assert proc.returncode == 10 and "truncated" in proc.stderr
     assert not (tmp_path / "e").exists()
     assert [p for p in tmp_path.iterdir() if "rb-unpack" in p.name] == []

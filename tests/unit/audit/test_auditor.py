@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from rbcli import rb
 
 from reprobridge.audit.auditor import AuditOptions, hardware_missing, run_audit
 from reprobridge.audit.verify import verify_audit
@@ -32,20 +33,6 @@ def example(tmp_path: Path) -> Path:
     init_repository(repo, paper=repo / "paper.md", lock="never")
     _commit(repo)
     return repo
-
-
-def _rb(
-    *args: str, cwd: Path, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobridge", *args],
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        env={**os.environ, **(env or {})},
-        check=False,
-        timeout=600,
-    )
 
 
 @pytest.mark.slow
@@ -97,7 +84,7 @@ def test_failing_threshold_fails_metric_level(example: Path) -> None:
         )
     )
     _commit(example)
-    out = _rb("audit", "baseline", "--runs", "1", "--backend", "host", "--json", cwd=example)
+    out = rb("audit", "baseline", "--runs", "1", "--backend", "host", "--json", cwd=example)
     assert out.returncode == 1, out.stderr
     doc = json.loads(out.stdout)
     assert doc["experiments"]["baseline"]["procedure"]["status"] == "pass"
@@ -186,7 +173,7 @@ def test_interrupted_audit_resumes(example: Path) -> None:
     _, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, err
     assert "resume" in err
-    out = _rb("audit", "--resume", "--backend", "host", "--json", cwd=example)
+    out = rb("audit", "--resume", "--backend", "host", "--json", cwd=example)
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
     assert doc["passed"] is True
@@ -220,11 +207,11 @@ def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(tiny_repo) -> None:
 @pytest.mark.slow
 def test_signed_audit_verifies_only_with_the_right_key(example: Path, tmp_path: Path) -> None:
     keys = tmp_path / "keys"
-    out = _rb("keygen", str(keys / "rb.pem"), cwd=tmp_path)
+    out = rb("keygen", str(keys / "rb.pem"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    other = _rb("keygen", str(keys / "other.pem"), cwd=tmp_path)
+    other = rb("keygen", str(keys / "other.pem"), cwd=tmp_path)
     assert other.returncode == 0
-    audit = _rb(
+    audit = rb(
         "audit",
         "baseline",
         "--runs",
@@ -238,12 +225,12 @@ def test_signed_audit_verifies_only_with_the_right_key(example: Path, tmp_path: 
     )
     assert audit.returncode == 0, audit.stderr
     bundle = json.loads(audit.stdout)["path"]
-    good = _rb("verify", bundle, "--key", str(keys / "rb.pem.pub"), cwd=example)
+    good = rb("verify", bundle, "--key", str(keys / "rb.pem.pub"), cwd=example)
     assert good.returncode == 0, good.stdout + good.stderr
     assert "signature: valid" in good.stdout
-    bad = _rb("verify", bundle, "--key", str(keys / "other.pem.pub"), cwd=example)
+    bad = rb("verify", bundle, "--key", str(keys / "other.pem.pub"), cwd=example)
     assert bad.returncode == 1
-    inside = _rb("keygen", str(example / "key.pem"), cwd=example)
+    inside = rb("keygen", str(example / "key.pem"), cwd=example)
     assert inside.returncode != 0 and "git" in inside.stderr
 
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import click
 import pytest
 from click.testing import CliRunner
+from rbcli import rb
 
 from reprobridge import __version__
 from reprobridge.cli import COMMANDS, cli
@@ -22,16 +23,6 @@ from reprobridge.errors import ManifestNotFoundError
 
 def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, **extra}
-
-
-def rb(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "reprobridge", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        check=False,
-    )
 
 
 def _all_commands() -> dict[str, click.Command]:
