@@ -34,7 +34,14 @@ from typing import Literal
 
 from reprobridge.constants import LAUNCHERS_DIR, MANIFEST_FILE, REGENERATE_COMMAND
 from reprobridge.errors import RenderError
-from reprobridge.manifest.schema import Experiment, Manifest, Scalar, parse_duration
+from reprobridge.manifest.schema import (
+    SHELL_ASSIGNMENT,
+    SHELL_CHARS,
+    Experiment,
+    Manifest,
+    Scalar,
+    parse_duration,
+)
 
 #: Environment switches that keep well-known ML libraries from reaching the network.
 OFFLINE_ENV = (
@@ -48,9 +55,7 @@ OFFLINE_ENV = (
 KILL_AFTER = "30s"
 
 _PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 #: Characters that make an unquoted command need a shell (operators, expansions, globs).
-_SHELL_CHARS = frozenset("|&;<>()$`*?[]{}~\n#")
 TierName = Literal["full", "smoke"]
 _TIER_ORDER: tuple[TierName, ...] = ("full", "smoke")
 
@@ -134,7 +139,7 @@ def _needs_shell(command: str, parts: list[_Part]) -> bool:
     for part in parts:
         if part.kind != "lit":
             continue
-        if part.quote == "" and part.text in _SHELL_CHARS:
+        if part.quote == "" and part.text in SHELL_CHARS:
             return True
         if part.quote == '"' and part.text in "$`":
             return True
@@ -143,7 +148,7 @@ def _needs_shell(command: str, parts: list[_Part]) -> bool:
     except ValueError:  # e.g. a trailing backslash: bash -c reports it the way bash would
         return True
     # `VAR=value cmd` is an assignment only to a shell; as an argv word it is a program name.
-    return bool(words) and bool(_ASSIGNMENT.match(words[0]))
+    return bool(words) and bool(SHELL_ASSIGNMENT.match(words[0]))
 
 
 def _words(parts: list[_Part]) -> list[list[_Part]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,6 +27,26 @@ from pydantic import (
     model_validator,
 )
 from pydantic.json_schema import WithJsonSchema
+
+#: Characters that make a command shell syntax when unquoted (a launcher then runs it with
+#: ``bash -c``); ``plain_command`` refuses them anywhere, quoted or not.
+SHELL_CHARS = frozenset("|&;<>()$`*?[]{}~\n#")
+#: ``VAR=value cmd``: an assignment only to a shell.
+SHELL_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def plain_command(command: str) -> bool:
+    """Whether ``command`` is plain words a launcher runs as an argv, with no shell syntax
+    anywhere (conservative: a quoted ``$`` counts too). Only such a command can run a tier's
+    edited copy of its file in place of the original word."""
+    if SHELL_CHARS & set(command):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return bool(words) and not SHELL_ASSIGNMENT.match(words[0])
+
 
 SCHEMA_VERSION = 1
 

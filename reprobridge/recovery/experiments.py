@@ -34,7 +34,7 @@ from reprobridge.detect.findings import (
 )
 from reprobridge.detect.runbounds import smoke_value
 from reprobridge.detect.services import service_key
-from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path
+from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
@@ -745,6 +745,12 @@ def _literal_edits(
     except ValueError:
         return
     names_entry = any(posixpath.normpath(posixpath.join(workdir, w)) == entry for w in words[1:])
+    if names_entry and not plain_command(command):
+        res.decisions.append(
+            f"{exp_id}: {entry} has literal run bounds, but the command is shell syntax "
+            "(variables, quotes with $, pipes...); the smoke tier cannot run a lowered copy"
+        )
+        return
     if not names_entry:
         res.decisions.append(
             f"{exp_id}: {entry} has literal run bounds, but the command does not run it by "

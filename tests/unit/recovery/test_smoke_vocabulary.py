@@ -42,3 +42,31 @@ def test_names_that_do_not(name: str) -> None:
 def test_vocabulary_is_normalised_data() -> None:
     assert all(k == leaf(k) and v > 0 for k, v in SMOKE_VALUES.items())
     assert not set(SMOKE_VALUES) & NOT_BOUNDS
+
+
+def test_a_shell_syntax_command_gets_no_edits_and_its_launcher_renders(make_repo) -> None:
+    """A README command with shell syntax (``OMP_NUM_THREADS=1 python train.py``, seen on a
+    held-out repository) names a file with literal run bounds: a launcher runs such a command
+    with ``bash -c`` and cannot swap the file for its lowered copy, so the merge must not
+    write edits (rb init used to fail rendering its own manifest)."""
+    from reprobridge.artifacts.launchers import render_launcher
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.merge import merge_findings
+
+    root = make_repo(
+        {
+            "README.md": "```bash\nOMP_NUM_THREADS=1 python train.py\n```\n",
+            "train.py": (
+                "import numpy as np\n\nEPOCHS = 500\nw = 0.0\n"
+                "for epoch in range(EPOCHS):\n    w -= 0.1 * (w - 1.0)\n"
+                "    print(f'epoch {epoch} loss {float(np.square(w - 1.0)):.4f}')\n"
+            ),
+        },
+        git=False,
+    )
+    merged = merge_findings(detect_repo(RepoIndex.from_directory(root)), repo_name="x")
+    (exp_id,) = list(merged.manifest.experiments)
+    assert merged.manifest.experiments[exp_id].tier("smoke").edits == []
+    assert any("shell syntax" in d for d in merged.decisions)
+    assert "OMP_NUM_THREADS=1" in render_launcher(merged.manifest, exp_id, version="0")
