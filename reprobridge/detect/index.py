@@ -37,6 +37,7 @@ from reprobridge.errors import (
     NotAGitRepositoryError,
     UnsafePathError,
 )
+from reprobridge.manifest.schema import DERIVED_SUFFIX
 
 #: Largest file read as text. A declared source (requirements.txt, ...) above it is an error.
 MAX_TEXT_BYTES = 5 * 1024 * 1024
@@ -439,9 +440,24 @@ def _head_commit(root: Path) -> tuple[str, int] | None:
     return None
 
 
+def _run_output(name: str) -> bool:
+    """Whether ``name`` is a file rb's launchers write beside the repository's own when a
+    tier runs: a smoke tier's copy (``demo_rb_smoke.ipynb``, see
+    :func:`~reprobridge.manifest.schema.derived_copy`) or an executed notebook
+    (``demo.executed.ipynb``). Left in a checkout run by hand, it is no source of the
+    repository; indexed, the next `rb init` made it an experiment of its own."""
+    base = name.rsplit("/", 1)[-1]
+    return base.rsplit(".", 1)[0].endswith(DERIVED_SUFFIX) or base.endswith(".executed.ipynb")
+
+
 def _stat_entries(root: Path, names: Iterable[str]) -> Iterator[FileEntry]:
     for name in names:
-        if name in _OWN_OUTPUTS or name == REPRO_DIR or name.startswith(REPRO_DIR + "/"):
+        if (
+            name in _OWN_OUTPUTS
+            or name == REPRO_DIR
+            or name.startswith(REPRO_DIR + "/")
+            or _run_output(name)
+        ):
             continue
         full = root / name
         try:
