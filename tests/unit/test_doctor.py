@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pynvml
 import pytest
 from click.testing import CliRunner
+from fakenvml import FakeNvml as BaseFakeNvml
 
 from reprobridge import _proc, doctor
 from reprobridge.errors import CommandFailed, MachineError
@@ -58,52 +59,11 @@ def debian_machine() -> dict[tuple[str, ...], tuple[int, bytes, bytes] | Excepti
     }
 
 
-class FakeNvml:
-    """pynvml-shaped: ``gpus`` are (name, bytes, (major, minor), uuid); raises real NVML errors."""
-
-    NVMLError = pynvml.NVMLError
-    NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    NVMLError_DriverNotLoaded = pynvml.NVMLError_DriverNotLoaded
-    NVMLError_NoPermission = pynvml.NVMLError_NoPermission
-
-    def __init__(self, gpus=(), *, init_error=None, fail_on_gpu=None):
-        self.gpus = list(gpus)
-        self.init_error = init_error
-        self.fail_on_gpu = fail_on_gpu
-        self.shut_down = False
-
-    def nvmlInit(self):
-        if self.init_error is not None:
-            raise self.init_error
-
-    def nvmlShutdown(self):
-        self.shut_down = True
-
-    def nvmlSystemGetDriverVersion(self):
-        return "550.54.15"
-
-    def nvmlSystemGetCudaDriverVersion(self):
-        return 12040
-
-    def nvmlDeviceGetCount(self):
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        if index == self.fail_on_gpu:
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
-        return index
+class FakeNvml(BaseFakeNvml):
+    """Names as bytes, as older nvidia-ml-py returns them."""
 
     def nvmlDeviceGetName(self, handle):
-        return self.gpus[handle][0].encode()  # bytes, as older nvidia-ml-py returns
-
-    def nvmlDeviceGetMemoryInfo(self, handle):
-        return SimpleNamespace(total=self.gpus[handle][1], used=0, free=self.gpus[handle][1])
-
-    def nvmlDeviceGetCudaComputeCapability(self, handle):
-        return self.gpus[handle][2]
-
-    def nvmlDeviceGetUUID(self, handle):
-        return self.gpus[handle][3]
+        return super().nvmlDeviceGetName(handle).encode()
 
 
 H100 = ("NVIDIA H100 80GB HBM3", 80 * 2**30, (9, 0), "GPU-0000-aaaa")

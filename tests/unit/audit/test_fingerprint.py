@@ -11,11 +11,11 @@ import subprocess
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pynvml
 import pytest
+from fakenvml import FakeNvml as BaseFakeNvml
 
 from reprobridge import _proc
 from reprobridge.audit import fingerprint as fp
@@ -55,15 +55,9 @@ H100 = ("NVIDIA H100 80GB HBM3", 85_899_345_920, (9, 0), "GPU-1111")
 A10 = ("NVIDIA A10", 24_146_608_128, (8, 6), "GPU-2222")
 
 
-class FakeNvml:
-    """pynvml-shaped; raises pynvml's real error classes. ``extras`` per GPU index:
-    MIG/ECC/power answers, or an error class to raise (NotSupported)."""
-
-    NVMLError = pynvml.NVMLError
-    NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    NVMLError_DriverNotLoaded = pynvml.NVMLError_DriverNotLoaded
-    NVMLError_NoPermission = pynvml.NVMLError_NoPermission
-    NVMLError_LibRmVersionMismatch = pynvml.NVMLError_LibRmVersionMismatch
+class FakeNvml(BaseFakeNvml):
+    """With ``extras`` per GPU index: MIG/ECC/power answers, or an error class to raise
+    (NotSupported)."""
 
     def __init__(
         self,
@@ -73,44 +67,8 @@ class FakeNvml:
         fail_on_gpu: int | None = None,
         extras: Mapping[int, Mapping[str, Any]] | None = None,
     ) -> None:
-        self.gpus = list(gpus)
-        self.init_error = init_error
-        self.fail_on_gpu = fail_on_gpu
+        super().__init__(gpus, init_error=init_error, fail_on_gpu=fail_on_gpu)
         self.extras = extras or {}
-        self.shut_down = False
-
-    def nvmlInit(self) -> None:
-        if self.init_error is not None:
-            raise self.init_error
-
-    def nvmlShutdown(self) -> None:
-        self.shut_down = True
-
-    def nvmlSystemGetDriverVersion(self) -> bytes:
-        return b"550.54.15"  # older nvidia-ml-py returns bytes
-
-    def nvmlSystemGetCudaDriverVersion(self) -> int:
-        return 12040
-
-    def nvmlDeviceGetCount(self) -> int:
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index: int) -> int:
-        if index == self.fail_on_gpu:
-            raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
-        return index
-
-    def nvmlDeviceGetName(self, handle: int) -> str:
-        return self.gpus[handle][0]
-
-    def nvmlDeviceGetMemoryInfo(self, handle: int) -> Any:
-        return SimpleNamespace(total=self.gpus[handle][1])
-
-    def nvmlDeviceGetCudaComputeCapability(self, handle: int) -> tuple[int, int]:
-        return self.gpus[handle][2]
-
-    def nvmlDeviceGetUUID(self, handle: int) -> str:
-        return self.gpus[handle][3]
 
     def _extra(self, handle: int, key: str) -> Any:
         value = self.extras.get(handle, {}).get(key, pynvml.NVMLError_NotSupported)

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 
 import pynvml
 import pytest
+from fakenvml import FakeNvml as BaseFakeNvml
 
 from reprobridge.audit.monitor import NO_DRIVER, Peaks, Sampler, read_stat, walk_tree
 
@@ -20,34 +21,14 @@ PY = sys.executable
 BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
-class FakeNvml:
-    """pynvml-shaped; ``gpus`` is a list of (util %, mem bytes, power mW, temp C) readings
-    that rise by one unit per call; ``fail_after`` readings make it raise GPU_IS_LOST."""
-
-    NVMLError = pynvml.NVMLError
-    NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    NVMLError_DriverNotLoaded = pynvml.NVMLError_DriverNotLoaded
-    NVMLError_NoPermission = pynvml.NVMLError_NoPermission
+class FakeNvml(BaseFakeNvml):
+    """``gpus`` is a list of (util %, mem bytes, power mW, temp C) readings that rise by
+    one unit per call; ``fail_after`` readings make it raise GPU_IS_LOST."""
 
     def __init__(self, gpus=(), *, init_error=None, fail_after=None):
-        self.gpus = list(gpus)
-        self.init_error = init_error
+        super().__init__(gpus, init_error=init_error)
         self.fail_after = fail_after
         self.reads = 0
-        self.shut_down = False
-
-    def nvmlInit(self):
-        if self.init_error is not None:
-            raise self.init_error
-
-    def nvmlShutdown(self):
-        self.shut_down = True
-
-    def nvmlDeviceGetCount(self):
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, index):
-        return index
 
     def nvmlDeviceGetUtilizationRates(self, h):
         self.reads += 1
