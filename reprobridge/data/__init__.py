@@ -9,7 +9,7 @@ releases and the torch/TensorFlow/JAX <-> CUDA <-> gcc pairings). It is package 
 an installed ``rb`` works offline without the source tree.
 
 ``io_calls.toml`` holds the library calls that download, read or write data (typed in
-:mod:`reprobridge.detect._io_calls`); ``prices.toml`` the model prices of the agent's cost
+:mod:`reprobridge.detect.procedure._io_calls`); ``prices.toml`` the model prices of the agent's cost
 ledger (typed in :mod:`reprobridge.agent.ledger`).
 
 Each file is parsed on first use and once per process (:func:`load`); importing this package

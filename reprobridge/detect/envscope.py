@@ -12,7 +12,7 @@ the one a reproduction tool actually uses, and repo2docker (Binder) defines it:
 2. **One Python declaration per directory.** ``environment.yml`` > ``Pipfile.lock`` /
    ``Pipfile`` > ``requirements.txt``: a lower one next to a higher one is ignored (the
    Pipfile pair is read together, and its lock's versions win; see
-   :mod:`~reprobridge.detect.lockfiles`).
+   :mod:`~reprobridge.detect.declared.lockfiles`).
 3. **Pipenv's Python wins.** With a ``Pipfile`` or ``Pipfile.lock`` (or an
    ``environment.yml``) in the directory, ``runtime.txt`` there is ignored (the Pipfile's
    ``python_version`` decides).

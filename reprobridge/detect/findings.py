@@ -345,7 +345,7 @@ class FetchValue(EntryValue, kind="fetch"):
 
 class BoundValue(EntryValue, kind="bound"):
     """[entry::line:column, a notebook's entry::cell:line:column]: a literal of an
-    experiment's entry file that bounds its run (:mod:`reprobridge.detect.bounds`).
+    experiment's entry file that bounds its run (:mod:`reprobridge.detect.procedure.bounds`).
 
     ``cell`` counts a notebook's cells from 1 (None in a script), ``line`` is within the cell
     or the file, ``column`` in characters; ``was`` is the literal's source text and ``value``

@@ -8,7 +8,7 @@ only. It is data: add a spelling here (and to its test), not a special case in c
 
 It lives with the detectors because both sides read it: the merge
 (:mod:`reprobridge.recovery.experiments`) lowers a flag or parameter by these names, and the
-``bounds`` detector (:mod:`reprobridge.detect.bounds`) finds literals assigned to them in a
+``bounds`` detector (:mod:`reprobridge.detect.procedure.bounds`) finds literals assigned to them in a
 notebook's cells or a script without a command line.
 """
 

@@ -9,7 +9,6 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from reprobridge.detect._paper_doc import direction
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import (
     BoundValue,
@@ -32,8 +31,9 @@ from reprobridge.detect.findings import (
     UnboundedValue,
     of_type,
 )
+from reprobridge.detect.paper._paper_doc import direction
+from reprobridge.detect.procedure.services import service_key
 from reprobridge.detect.runbounds import smoke_value
-from reprobridge.detect.services import service_key
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
 from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank

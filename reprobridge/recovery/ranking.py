@@ -43,8 +43,8 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from reprobridge.detect.base import Finding
-from reprobridge.detect.entrypoints import looks_like_experiment_name
 from reprobridge.detect.findings import ExperimentValue, MentionValue, TargetValue
+from reprobridge.detect.procedure.entrypoints import looks_like_experiment_name
 
 #: Weights of :func:`score`, by signal.
 WEIGHTS: dict[str, int] = {

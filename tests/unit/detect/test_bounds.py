@@ -1,10 +1,10 @@
-"""Literal run bounds in code (reprobridge.detect.bounds): what counts and what does not."""
+"""Literal run bounds in code (reprobridge.detect.procedure.bounds): what counts and what does not."""
 
 from __future__ import annotations
 
 import pytest
 
-from reprobridge.detect.bounds import literal_bounds
+from reprobridge.detect.procedure.bounds import literal_bounds
 from reprobridge.recovery.smoke import literal_smoke_value
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect.conda import conda_version
+from reprobridge.detect.declared.conda import conda_version
 from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect.configs import is_config_path
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.configs import is_config_path
 from reprobridge.detect.registry import detectors
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from reprobridge.data import load_pins
 from reprobridge.detect import detect_repo
-from reprobridge.detect.cuda import cu_tag_version
+from reprobridge.detect.derived.cuda import cu_tag_version
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
 

@@ -7,9 +7,9 @@ import re
 import pytest
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect.datasets import path_dataset, url_dataset
 from reprobridge.detect.findings import DatasetValue
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.datasets import path_dataset, url_dataset
 from reprobridge.detect.registry import detectors
 from reprobridge.manifest.schema import ID_PATTERN, Dataset
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect.entrypoints import looks_like_experiment_name, module_of
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.entrypoints import looks_like_experiment_name, module_of
 from reprobridge.detect.registry import detectors
 from reprobridge.manifest.schema import Experiment
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect.gpu import _without_prose
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.gpu import _without_prose
 
 
 def test_without_prose_blanks_docstrings_and_comments_keeping_lines() -> None:
@@ -66,7 +66,7 @@ def test_every_use_pattern_needs_the_word_cuda() -> None:
     alternative of _USE_RE contains the word (a new one without it must drop the shortcut)."""
     import re as _re
 
-    from reprobridge.detect import gpu
+    from reprobridge.detect.procedure import gpu
 
     alternatives = _re.split(r"\|(?![^(]*\))", gpu._USE_RE.pattern)
     assert len(alternatives) >= 5

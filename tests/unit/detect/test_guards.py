@@ -1,4 +1,4 @@
-"""Guarded (optional) imports: reprobridge.detect._guards."""
+"""Guarded (optional) imports: reprobridge.detect.derived._guards."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from reprobridge.detect._guards import import_sites
+from reprobridge.detect.derived._guards import import_sites
 
 
 def _guarded(source: str) -> dict[str, bool]:

@@ -6,7 +6,13 @@ import ast
 
 import pytest
 
-from reprobridge.detect._io_calls import MAIN_BLOCK, called_names, function_at, io_calls, rules
+from reprobridge.detect.procedure._io_calls import (
+    MAIN_BLOCK,
+    called_names,
+    function_at,
+    io_calls,
+    rules,
+)
 
 
 def calls(src: str) -> list[tuple[str, str, str]]:

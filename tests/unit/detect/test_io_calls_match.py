@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from fnmatch import fnmatchcase
 
-from reprobridge.detect import _io_calls
+from reprobridge.detect.procedure import _io_calls
 
 
 def _reference(name: str, patterns: tuple[str, ...], imported: bool) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.makefile import expand, parse_makefile
+from reprobridge.detect.procedure.makefile import expand, parse_makefile
 from reprobridge.detect.registry import detectors
 
 

@@ -7,7 +7,7 @@ import re
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import MAX_TEXT_BYTES, RepoIndex
-from reprobridge.detect.notebooks import output_metrics
+from reprobridge.detect.procedure.notebooks import output_metrics
 from reprobridge.detect.registry import detectors
 
 
@@ -74,7 +74,7 @@ def _joined_imports(cells: list[dict]) -> dict[str, str]:
     import ast
 
     from reprobridge.detect._pyast import import_map
-    from reprobridge.detect.notebooks import _source, cell_code
+    from reprobridge.detect.procedure.notebooks import _source, cell_code
 
     code = "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
     try:
@@ -88,7 +88,7 @@ def test_notebook_imports_from_the_cells_trees_equal_the_joined_parse() -> None:
     module's map, rebinding order and all-or-nothing failure included."""
     import random
 
-    from reprobridge.detect.notebooks import _notebook_imports
+    from reprobridge.detect.procedure.notebooks import _notebook_imports
 
     pieces = [
         "import numpy as np",

@@ -6,8 +6,8 @@ import ast
 import re
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect._printed import line_metrics, printed_line
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure._printed import line_metrics, printed_line
 from reprobridge.detect.registry import detectors
 from reprobridge.manifest.schema import METRIC_PATTERN, MetricSource
 

@@ -11,7 +11,10 @@ from pathlib import Path
 import pytest
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect._paper_doc import (
+from reprobridge.detect.base import DetectContext, Finding
+from reprobridge.detect.findings import ClaimValue, ProjectValue
+from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.paper._paper_doc import (
     Cell,
     PaperDoc,
     Row,
@@ -20,10 +23,7 @@ from reprobridge.detect._paper_doc import (
     find_claims,
     parse_cell,
 )
-from reprobridge.detect.base import DetectContext, Finding
-from reprobridge.detect.findings import ClaimValue, ProjectValue
-from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.paper import PaperDetector
+from reprobridge.detect.paper.paper import PaperDetector
 from reprobridge.errors import DetectionError
 
 

@@ -8,11 +8,11 @@ import textwrap
 import pytest
 
 from reprobridge.detect import detect_repo
-from reprobridge.detect._cli_params import argparse_params
-from reprobridge.detect._loops import unbounded_loops
 from reprobridge.detect._pyast import import_map
 from reprobridge.detect.findings import SeedValue
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure._cli_params import argparse_params
+from reprobridge.detect.procedure._loops import unbounded_loops
 from reprobridge.detect.registry import detectors
 
 

@@ -1,4 +1,4 @@
-"""Printed metrics (reprobridge.detect._printed): the regex recovered from a print call
+"""Printed metrics (reprobridge.detect.procedure._printed): the regex recovered from a print call
 reads the LAST value the real program prints, through check.py's own extraction."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from reprobridge.artifacts import check
-from reprobridge.detect._printed import (
+from reprobridge.detect.procedure._printed import (
     PrintedMetric,
     expression_name,
     keep_metrics,

@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.declared.project import ProjectDetector, classify_license
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.project import ProjectDetector, classify_license
 
 MIT = "MIT License\n\nCopyright (c) 2024 X\n\nPermission is hereby granted, free of charge, to any"
 BSD3 = (

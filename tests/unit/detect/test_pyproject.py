@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.declared.pyproject import poetry_constraint
 from reprobridge.detect.findings import PythonVersionValue
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.pyproject import poetry_constraint
 from reprobridge.detect.registry import detectors
 from reprobridge.errors import DetectionError
 

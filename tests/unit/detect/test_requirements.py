@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.declared.requirements import is_requirements_file, logical_lines
 from reprobridge.detect.findings import IndexValue, PythonVersionValue
 from reprobridge.detect.index import MAX_TEXT_BYTES, RepoIndex
 from reprobridge.detect.registry import detectors
-from reprobridge.detect.requirements import is_requirements_file, logical_lines
 from reprobridge.errors import DetectionError
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.services import command_tools
 from reprobridge.detect.registry import detectors
-from reprobridge.detect.services import command_tools
 
 
 def test_command_words_not_arguments() -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.shell import runs_in
 from reprobridge.detect.registry import detectors
-from reprobridge.detect.shell import runs_in
 
 
 def run(make_repo, files: dict[str, str | bytes]):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from reprobridge.detect import detect_repo
+from reprobridge.detect.derived.syslibs import apt_packages
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.registry import detectors
-from reprobridge.detect.syslibs import apt_packages
 
 
 def run(make_repo, files: dict[str, str]):

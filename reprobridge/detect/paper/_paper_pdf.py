@@ -14,7 +14,13 @@ from __future__ import annotations
 import io
 import re
 
-from reprobridge.detect._paper_doc import PaperDoc, Row, Table, parse_cell, split_sentences
+from reprobridge.detect.paper._paper_doc import (
+    PaperDoc,
+    Row,
+    Table,
+    parse_cell,
+    split_sentences,
+)
 from reprobridge.errors import DetectionError
 
 _CAPTION_RE = re.compile(r"^\s*(Table\s+(\d+|[IVXL]+))\s*[:.]\s*(.*)$", re.I)

@@ -31,7 +31,7 @@ import tokenize
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import HardwareValue, NvccValue
-from reprobridge.detect.notebooks import json_line_of
+from reprobridge.detect.procedure.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60

@@ -1,13 +1,12 @@
 """Command-line parameters of a Python file, read statically: argparse ``add_argument``
 calls (and ``set_defaults``), click decorators, typer commands and ``fire.Fire`` targets
-(see :mod:`~reprobridge.detect.params`)."""
+(see :mod:`~reprobridge.detect.procedure.params`)."""
 
 from __future__ import annotations
 
 import ast
 from dataclasses import replace
 
-from reprobridge.detect._param import Param, coerce_default, literal_default, type_name, type_of
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
     Scalar,
@@ -18,6 +17,13 @@ from reprobridge.detect._pyast import (
     nodes_of,
 )
 from reprobridge.detect._text import param_name
+from reprobridge.detect.procedure._param import (
+    Param,
+    coerce_default,
+    literal_default,
+    type_name,
+    type_of,
+)
 
 
 def argparse_params(tree: ast.AST, imports: dict[str, str]) -> list[Param]:

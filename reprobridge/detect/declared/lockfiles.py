@@ -26,10 +26,10 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.declared.pipfile import pipenv_python
+from reprobridge.detect.declared.pyproject import toml_error
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import PinValue, RequirementValue
-from reprobridge.detect.pipfile import pipenv_python
-from reprobridge.detect.pyproject import toml_error
 from reprobridge.errors import DetectionError
 
 LOCK_FILES = ("uv.lock", "poetry.lock", "Pipfile.lock")

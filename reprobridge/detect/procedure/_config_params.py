@@ -1,12 +1,11 @@
 """Parameters of config objects built in code: ``ml_collections.ConfigDict`` attribute
 assignments (flag ``--config.<path>``) and yacs ``CfgNode`` keys (flag ``SOLVER.BASE_LR``),
-and the config sections a file defines (see :mod:`~reprobridge.detect.params`)."""
+and the config sections a file defines (see :mod:`~reprobridge.detect.procedure.params`)."""
 
 from __future__ import annotations
 
 import ast
 
-from reprobridge.detect._param import Param, literal_default, type_of
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
     call_name,
@@ -16,6 +15,7 @@ from reprobridge.detect._pyast import (
 )
 from reprobridge.detect._text import param_name
 from reprobridge.detect.findings import Syntax
+from reprobridge.detect.procedure._param import Param, literal_default, type_of
 
 
 def _attr_path(node: ast.expr) -> list[str] | None:

@@ -1,5 +1,5 @@
 """Loops without an end: ``while True`` / ``itertools.count()`` loops that have no exit, or
-whose only exits depend on a step or epoch budget (see :mod:`~reprobridge.detect.params`)."""
+whose only exits depend on a step or epoch budget (see :mod:`~reprobridge.detect.procedure.params`)."""
 
 from __future__ import annotations
 

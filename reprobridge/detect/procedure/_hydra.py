@@ -1,5 +1,5 @@
 """Parameters of a hydra entry point: the YAML config ``@hydra.main`` names, flattened, with
-the groups its ``defaults`` list selects (see :mod:`~reprobridge.detect.params`)."""
+the groups its ``defaults`` list selects (see :mod:`~reprobridge.detect.procedure.params`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from reprobridge.detect._param import Param, type_of
 from reprobridge.detect._pyast import (
     Scalar,
     call_name,
@@ -18,6 +17,7 @@ from reprobridge.detect._pyast import (
 from reprobridge.detect._text import key_line, normalize_path, param_name
 from reprobridge.detect.base import DetectContext, Evidence
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure._param import Param, type_of
 
 _YAML11_FLOAT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
 

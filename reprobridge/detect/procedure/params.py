@@ -21,10 +21,10 @@ or whose only exits depend on a step/epoch budget such as ``max_steps`` — nami
 that bounds it. Loops that end on other conditions (data exhausted, convergence) and
 generators (``yield``) are not reported.
 
-Each source has its reader: :mod:`~reprobridge.detect._cli_params` (argparse, click, typer,
-fire), :mod:`~reprobridge.detect._config_params` (ml_collections, yacs),
-:mod:`~reprobridge.detect._hydra` and :mod:`~reprobridge.detect._loops`, all returning the
-:class:`~reprobridge.detect._param.Param` record. This module is the detector: it picks the
+Each source has its reader: :mod:`~reprobridge.detect.procedure._cli_params` (argparse, click, typer,
+fire), :mod:`~reprobridge.detect.procedure._config_params` (ml_collections, yacs),
+:mod:`~reprobridge.detect.procedure._hydra` and :mod:`~reprobridge.detect.procedure._loops`, all returning the
+:class:`~reprobridge.detect.procedure._param.Param` record. This module is the detector: it picks the
 files, follows config sections and loops into the modules an entry imports, and turns what
 the readers return into findings.
 """
@@ -36,15 +36,6 @@ import re
 from dataclasses import replace
 from pathlib import PurePosixPath
 
-from reprobridge.detect._cli_params import cli_params
-from reprobridge.detect._config_params import (
-    config_object_params,
-    config_sections,
-    merges_from_argv,
-)
-from reprobridge.detect._hydra import hydra_params
-from reprobridge.detect._loops import Unbounded, unbounded_loops
-from reprobridge.detect._param import SEED_NAMES, Param
 from reprobridge.detect._pyast import (
     call_name,
     import_map,
@@ -55,6 +46,15 @@ from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import normalize_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ParamValue, SeedValue, UnboundedValue
+from reprobridge.detect.procedure._cli_params import cli_params
+from reprobridge.detect.procedure._config_params import (
+    config_object_params,
+    config_sections,
+    merges_from_argv,
+)
+from reprobridge.detect.procedure._hydra import hydra_params
+from reprobridge.detect.procedure._loops import Unbounded, unbounded_loops
+from reprobridge.detect.procedure._param import SEED_NAMES, Param
 
 # -- config sections and loops in imported modules ----------------------------------------
 

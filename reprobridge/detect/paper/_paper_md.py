@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from reprobridge.detect._paper_doc import PaperDoc, Row, Table, split_sentences
+from reprobridge.detect.paper._paper_doc import PaperDoc, Row, Table, split_sentences
 
 _SEPARATOR_RE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(?:\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _CAPTION_RE = re.compile(r"^\s*[*_]*\s*(Table\s+(\d+|[IVXL]+))\s*[*_]*\s*[:.]\s*(.*)$", re.I)

@@ -44,7 +44,7 @@ from typing import Literal
 from reprobridge.detect._pyast import dotted, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue
-from reprobridge.detect.notebooks import cell_code, json_line_of, parsed_cell
+from reprobridge.detect.procedure.notebooks import cell_code, json_line_of, parsed_cell
 from reprobridge.detect.runbounds import smoke_value
 
 #: Calls whose last name component takes a training step (data: add a spelling here).

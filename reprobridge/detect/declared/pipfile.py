@@ -14,15 +14,15 @@ from typing import Any
 
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import IndexRole, PythonVersionValue
-from reprobridge.detect.pyproject import toml_error
-from reprobridge.detect.requirements import (
+from reprobridge.detect.declared.pyproject import toml_error
+from reprobridge.detect.declared.requirements import (
     index_finding,
     is_default_index,
     parse_requirement,
     requirement_finding,
 )
+from reprobridge.detect.envscope import env_scope
+from reprobridge.detect.findings import IndexRole, PythonVersionValue
 from reprobridge.errors import DetectionError, UnsafePathError
 
 _MAJOR_MINOR_RE = re.compile(r"^(\d+)\.(\d+)")

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from urllib.parse import urlparse
 
-from reprobridge.detect._cli_params import argparse_params
 from reprobridge.detect._pyast import (
     call_name,
     import_map,
@@ -47,8 +46,9 @@ from reprobridge.detect._pyast import (
 from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import skip_path, slugify, tidy_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.configs import is_config_path
 from reprobridge.detect.findings import DatasetValue
+from reprobridge.detect.procedure._cli_params import argparse_params
+from reprobridge.detect.procedure.configs import is_config_path
 
 _LIB_MODULES = frozenset(
     {

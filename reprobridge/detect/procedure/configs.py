@@ -20,11 +20,11 @@ import tomllib
 from pathlib import PurePosixPath
 from typing import Any
 
-from reprobridge.detect._hydra import flatten
-from reprobridge.detect._param import SEED_NAMES, type_of
 from reprobridge.detect._text import key_line, param_name, skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ParamValue, SeedValue
+from reprobridge.detect.procedure._hydra import flatten
+from reprobridge.detect.procedure._param import SEED_NAMES, type_of
 
 _CONFIG_DIRS = frozenset({"configs", "config", "conf", "cfgs", "cfg"})
 _SUFFIXES = frozenset({".yaml", ".yml", ".json", ".toml"})

@@ -26,7 +26,6 @@ import sys
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from reprobridge.detect._guards import ImportSite, import_sites
 from reprobridge.detect._pkgmap import (
     GOOGLE_SUBPACKAGES,
     IMPORT_TO_DIST,
@@ -40,9 +39,10 @@ from reprobridge.detect._pkgmap import (
 )
 from reprobridge.detect._text import is_support_path, skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.derived._guards import ImportSite, import_sites
 from reprobridge.detect.findings import OptionalImportValue, RequirementValue
 from reprobridge.detect.index import scan_imports
-from reprobridge.detect.notebooks import json_line_of, notebook_code, notebook_shell_lines
+from reprobridge.detect.procedure.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
 NOTE = "imported but not declared in any dependency file"
 #: A ``try`` statement: without one, no import of a file is guarded.
@@ -368,7 +368,7 @@ class ImportsDetector(Detector):
     @staticmethod
     def _all_guarded(code: _Code, paths: list[str], name: str) -> list[Evidence] | None:
         """The guarded imports of ``name`` when every import of it in ``paths`` is guarded
-        (:mod:`~reprobridge.detect._guards`), else None. Reading stops at the first file
+        (:mod:`~reprobridge.detect.derived._guards`), else None. Reading stops at the first file
         with an unguarded import (or that does not parse: then it counts as required)."""
         guards: list[Evidence] = []
         for path in paths:

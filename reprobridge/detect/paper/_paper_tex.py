@@ -15,7 +15,13 @@ import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 
-from reprobridge.detect._paper_doc import PaperDoc, Row, Table, parse_cell, split_sentences
+from reprobridge.detect.paper._paper_doc import (
+    PaperDoc,
+    Row,
+    Table,
+    parse_cell,
+    split_sentences,
+)
 
 _FORMAT_CMDS = (
     "textbf|textit|emph|underline|uline|mathbf|mathrm|mathit|text|textsc|texttt|textrm|textsf"

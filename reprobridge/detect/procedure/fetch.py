@@ -18,7 +18,7 @@ download of that notebook and not of its neighbour that only imports the package
   ``load_iris``), or a path present in the repository relative to the entry's folder or the
   root (the entry's own folders are code, not data).
 * A download call in code that runs (the rules are data: ``reprobridge/data/io_calls.toml``,
-  read by :mod:`~reprobridge.detect._io_calls`) counts where no dataset finding names one.
+  read by :mod:`~reprobridge.detect.procedure._io_calls`) counts where no dataset finding names one.
 * A file the entry reads by a literal relative path (``np.load``, ``torch.load``, ``open``
   in a reading mode...) counts when it is in none of the entry's folder, the root or the
   command's workdir, and the entry does not write it itself. When a script beside the entry
@@ -38,11 +38,11 @@ import ast
 import posixpath
 from pathlib import PurePosixPath
 
-from reprobridge.detect._io_calls import IoCall, called_names, function_at, io_calls
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DatasetValue, ExperimentValue, FetchValue, InputValue
-from reprobridge.detect.notebooks import json_line_of
+from reprobridge.detect.procedure._io_calls import IoCall, called_names, function_at, io_calls
+from reprobridge.detect.procedure.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60

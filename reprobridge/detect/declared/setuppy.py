@@ -22,7 +22,7 @@ from reprobridge.detect.base import (
     Evidence,
     Finding,
 )
-from reprobridge.detect.requirements import (
+from reprobridge.detect.declared.requirements import (
     parse_requirement,
     python_spec_finding,
     read_deferred,

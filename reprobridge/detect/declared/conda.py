@@ -26,17 +26,17 @@ from packaging.requirements import InvalidRequirement, Requirement
 from reprobridge.detect._pkgmap import CONDA_NOT_PYTHON, CONDA_SYSTEM, CONDA_TO_PYPI
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.declared.requirements import (
+    RequirementsParser,
+    logical_lines,
+    requirement_finding,
+)
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import (
     CompilerValue,
     CudaValue,
     PythonVersionValue,
     SystemLibraryValue,
-)
-from reprobridge.detect.requirements import (
-    RequirementsParser,
-    logical_lines,
-    requirement_finding,
 )
 from reprobridge.errors import DetectionError, UnsafePathError
 

@@ -33,7 +33,7 @@ scripts so too.
 The command is ``python path.py`` plus every *required* parameter the command line
 declares, as ``--flag {name}`` (or ``{name}`` for a positional): the launcher fills the
 placeholder from the experiment's ``params``, and the ``param`` findings of
-:mod:`~reprobridge.detect.params` carry those names. Ids are the file stem, with the
+:mod:`~reprobridge.detect.procedure.params` carry those names. Ids are the file stem, with the
 directory prepended when the stem is generic (``main``) or already taken.
 """
 
@@ -44,12 +44,12 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
-from reprobridge.detect._cli_params import cli_params
 from reprobridge.detect._pyast import call_name, import_map, main_guard
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding, rejected
 from reprobridge.detect.findings import ExperimentKind, ExperimentValue
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure._cli_params import cli_params
 
 _NAME_RE = re.compile(
     r"(?:^|[_\-.])(?:train\w*|eval\w*|evaluate|test_model|run\w*|main|experiment\w*|exp\d*|"

@@ -30,8 +30,7 @@ from reprobridge.detect.base import (
     Evidence,
     Finding,
 )
-from reprobridge.detect.findings import IndexRole
-from reprobridge.detect.requirements import (
+from reprobridge.detect.declared.requirements import (
     index_finding,
     is_default_index,
     parse_requirement,
@@ -39,6 +38,7 @@ from reprobridge.detect.requirements import (
     read_deferred,
     requirement_finding,
 )
+from reprobridge.detect.findings import IndexRole
 from reprobridge.errors import DetectionError
 
 _TOML_LINE_RE = re.compile(r"line (\d+)")

@@ -37,13 +37,13 @@ import zlib
 from collections.abc import Callable
 from pathlib import Path
 
-from reprobridge.detect._paper_doc import PaperDoc, find_claims, parse_cell
-from reprobridge.detect._paper_doc import direction as column_direction
-from reprobridge.detect._paper_md import parse_markdown
-from reprobridge.detect._paper_pdf import parse_pdf
-from reprobridge.detect._paper_tex import parse_latex, strip_comments, tex_events
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ClaimValue, ProjectValue, TargetValue
+from reprobridge.detect.paper._paper_doc import PaperDoc, find_claims, parse_cell
+from reprobridge.detect.paper._paper_doc import direction as column_direction
+from reprobridge.detect.paper._paper_md import parse_markdown
+from reprobridge.detect.paper._paper_pdf import parse_pdf
+from reprobridge.detect.paper._paper_tex import parse_latex, strip_comments, tex_events
 from reprobridge.errors import DetectionError
 
 #: Largest paper file read (PDFs with figures are larger than source files).

@@ -15,7 +15,7 @@ from the cells:
   such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
   source that matches the printed text (the value seen is in the note);
 * ``metric`` candidates from the code cells, by the rules of ``.py`` files
-  (:mod:`~reprobridge.detect._printed`): print-like calls (``print(f"step {k} loss {l}")``)
+  (:mod:`~reprobridge.detect.procedure._printed`): print-like calls (``print(f"step {k} loss {l}")``)
   and a cell's last expression when it names a result (``loss.item()``, shown alone on a
   line of the cell's output). Outputs are often cleared before a commit, and the auditor
   reads the executed notebook's outputs, where these lines will be. A saved output's
@@ -36,13 +36,6 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
-from reprobridge.detect._printed import (
-    PrintedMetric,
-    keep_metrics,
-    last_expression_metric,
-    line_metrics,
-    printed_line,
-)
 from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
 from reprobridge.detect._text import (
     is_counter_label,
@@ -55,6 +48,13 @@ from reprobridge.detect._text import (
 )
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, MetricSource, MetricValue, SeedValue
+from reprobridge.detect.procedure._printed import (
+    PrintedMetric,
+    keep_metrics,
+    last_expression_metric,
+    line_metrics,
+    printed_line,
+)
 
 #: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
 _OUTPUT_RE = re.compile(
@@ -260,7 +260,7 @@ def _kept_metrics(
     found: list[tuple[PrintedMetric, int | None]],
 ) -> list[tuple[str, str, bool, int | None]]:
     """(name, regex, labelled, JSON line) of the code cells' metrics worth declaring
-    (:func:`~reprobridge.detect._printed.keep_metrics` over the whole notebook)."""
+    (:func:`~reprobridge.detect.procedure._printed.keep_metrics` over the whole notebook)."""
     where = {id(m): line for m, line in found}
     return [(m.name, m.regex, m.labelled, where[id(m)]) for m in keep_metrics(m for m, _ in found)]
 

@@ -9,7 +9,7 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
 
 ``metric`` findings (key: the metric name, ``^[A-Za-z_][A-Za-z0-9_]{0,63}$``):
 
-* printed values (:mod:`~reprobridge.detect._printed`) — ``print(f"accuracy: {acc:.4f}")``,
+* printed values (:mod:`~reprobridge.detect.procedure._printed`) — ``print(f"accuracy: {acc:.4f}")``,
   ``print("Accuracy:", acc)``, ``print("acc=%.3f" % a)``, ``"acc={}".format(a)``,
   ``logger.info("loss=%f", l)``, ``tqdm.write``/``trange.write``/``click.echo``/
   ``accelerator.print`` — become ``{"regex": ...}`` sources matching the printed label and
@@ -47,12 +47,6 @@ import ast
 import re
 from dataclasses import dataclass, replace
 
-from reprobridge.detect._printed import (
-    PrintedMetric,
-    keep_metrics,
-    line_metrics,
-    printed_line,
-)
 from reprobridge.detect._pyast import (
     call_name,
     import_map,
@@ -75,6 +69,12 @@ from reprobridge.detect.findings import (
     MetricValue,
     OutputValue,
     select,
+)
+from reprobridge.detect.procedure._printed import (
+    PrintedMetric,
+    keep_metrics,
+    line_metrics,
+    printed_line,
 )
 
 #: A file is parsed only when its bytes show a write call or a printed ``label<sep>value``

@@ -1,0 +1,2 @@
+"""The paper detector: title, result tables (targets) and claims from a PDF, LaTeX or Markdown
+paper."""
