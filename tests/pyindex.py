@@ -10,7 +10,7 @@ import hashlib
 import http.server
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from pep517 import write_wheel
@@ -67,11 +67,19 @@ def serve_index(directory: Path, releases: Sequence[tuple[str, str, str]]) -> It
         def log_message(self, *args: object) -> None:
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    with serving(Handler) as base:
+        yield f"{base}/simple"
+
+
+@contextlib.contextmanager
+def serving(handler: Callable[..., http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """``handler`` served from a thread on an ephemeral port of 127.0.0.1 (no fixed
+    port: xdist-safe); yields ``http://127.0.0.1:PORT``, shuts the server down after."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/simple"
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

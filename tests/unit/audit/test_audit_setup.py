@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 from pep517 import backend_source, pyproject, write_sdist, write_wheel
+from pyindex import serving
 
 from reprobridge import sandbox
 from reprobridge.audit.auditor import AuditOptions, run_audit
@@ -318,7 +319,6 @@ def backtracking_index(tmp_path: Path):
     """A PEP 503 index over HTTP on localhost: ``rbbt-dep`` 1.0 as a wheel, 2.0 (the newest)
     as an sdist only, as pandocfilters was in 2019. Yields the index URL."""
     import http.server
-    import threading
 
     root = tmp_path / "index"
     files = root / "rbbt-dep"
@@ -333,14 +333,8 @@ def backtracking_index(tmp_path: Path):
     def handler(*args, **kw):  # type: ignore[no-untyped-def]
         return http.server.SimpleHTTPRequestHandler(*args, directory=str(root), **kw)
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(handler) as base:
+        yield f"{base}/"
 
 
 @needs_sandbox
