@@ -83,7 +83,19 @@ def test_reads_and_writes_of_literal_paths() -> None:
 
 
 def test_an_imported_open_is_not_the_builtin() -> None:
-    assert calls("from gzip import open\nopen('x.gz')") == []
+    assert calls("from mylib import open\nopen('x.gz')") == []
+
+
+def test_compressed_files_are_read_and_written_like_open() -> None:
+    # x-transformers' train scripts read `./data/enwik8.gz` through gzip.open
+    src = "import gzip, lzma\nfrom gzip import open as gopen\n" + "\n".join(
+        ["gzip.open('./data/enwik8.gz')", "lzma.open('out.xz', 'wt')", "gopen('b.gz', mode='rb')"]
+    )
+    assert calls(src) == [
+        ("read", "./data/enwik8.gz", "gzip.open"),
+        ("write", "out.xz", "lzma.open"),
+        ("read", "b.gz", "gzip.open"),
+    ]
 
 
 def test_functions_main_block_and_calls() -> None:
