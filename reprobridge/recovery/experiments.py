@@ -31,6 +31,7 @@ from reprobridge.detect.findings import (
     UnboundedValue,
     of_type,
 )
+from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.paper._paper_doc import direction
 from reprobridge.detect.procedure.services import service_key
 from reprobridge.detect.runbounds import smoke_value
@@ -51,9 +52,11 @@ _SEED_NAMES = {"seed", "random_seed", "rng_seed", "manual_seed"}
 
 #: Newest Python a framework release has wheels for (older frameworks cap the interpreter).
 def merge_datasets(
-    b: Builder, by_kind: dict[str, list[Finding]]
+    b: Builder, by_kind: dict[str, list[Finding]], index: RepoIndex | None = None
 ) -> dict[str, Finding[DatasetValue]]:
-    """One dataset per slugified id; returns the findings by id for the experiments to reference."""
+    """One dataset per slugified id; returns the findings by id for the experiments to
+    reference. With ``index``, a relative path the repository lacks at its root but holds
+    beside the file that names it is that folder's (:func:`_rooted`)."""
     out: dict[str, Finding[DatasetValue]] = {}
     for f in sorted(of_type(by_kind, DatasetValue), key=lambda f: (f.key, CONF_RANK[f.confidence])):
         ds_id = _slug(f.key)
@@ -62,6 +65,8 @@ def merge_datasets(
         out[ds_id] = f
         # The schema refuses paths that could leave the repository; never derive one.
         path = clean_rel_path(f.value.path) if f.value.path else None
+        if path and index is not None and f.evidence:
+            path = _rooted(path, f.evidence[0].path, index)
         for key, value in (("path", path), ("url", f.value.url), ("name", f.value.name)):
             if value:
                 b.put(f"datasets.{ds_id}.{key}", value, f.sources(), f.confidence)
@@ -70,6 +75,23 @@ def merge_datasets(
         if not (f.value.path or f.value.url or f.value.name or f.value.generated):
             b.put(f"datasets.{ds_id}.description", f"referenced as {f.key!r}", f.sources(), "low")
     return out
+
+
+def _rooted(path: str, named_in: str, index: RepoIndex) -> str:
+    """``path`` relative to the repository root. Code names a data path relative to the
+    folder it runs from (``--data data/penn`` in ``TCN/word_cnn/word_cnn_test.py``, run from
+    its folder): when the root lacks ``path`` and the folder of ``named_in`` holds it, that
+    folder's path; otherwise ``path`` as it is."""
+    folder = named_in.rpartition("/")[0]
+    if not folder or _present(index, path):
+        return path
+    beside = clean_rel_path(posixpath.join(folder, path))
+    return beside if beside and _present(index, beside) else path
+
+
+def _present(index: RepoIndex, path: str) -> bool:
+    """Whether the repository holds file or folder ``path``."""
+    return path in index or any(e.path.startswith(path + "/") for e in index)
 
 
 # -- experiments --------------------------------------------------------------------------

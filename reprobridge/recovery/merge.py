@@ -108,7 +108,7 @@ def merge_findings(
     merge_environment(b, by_kind, python, cuda, python_lock, res)
     merge_exclude_newer(b, ctx.index.head, res)
     merge_pythonpath(b, ctx.index, res)
-    datasets = merge_datasets(b, by_kind)
+    datasets = merge_datasets(b, by_kind, ctx.index)
     merge_experiments(b, by_kind, datasets, cuda, res)
     add_run_tooling(b, res)
     merge_paper(b, by_kind, res)

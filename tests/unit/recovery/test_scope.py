@@ -66,3 +66,29 @@ def test_support_only_imports_are_left_out_unless_an_experiment_runs_there(make_
         },
     )
     assert merged.manifest.environment.python_requirements == ["scipy"]
+
+
+def test_a_data_path_named_beside_its_script_is_rooted_there(make_repo) -> None:
+    """``--data data/penn`` in ``tasks/word/train_word.py``, run from its folder (its README
+    says so), names ``tasks/word/data/penn``: the dataset path is relative to the repository
+    root, where the auditor checks it before a run (held-out locuslab/TCN: the run was
+    refused, "data/penn does not exist")."""
+    merged = _merge(
+        make_repo,
+        {
+            "tasks/word/README.md": "```bash\npython train_word.py --epochs 1\n```\n",
+            "tasks/word/train_word.py": (
+                "import argparse\n\nimport numpy as np\n\n"
+                "parser = argparse.ArgumentParser()\n"
+                "parser.add_argument('--data', type=str, default='./data/penn')\n"
+                "parser.add_argument('--epochs', type=int, default=100)\n"
+                "args = parser.parse_args()\n"
+                "for e in range(args.epochs):\n"
+                "    print('loss', float(np.ones(1)[0]), open(args.data + '/valid.txt').read())\n"
+            ),
+            "tasks/word/data/penn/valid.txt": "a b c\n",
+            "data/README.md": "other data\n",
+        },
+    )
+    paths = {k: d.path for k, d in merged.manifest.datasets.items()}
+    assert paths == {"penn": "tasks/word/data/penn"}, paths
