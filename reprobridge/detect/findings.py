@@ -8,6 +8,10 @@ holds one of them as ``value`` and refuses a kind that does not match.
 ``to_json()`` gives the value as the plain dict it was before it was typed (a field marked
 :data:`ABSENT` is left out while it holds its default, as the dict left out its key); the
 fixture tests compare expectations written in TOML against it.
+
+A third-party detector (:mod:`~reprobridge.detect.registry`) that reports a kind of its own
+declares its value the same way, ``class MyValue(FindingValue, kind="my_kind")``; the merge
+reads only the kinds it knows.
 """
 
 from __future__ import annotations
@@ -212,8 +216,9 @@ class ReproducesValue(FindingValue, kind="reproduces"):
 
 
 class ExperimentValue(FindingValue, kind="experiment"):
-    """[experiment id]: a candidate ``command``, run from ``workdir``; ``entry`` is the
-    path of the script, notebook, Makefile or shell script it runs."""
+    """[experiment id]: a candidate ``command``, run from ``workdir`` (a folder of the
+    repository as written, ``.`` for the root, never empty); ``entry`` is the path of the
+    script, notebook, Makefile or shell script it runs."""
 
     command: str
     kind: ExperimentKind

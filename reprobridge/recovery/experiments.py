@@ -445,7 +445,7 @@ def _run_key(f: Finding[ExperimentValue], cmd: str) -> str:
     notebook) resolved against the workdir, so ``python x.py --viz`` from ``examples/`` and
     ``python examples/x.py --viz`` from the root are one run, and ``python train.py`` in two
     folders are two. A command whose entry is not among its words keeps its workdir."""
-    workdir = f.value.workdir or "."
+    workdir = f.value.workdir
     entry = f.value.entry
     try:
         words = shlex.split(cmd)
@@ -588,7 +588,7 @@ def _one_experiment(
             described.confidence,
         )
     b.put(f"{p}.kind", kind, src, f.confidence)
-    workdir = clean_rel_path(f.value.workdir or ".")
+    workdir = clean_rel_path(f.value.workdir)
     if workdir is None:
         res.warnings.append(
             f"{exp_id}: the command runs in {f.value.workdir!r}, outside the repository; "

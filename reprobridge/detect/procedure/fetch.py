@@ -65,7 +65,7 @@ class FetchDetector(Detector):
         for f in ctx.of(ExperimentValue):
             entry = f.value.entry
             if entry.endswith((".py", ".ipynb")):
-                workdirs.setdefault(entry, set()).add(f.value.workdir or ".")
+                workdirs.setdefault(entry, set()).add(f.value.workdir)
         findings: list[Finding] = []
         for entry in sorted(workdirs):
             closure = dict(import_closure(ctx, entry, py_paths, MAX_FILES))
