@@ -30,6 +30,10 @@ Tests, ``setup.py``, docs and vendored directories are skipped; a ``test_*.py`` 
 functions, a ``TestCase``, a pytest/unittest import): research code names experiment
 scripts so too.
 
+A script in a folder whose code (not its docstrings) names a path through the folder above
+it (``savefig('../images/f.png')``, ``sys.path.append('..')``) was written to run from its
+own folder: its workdir is that folder and its command ``python name.py``.
+
 The command is ``python path.py`` plus every *required* parameter the command line
 declares, as ``--flag {name}`` (or ``{name}`` for a positional): the launcher fills the
 placeholder from the experiment's ``params``, and the ``param`` findings of
@@ -118,6 +122,26 @@ def module_of(path: str) -> str | None:
     if not parts or not all(p.isidentifier() for p in parts):
         return None
     return ".".join(parts)
+
+
+def _names_parent_paths(tree: ast.Module) -> bool:
+    """Whether the module's code (not its docstrings) has a string literal naming a path
+    through the folder above its own: ``..`` or one starting ``../``."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return any(
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and id(node) not in docstrings
+        and (node.value in ("..", "../") or node.value.startswith(("../", "..\\")))
+        for node in ast.walk(tree)
+    )
 
 
 class EntryPointsDetector(Detector):
@@ -286,6 +310,13 @@ class EntryPointsDetector(Detector):
                 return None
             command, kind = f"python -m {module}", "module"
             stem = module.rsplit(".", 1)[-1]
+        elif str(pure.parent) != "." and _names_parent_paths(tree):
+            # `savefig('../images/f.png')`, `sys.path.append('..')`: written to run from its
+            # own folder, where `..` is the folder above it, not above the repository.
+            workdir = str(pure.parent)
+            command, kind = f"python {shlex.quote(pure.name)}", "script"
+            stem = pure.stem
+            notes.append(f"names paths above its folder (../): runs from {workdir}")
         else:
             command, kind = f"python {shlex.quote(path)}", "script"
             stem = pure.stem

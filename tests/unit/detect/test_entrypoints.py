@@ -168,3 +168,29 @@ def test_relative_imports_outside_a_package_are_rejected(make_repo) -> None:
     assert exps["fit_opt"].command == "python examples/fit_opt.py"
     rejected = {f.key: f.value.reason for f in ctx.findings if f.kind == "rejected"}
     assert "attempted relative import" in rejected["train.py"]
+
+
+def test_a_script_naming_paths_above_its_folder_runs_from_its_folder(make_repo) -> None:
+    """``savefig('../images/f.png')`` in ``chapter08/run_sim.py`` (held-out
+    reinforcement-learning-an-introduction): written to run from chapter08/, where ``..`` is
+    the repository; run from the root it writes above the repository and fails."""
+    ctx = run(
+        make_repo,
+        {
+            "chapter08/run_sim.py": (
+                '"""Simulate (see ../README.md)."""\nimport numpy as np\n'
+                "import matplotlib.pyplot as plt\n\n"
+                "def figure():\n    plt.plot(np.arange(3))\n"
+                "    plt.savefig('../images/figure_8_7.png')\n\n"
+                "if __name__ == '__main__':\n    figure()\n"
+            ),
+            "chapter09/run_walk.py": (
+                '"""See ../README.md."""\nimport numpy as np\n\n'
+                "if __name__ == '__main__':\n    print(np.zeros(2))\n"
+            ),
+        },
+    )
+    exps = {f.key: (f.value.command, f.value.workdir) for f in ctx.of_kind("experiment")}
+    assert exps["run_sim"] == ("python run_sim.py", "chapter08")
+    # a docstring naming ../README.md says nothing about where the code runs
+    assert exps["run_walk"] == ("python chapter09/run_walk.py", ".")
