@@ -70,7 +70,9 @@ HANDICAPS: dict[str, int] = {
     "reads data the repository lacks": 20,
     "needs a service the offline sandbox lacks": 20,
     "needs a GPU": 10,
-    "no parameter bounds a smoke run": 10,
+    # Small: it tips candidates that are otherwise about equal (a script with a --max-iters
+    # against a notebook of the same project), not a README command against a helper.
+    "no parameter bounds a smoke run": 5,
 }
 #: Handicaps that mean a smoke audit (offline, on a CPU) cannot run the candidate at all.
 BLOCKING = frozenset(
