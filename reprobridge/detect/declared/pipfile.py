@@ -16,10 +16,9 @@ from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.declared.pyproject import toml_error
 from reprobridge.detect.declared.requirements import (
+    declared_requirement,
     index_finding,
     is_default_index,
-    parse_requirement,
-    requirement_finding,
 )
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import IndexRole, PythonVersionValue
@@ -143,6 +142,5 @@ class PipfileDetector(Detector):
             text_req = _pipfile_requirement(name, spec)
             if text_req is None:
                 continue
-            req = parse_requirement(text_req, path=path, line=line)
-            findings.append(requirement_finding(req, Evidence(path, line), self.name))
+            findings.append(declared_requirement(text_req, path, line, self.name))
         return findings

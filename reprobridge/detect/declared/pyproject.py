@@ -20,7 +20,6 @@ import re
 import tomllib
 from typing import Any
 
-from packaging.specifiers import InvalidSpecifier
 from packaging.utils import canonicalize_name
 
 from reprobridge.detect.base import (
@@ -31,12 +30,11 @@ from reprobridge.detect.base import (
     Finding,
 )
 from reprobridge.detect.declared.requirements import (
+    declared_python,
+    declared_requirement,
     index_finding,
     is_default_index,
-    parse_requirement,
-    python_spec_finding,
     read_deferred,
-    requirement_finding,
 )
 from reprobridge.detect.findings import IndexRole
 from reprobridge.errors import DetectionError
@@ -176,24 +174,14 @@ class _Run:
         self.findings: list[Finding] = []
 
     def requirement(self, text: str, line: int, note: str = "") -> None:
-        req = parse_requirement(text, path=self.path, line=line)
         self.findings.append(
-            requirement_finding(
-                req, Evidence(self.path, line), self.detector, confidence=self.confidence, note=note
+            declared_requirement(
+                text, self.path, line, self.detector, confidence=self.confidence, note=note
             )
         )
 
-    def python(self, spec: str, line: int, note: str) -> None:
-        try:
-            self.findings.append(
-                python_spec_finding(spec, Evidence(self.path, line), self.detector, note)
-            )
-        except InvalidSpecifier as exc:
-            raise DetectionError(
-                f"{spec!r} is not a Python version specifier",
-                path=self.path,
-                field=f"line {line}",
-            ) from exc
+    def python(self, spec: str, line: int, note: str, key: str) -> None:
+        self.findings.append(declared_python(spec, self.path, line, self.detector, note, key=key))
 
     def index(self, url: Any, role: IndexRole, line: int) -> None:
         if isinstance(url, str) and url and not is_default_index(url):
@@ -209,7 +197,7 @@ class _Run:
         if "requires-python" in project:
             spec = project["requires-python"]
             line = self.lines.find("project", "requires-python")
-            self.python(str(spec), line, "pyproject [project] requires-python")
+            self.python(str(spec), line, "pyproject [project] requires-python", "requires-python")
         for dep in self.strings(project.get("dependencies", []), "project.dependencies"):
             self.requirement(dep, self.lines.find("project", _dep_name(dep)))
         dynamic_fields = project.get("dynamic", [])
@@ -231,7 +219,7 @@ class _Run:
             line = self.lines.find(header, name)
             if canonicalize_name(name) == "python":
                 constraint = spec if isinstance(spec, str) else ""
-                self.python(poetry_constraint(constraint), line, "Poetry python dependency")
+                self.python(poetry_constraint(constraint), line, "Poetry python dependency", name)
                 continue
             text = self._poetry_requirement(name, spec, line)
             if text:
@@ -284,7 +272,7 @@ class _Run:
         for key in ("python_requires", "requires-python"):
             if key in pdm:
                 line = self.lines.find("tool.pdm", key)
-                self.python(str(pdm[key]), line, "PDM python_requires")
+                self.python(str(pdm[key]), line, "PDM python_requires", key)
         for source in pdm.get("source", []) or []:
             if isinstance(source, dict):
                 role: IndexRole = "index" if source.get("name") == "pypi" else "extra"

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from reprobridge.detect._text import continued_lines, skip_path
@@ -132,6 +132,37 @@ def parse_requirement(text: str, *, path: str, line: int) -> Requirement:
         reason = str(exc).splitlines()[0] if str(exc) else "invalid"
         raise DetectionError(
             f"not a valid requirement {text!r}: {reason}", path=path, field=f"line {line}"
+        ) from exc
+
+
+def declared_requirement(
+    text: str,
+    path: str,
+    line: int,
+    detector: str,
+    *,
+    confidence: Confidence = "high",
+    note: str = "",
+) -> Finding:
+    """The ``python_requirement`` finding of a PEP 508 string declared at ``path`` line
+    ``line``; DetectionError (path, ``line N``) when it is not one."""
+    req = parse_requirement(text, path=path, line=line)
+    return requirement_finding(
+        req, Evidence(path, line), detector, confidence=confidence, note=note
+    )
+
+
+def declared_python(
+    spec: str, path: str, line: int, detector: str, note: str, *, key: str
+) -> Finding:
+    """The ``python_version`` finding of a specifier declared as ``key`` at ``path`` line
+    ``line``; DetectionError (path, ``line N``, naming ``key``) when it is not a PEP 440
+    specifier set."""
+    try:
+        return python_spec_finding(spec, Evidence(path, line), detector, note)
+    except InvalidSpecifier as exc:
+        raise DetectionError(
+            f"{key} {spec!r} is not a Python version specifier", path=path, field=f"line {line}"
         ) from exc
 
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 
-from packaging.specifiers import InvalidSpecifier
-
 from reprobridge.detect.base import (
     Confidence,
     DeclaredFileDetector,
@@ -19,10 +17,9 @@ from reprobridge.detect.base import (
     Finding,
 )
 from reprobridge.detect.declared.requirements import (
-    parse_requirement,
-    python_spec_finding,
+    declared_python,
+    declared_requirement,
     read_deferred,
-    requirement_finding,
 )
 from reprobridge.errors import DetectionError
 
@@ -82,18 +79,16 @@ class SetupCfgDetector(DeclaredFileDetector):
         python = parser.get("options", "python_requires", fallback="").strip()
         if python:
             line = lines.get("python_requires", 1)
-            try:
-                findings.append(
-                    python_spec_finding(
-                        python, Evidence(path, line), self.name, "setup.cfg python_requires"
-                    )
+            findings.append(
+                declared_python(
+                    python,
+                    path,
+                    line,
+                    self.name,
+                    "setup.cfg python_requires",
+                    key="python_requires",
                 )
-            except InvalidSpecifier as exc:
-                raise DetectionError(
-                    f"python_requires {python!r} is not a version specifier",
-                    path=path,
-                    field=f"line {line}",
-                ) from exc
+            )
         raw = parser.get("options", "install_requires", fallback="")
         start = lines.get("install_requires", 1)
         if raw.strip().startswith("file:"):
@@ -107,9 +102,8 @@ class SetupCfgDetector(DeclaredFileDetector):
             if not value:
                 continue
             line = _find_line(text_lines, value, start)
-            req = parse_requirement(value, path=path, line=line)
             findings.append(
-                requirement_finding(req, Evidence(path, line), self.name, confidence=confidence)
+                declared_requirement(value, path, line, self.name, confidence=confidence)
             )
         return findings
 

@@ -13,8 +13,6 @@ import ast
 import re
 from dataclasses import dataclass
 
-from packaging.specifiers import InvalidSpecifier
-
 from reprobridge.detect.base import (
     Confidence,
     DeclaredFileDetector,
@@ -23,10 +21,9 @@ from reprobridge.detect.base import (
     Finding,
 )
 from reprobridge.detect.declared.requirements import (
-    parse_requirement,
-    python_spec_finding,
+    declared_python,
+    declared_requirement,
     read_deferred,
-    requirement_finding,
 )
 from reprobridge.errors import DetectionError
 
@@ -203,28 +200,24 @@ class SetupPyDetector(DeclaredFileDetector):
             node = kws["python_requires"]
             values = ev.strings(node)
             if values and len(values) == 1:
-                evidence = Evidence(path, values[0].line)
-                try:
-                    findings.append(
-                        python_spec_finding(
-                            values[0].text, evidence, self.name, "setup.py python_requires"
-                        )
+                findings.append(
+                    declared_python(
+                        values[0].text,
+                        path,
+                        values[0].line,
+                        self.name,
+                        "setup.py python_requires",
+                        key="python_requires",
                     )
-                except InvalidSpecifier as exc:
-                    raise DetectionError(
-                        f"python_requires {values[0].text!r} is not a version specifier",
-                        path=path,
-                        field=f"line {values[0].line}",
-                    ) from exc
+                )
         if "install_requires" in kws:
             node = kws["install_requires"]
             items = ev.strings(node)
             if items is not None:
                 for item in items:
-                    req = parse_requirement(item.text, path=path, line=item.line)
                     findings.append(
-                        requirement_finding(
-                            req, Evidence(path, item.line), self.name, confidence=confidence
+                        declared_requirement(
+                            item.text, path, item.line, self.name, confidence=confidence
                         )
                     )
             else:
