@@ -367,3 +367,6 @@ class BoundValue(EntryValue, kind="bound"):
     site: Literal["assign", "loop"]
     start: int
     code: str
+    #: The loop prints only every this many iterations counted from one (``if (epoch + 1) %
+    #: 5 == 0: print(...)``): a smoke value below it prints nothing (0: no such gate).
+    every: int = 0

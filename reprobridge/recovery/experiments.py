@@ -784,7 +784,8 @@ def _literal_edits(
     shown: list[str] = []
     for x in sorted(found, key=lambda x: (x.value.cell or 0, x.value.line, x.value.column)):
         v = x.value
-        small = v.start + literal_smoke_value(v.name, v.site)
+        # Not below the loop's print interval: a smoke run that prints nothing has no metric.
+        small = v.start + max(literal_smoke_value(v.name, v.site), v.every)
         if small >= v.value:
             continue  # already small: nothing to lower
         edit: dict[str, Any] = {"file": entry}

@@ -38,7 +38,7 @@ import ast
 import json
 import re
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Literal
 
 from reprobridge.detect._pyast import dotted, walk_shallow
@@ -80,6 +80,9 @@ class LiteralBound:
     site: Site
     code: str
     start: int = 0
+    #: The loop that runs to this bound prints only when ``(i + 1) % every == 0``: a smoke
+    #: value below ``every`` would print nothing (0: no such gate).
+    every: int = 0
 
 
 def _number(node: ast.AST) -> int | None:
@@ -297,9 +300,70 @@ def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBou
         found = {(b.line, b.column): b for b in _setting_bounds(src, tree)}
         for b in _loop_bounds(src, tree):
             found.setdefault((b.line, b.column), b)
+        gates = _print_gates(tree)
     except RecursionError:
         return []
-    return [found[k] for k in sorted(found)]
+    return [
+        replace(b, every=gates.get(b.name, 0) or gates.get(f"@{b.line}:{b.column}", 0))
+        for b in (found[k] for k in sorted(found))
+    ]
+
+
+def _print_gates(tree: ast.Module) -> dict[str, int]:
+    """The print interval of each training loop over ``range(stop)`` that prints only when
+    ``(i + 1) % K == 0`` (it needs K iterations to print anything): K by the stop's name
+    (``range(num_epochs)``), or by ``@line:column`` of a literal stop (``range(60)``)."""
+    gates: dict[str, int] = {}
+    for loop in ast.walk(tree):
+        if not isinstance(loop, ast.For | ast.AsyncFor):
+            continue
+        found = _range_stop(loop.iter)
+        variable = loop.target.id if isinstance(loop.target, ast.Name) else None
+        if found is None or variable is None:
+            continue
+        every = _print_every(loop.body, variable)
+        if not every:
+            continue
+        stop = found[0]
+        if isinstance(stop, ast.Name):
+            gates[stop.id] = max(every, gates.get(stop.id, 0))
+        elif isinstance(stop, ast.Constant):
+            gates[f"@{stop.lineno}:{stop.col_offset}"] = every
+    return gates
+
+
+def _print_every(body: list[ast.stmt], variable: str) -> int:
+    """K when a ``print`` in ``body`` runs only under ``if (variable + 1) % K == 0`` (0
+    when every print can run on the first iterations)."""
+    every = 0
+    for node in walk_shallow(body):
+        if not isinstance(node, ast.If) or not any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Name) and c.func.id == "print"
+            for c in walk_shallow(node.body)
+        ):
+            continue
+        test = node.test
+        if not (
+            isinstance(test, ast.Compare)
+            and len(test.ops) == 1
+            and isinstance(test.ops[0], ast.Eq)
+            and _number(test.comparators[0]) == 0
+            and isinstance(test.left, ast.BinOp)
+            and isinstance(test.left.op, ast.Mod)
+        ):
+            continue
+        counted, k = test.left.left, _number(test.left.right)
+        if (
+            k is not None
+            and k > 1
+            and isinstance(counted, ast.BinOp)
+            and isinstance(counted.op, ast.Add)
+            and isinstance(counted.left, ast.Name)
+            and counted.left.id == variable
+            and _number(counted.right) == 1
+        ):
+            every = max(every, k)
+    return every
 
 
 class BoundsDetector(Detector):

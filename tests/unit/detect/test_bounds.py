@@ -87,3 +87,23 @@ def test_columns_count_characters_not_bytes() -> None:
 )
 def test_smoke_values_of_literal_bounds(name: str, site: str, value: int) -> None:
     assert literal_smoke_value(name, site) == value
+
+
+def test_a_print_every_k_iterations_is_the_bounds_floor() -> None:
+    """Issue 9 (yunjey/pytorch-tutorial): `num_epochs = 60` lowered to 1 ran one epoch of a
+    loop that prints `Loss:` only when `(epoch + 1) % 5 == 0`, so the smoke run printed no
+    metric. The bound records the interval; a print on the first iteration sets none."""
+    gated = (
+        "num_epochs = 60\n"
+        "for epoch in range(num_epochs):\n"
+        "    optimizer.step()\n"
+        "    if (epoch + 1) % 5 == 0:\n"
+        "        print('Loss:', 1.0)\n"
+    )
+    assert [(b.name, b.every) for b in literal_bounds(gated)] == [("num_epochs", 5)]
+    literal = (
+        "for it in range(300):\n    opt.step()\n    if (it + 1) % 50 == 0:\n        print(it)\n"
+    )
+    assert [(b.value, b.every) for b in literal_bounds(literal)] == [(300, 50)]
+    first = "for it in range(300):\n    opt.step()\n    if it % 50 == 0:\n        print(it)\n"
+    assert [b.every for b in literal_bounds(first)] == [0]
