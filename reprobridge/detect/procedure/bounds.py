@@ -204,8 +204,42 @@ def _settings_code(tree: ast.Module) -> list[ast.stmt]:
     return statements
 
 
+def _default_settings(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+    """(parameter, default) of the module's own functions that the code outside function
+    bodies calls by name without passing that parameter: ``def main(num_epochs=30)`` run as
+    ``main()`` under a ``__main__`` guard takes its length from the default."""
+    calls = [
+        node
+        for stmt in _run_statements(tree.body)
+        for node in walk_shallow([stmt])
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    ]
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        mine = [c for c in calls if isinstance(c.func, ast.Name) and c.func.id == fn.name]
+        if not mine or any(isinstance(a, ast.Starred) for c in mine for a in c.args):
+            continue
+        positional = [*fn.args.posonlyargs, *fn.args.args]
+        with_default = positional[len(positional) - len(fn.args.defaults) :]
+        pairs = list(zip(with_default, fn.args.defaults, strict=True))
+        pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d]
+        for arg, default in pairs:
+            index = positional.index(arg) if arg in positional else None
+            passed = any(
+                (index is not None and len(c.args) > index)
+                or any(kw.arg in (arg.arg, None) for kw in c.keywords)
+                for c in mine
+            )
+            if not passed:
+                yield arg.arg, default
+
+
 def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
-    """Named bounds in the code that runs (see the module docstring)."""
+    """Named bounds in the code that runs (see the module docstring), and the defaults of
+    its functions' parameters that no call passes (:func:`_default_settings`)."""
+    for name, default in _default_settings(tree):
+        yield from _named(src, name, default)
     statements = _settings_code(tree)
     for stmt in statements:
         if isinstance(stmt, ast.Assign):

@@ -107,3 +107,17 @@ def test_a_print_every_k_iterations_is_the_bounds_floor() -> None:
     assert [(b.value, b.every) for b in literal_bounds(literal)] == [(300, 50)]
     first = "for it in range(300):\n    opt.step()\n    if it % 50 == 0:\n        print(it)\n"
     assert [b.every for b in literal_bounds(first)] == [0]
+
+
+def test_a_default_no_call_passes_is_a_setting() -> None:
+    """Issue 9 (torchcde): `def main(num_epochs=30)` run as `main()` under the `__main__`
+    guard takes its 30 epochs from the default; a default every call overrides does not
+    bound the run, and neither does a function nothing calls."""
+    code = "def main(num_epochs=30, lr=0.1):\n    pass\n\nif __name__ == '__main__':\n    main()\n"
+    assert [(b.name, b.was, b.code) for b in literal_bounds(code)] == [
+        ("num_epochs", "30", "def main(num_epochs=30, lr=0.1):")
+    ]
+    passed = "def main(num_epochs=30):\n    pass\n\nmain(3)\n"
+    assert literal_bounds(passed) == []
+    uncalled = "def main(num_epochs=30):\n    pass\n"
+    assert literal_bounds(uncalled) == []
