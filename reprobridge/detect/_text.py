@@ -10,6 +10,9 @@ Contracts:
 * :data:`NUMBER` is the one capturing group every metric regex ends with: it matches
   integers, decimals, negatives and exponents (``-1.5e-3``), so a regex written for
   ``acc=0.91`` still works when the run prints ``loss=-2e-05``.
+* :func:`count_of_total` reads a count printed out of a total (``967/2000``): the value
+  regex then captures the percentage printed after it (``= 48.35%``, ``(98%)``), or
+  the count with its total required (the metric is then named ``<label>_count``).
 * :func:`skip_path` says which files are never the repository's own procedure (vendored
   environments, build outputs, caches); :func:`is_test_path` which are its tests.
 * :func:`normalize_path` and :func:`tidy_path` clean the paths detectors read from text;
@@ -222,6 +225,44 @@ def label_regex(label: str, sep: str, *, value: str = NUMBER) -> str:
     sep_core = sep.strip()
     tail = r"\s*" + re.escape(sep_core) + r"\s*" if sep_core else r"\s+"
     return head + tail + value
+
+
+#: A count printed before its total, as an object or not (``967``, ``tensor(967)``).
+_COUNT = r"(?:[A-Za-z_]\w*\()?[-+]?\d+\)?"
+#: ``/2000``: a total, a whole number (``0.51/0.63`` is a pair of values, not a fraction).
+_TOTAL = r"[ \t]*/[ \t]*\d+(?![\d.])"
+#: Between a total and its percentage: `` = ``, `` (``, ``, ``, `` [``.
+_TO_PERCENT = r"[ \t]*(?:[=(\[:,][ \t]*)?"
+_COUNT_OF_TOTAL_RE = re.compile(
+    _TOTAL + r"(?P<pct>" + _TO_PERCENT + r"[-+]?(?:\d+\.?\d*|\.\d+)[ \t]*%)?"
+)
+
+
+@dataclass(frozen=True)
+class CountOfTotal:
+    """A value printed as a count out of a total. ``value``: the regex to read it with
+    (one capturing group, as :func:`label_regex` takes); ``percent``: it captures the
+    percentage printed after the total, else the count (the total required after it)."""
+
+    value: str
+    percent: bool
+
+
+def count_of_total(after: str, *, wrapped: bool = False) -> CountOfTotal | None:
+    """How to read a whole number that ``after`` (the text printed right after it)
+    shows to be a count out of a total (``/2000 = 48.35% correct``), or None.
+
+    A count is not comparable across runs that evaluate different numbers of examples
+    (a smoke tier evaluates fewer), and a reader reports the fraction: the percentage
+    printed on the line is read when there is one. ``wrapped``: the count may print as
+    an object (``tensor(967)``)."""
+    match = _COUNT_OF_TOTAL_RE.match(after)
+    if match is None:
+        return None
+    if match.group("pct"):
+        return CountOfTotal(_COUNT + _TOTAL + _TO_PERCENT + NUMBER + r"[ \t]*%", True)
+    head, tail = (r"(?:[A-Za-z_]\w*\()?", r"\)?") if wrapped else ("", "")
+    return CountOfTotal(head + NUMBER + tail + _TOTAL, False)
 
 
 def normalize_path(path: str) -> str:

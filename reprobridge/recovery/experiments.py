@@ -717,6 +717,10 @@ def _one_experiment(
                 continue  # a file outside the workdir is not evidence the auditor may read
             source["file"] = clean
         b.put(f"{p}.metrics.{name}.source", source, m.sources(), m.confidence)
+        if name.endswith("_count") and "count out of" in m.note:
+            # A count read without its total (detect/procedure/_printed.py): the guide's
+            # table says what it counts out of, since no paper target can match it.
+            b.put(f"{p}.metrics.{name}.provenance", m.note, m.sources(), m.confidence)
         better = direction(name.replace("_", " "))
         if better is not None:
             # Claims compare experiments by it ("a.loss < b.loss"); a paper column's own

@@ -148,7 +148,10 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         row, col = f.value.row, f.value.column
         exp = row_to_exp.setdefault(row, _match_row(row, exp_tokens, exps))
         metrics = exps.get(exp, {}).get("metrics", {}) if exp else {}
-        metric = _match(col, {m: _tokens(m) for m in metrics}) if metrics else None
+        # A count out of a total (``accuracy_count``) is never a paper's column: its value
+        # depends on how many examples a run evaluates.
+        comparable = {m: _tokens(m) for m in metrics if not m.endswith("_count")}
+        metric = _match(col, comparable) if comparable else None
         where = f"{', '.join(f.sources())} ({f.value.table}, row {row!r}, column {col!r})"
         if exp is None or metric is None:
             res.unmatched_targets.append(

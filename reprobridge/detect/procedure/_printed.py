@@ -24,6 +24,12 @@ positional, numbered or keyword fields.
   line of the same shape matches it, so these are weaker: callers keep them only when
   the file or notebook prints no labelled metric at all (:func:`keep_metrics`).
 
+A labelled whole number printed as a count out of a total (``final score: 967/2000 =
+48.35% correct``, ``Accuracy: 9800/10000 (98%)``) is read as the percentage printed after
+it: a count is not comparable across runs that evaluate different numbers of examples,
+and a reader reports the fraction. With no percentage on the line the metric is
+``<label>_count`` and its note says what it is (:func:`~reprobridge.detect._text.count_of_total`).
+
 Either way the value is read from the run's log by check.py, which takes the LAST match
 (a running log's final value). A value printed as an object (``loss {loss}`` with a
 tensor prints ``loss tensor(0.25, grad_fn=...)``; micrograd's ``Value(data=0.25,
@@ -43,6 +49,7 @@ from dataclasses import dataclass
 from reprobridge.detect._pyast import call_name, dotted, kwarg, literal
 from reprobridge.detect._text import (
     NUMBER,
+    count_of_total,
     is_counter_label,
     label_regex,
     looks_like_metric,
@@ -105,13 +112,15 @@ class Printed:
 
 @dataclass(frozen=True)
 class PrintedMetric:
-    """A metric candidate: its name, the regex reading it from the log, and whether a
-    printed label names it (else the printed expression does)."""
+    """A metric candidate: its name, the regex reading it from the log, whether a
+    printed label names it (else the printed expression does), and what a reader of the
+    manifest should know about it (``note``, empty when nothing)."""
 
     name: str
     regex: str
     labelled: bool
     line: int
+    note: str = ""
 
 
 # -- tokens ------------------------------------------------------------------------------
@@ -400,6 +409,97 @@ def _label_of(text: str) -> tuple[str, str] | None:
     return (label, match.group("sep")) if label else None
 
 
+#: Format specs of a value that prints with a fraction (``.3f``, ``e``, ``%``): no count.
+_FRACTIONAL_SPEC = frozenset("fFeEgG%")
+
+
+def _shown(tok: Token) -> str:
+    """A stand-in for what a value prints: a whole number, a decimal or a percentage."""
+    if tok.spec[-1:] == "%":
+        return "0.5%"
+    return "0.5" if tok.spec[-1:] in _FRACTIONAL_SPEC else "0"
+
+
+def _after(tokens: tuple[Token, ...]) -> str:
+    """What ``tokens`` print up to the end of their line, each value as :func:`_shown`."""
+    text = "".join(_shown(t) if t.text is None else t.text for t in tokens)
+    return text.split("\n", 1)[0]
+
+
+#: Names of a count or a total (``correct``, ``n_samples``, ``total``, ``num_examples``).
+_COUNT_NAME_RE = re.compile(
+    r"(?i)(?:^|_)(?:n|num|number|total|count|correct|hits|samples|examples|size|len|length)"
+    r"(?:$|_)"
+)
+
+
+def _whole(tok: Token) -> bool:
+    """Whether a value prints as a whole number: an integer format, ``len(...)``, or a
+    name that says count or total (``correct``, ``total``, ``correct.sum().item()``)."""
+    if tok.spec[-1:] in {"d", "i", "u"}:
+        return True
+    node = tok.node
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and not node.args:
+        node = node.func.value  # correct.sum().item()
+    if isinstance(node, ast.Call):
+        return dotted(node.func) == "len"
+    leaf = (dotted(node) or "").rsplit(".", 1)[-1] if node is not None else ""
+    return bool(_COUNT_NAME_RE.search(leaf))
+
+
+def _whole_count(tokens: tuple[Token, ...]) -> bool:
+    """Whether ``tokens`` (a value, ``/``, a total) show a count: the value or its total
+    prints as a whole number, or the total is written in the text (``/10000``)."""
+    slash = tokens[1].text if len(tokens) > 1 else None
+    if slash is None:
+        return False
+    if re.match(r"[ \t]*/[ \t]*\d", slash):
+        return True
+    return _whole(tokens[0]) or (len(tokens) > 2 and _whole(tokens[2]))
+
+
+def _total_text(tokens: tuple[Token, ...]) -> str:
+    """The total printed after ``/`` (``tokens`` start at the slash): ``len(test_set)``
+    as written in the code, or the number in the text."""
+    slash = tokens[0].text or ""
+    written = re.match(r"[ \t]*/[ \t]*(\d+)", slash)
+    if written:
+        return written.group(1)
+    node = tokens[1].node if len(tokens) > 1 else None
+    return f"`{ast.unparse(node)}`" if node is not None else "a total"
+
+
+def _labelled(name: str, label: str, sep: str, printed: Printed, i: int) -> PrintedMetric:
+    """The metric ``name`` of the value ``printed.tokens[i]``, printed after ``label``.
+
+    A whole number printed as a count out of a total (``final score: 967/2000 = 48.35%``,
+    ``Accuracy: 9800/10000 (98%)``) is read as the percentage printed after it; with none
+    on the line it is ``<name>_count``, the count, and the note says so: the total changes
+    with the number of examples evaluated (a smoke tier evaluates fewer)."""
+    tok = printed.tokens[i]
+    wrapped = _wrapped(tok)
+    fraction = None
+    if tok.spec[-1:] not in _FRACTIONAL_SPEC:
+        fraction = count_of_total(_after(printed.tokens[i + 1 :]), wrapped=wrapped)
+    if fraction is None:
+        value = (_WRAP_HEAD if wrapped else "") + NUMBER
+        return PrintedMetric(name, label_regex(label, sep, value=value), True, printed.line)
+    if not fraction.percent and not _whole_count(printed.tokens[i:]):
+        # ``loss: {a}/{b}`` may print two decimals (train/val): read the first, as before.
+        value = (_WRAP_HEAD if wrapped else "") + NUMBER
+        return PrintedMetric(name, label_regex(label, sep, value=value), True, printed.line)
+    regex = label_regex(label, sep, value=fraction.value)
+    if fraction.percent:
+        note = "printed as a count out of a total: the percentage after it is read"
+        return PrintedMetric(name, regex, True, printed.line, note)
+    note = (
+        f"printed as a count out of {_total_text(printed.tokens[i + 1 :])}, with no "
+        "percentage: the count is read, comparable only between runs that evaluate the "
+        "same number of examples"
+    )
+    return PrintedMetric(f"{name[:58]}_count", regex, True, printed.line, note)
+
+
 def line_metrics(printed: Printed) -> list[PrintedMetric]:
     """The metric candidates of one printed line (module docstring), in print order."""
     found: list[PrintedMetric] = []
@@ -418,9 +518,7 @@ def line_metrics(printed: Printed) -> list[PrintedMetric]:
                 continue
             labelled_name = metric_name(label)
             if labelled_name:
-                value = (_WRAP_HEAD if _wrapped(tok) else "") + NUMBER
-                regex = label_regex(label, sep, value=value)
-                found.append(PrintedMetric(labelled_name, regex, True, printed.line))
+                found.append(_labelled(labelled_name, label, sep, printed, i))
             continue
         named = expression_name(tok.node)
         line_regex = _line_regex(printed, i) if named else None

@@ -38,6 +38,8 @@ from typing import Any
 
 from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
 from reprobridge.detect._text import (
+    NUMBER,
+    count_of_total,
     is_counter_label,
     label_regex,
     looks_like_metric,
@@ -175,9 +177,18 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
             name = metric_name(label)
             if name is None:
                 continue
-            found.append(
-                (name, label_regex(label, match.group("sep")), match.group("value"), match.group(0))
-            )
+            value, shown = NUMBER, match.group("value")
+            # A count out of a total (the rule of _printed.py): its percentage, or ``_count``.
+            fraction = count_of_total(line[match.end() :]) if shown.isdigit() else None
+            if fraction is not None:
+                value = fraction.value
+                if not fraction.percent:
+                    name = f"{name[:58]}_count"
+            regex = label_regex(label, match.group("sep"), value=value)
+            read = re.compile(regex).search(line, match.start())
+            if read is not None:
+                shown = read.group(1)
+            found.append((name, regex, shown, (read or match).group(0)))
     return found
 
 
@@ -258,11 +269,11 @@ def _cell_metrics(
 
 def _kept_metrics(
     found: list[tuple[PrintedMetric, int | None]],
-) -> list[tuple[str, str, bool, int | None]]:
-    """(name, regex, labelled, JSON line) of the code cells' metrics worth declaring
+) -> list[tuple[PrintedMetric, int | None]]:
+    """(metric, JSON line) of the code cells' metrics worth declaring
     (:func:`~reprobridge.detect.procedure._printed.keep_metrics` over the whole notebook)."""
     where = {id(m): line for m, line in found}
-    return [(m.name, m.regex, m.labelled, where[id(m)]) for m in keep_metrics(m for m, _ in found)]
+    return [(m, where[id(m)]) for m in keep_metrics(m for m, _ in found)]
 
 
 def _code_seed(source: str) -> tuple[int, int] | None:
@@ -409,14 +420,15 @@ class NotebooksDetector(Detector):
                     metrics[name] = self._metric(path, name, regex, at, "medium", note)
         # What the code cells print: the metric the executed notebook will show, whether or
         # not the saved outputs show it (outputs are often cleared before a commit).
-        for name, regex, labelled, line in _kept_metrics(code_metrics):
-            if name in metrics:
+        for m, line in _kept_metrics(code_metrics):
+            if m.name in metrics:
                 continue
             note = "printed by a code cell" + (
-                "" if labelled else " without a label: named after the value"
+                "" if m.labelled else " without a label: named after the value"
             )
-            conf: Confidence = "medium" if labelled else "low"
-            metrics[name] = self._metric(path, name, regex, line, conf, note)
+            note += f"; {m.note}" if m.note else ""
+            conf: Confidence = "medium" if m.labelled else "low"
+            metrics[m.name] = self._metric(path, m.name, m.regex, line, conf, note)
         if seed is not None:
             findings.append(seed)
         findings.extend(metrics[name] for name in sorted(metrics))

@@ -309,7 +309,8 @@ class OutputsMetricsDetector(Detector):
                 {"regex": m.regex},
                 m.line,
                 "medium" if m.labelled else "low",
-                "printed" if m.labelled else "printed without a label: named after the value",
+                m.note
+                or ("printed" if m.labelled else "printed without a label: named after the value"),
             )
         tb_dirs = _tensorboard_dirs(calls, imports) if scalars else set()
         if len(tb_dirs) == 1:

@@ -119,6 +119,47 @@ CASES = [
         True,
         0.25,
     ),
+    # a count out of a total with its percentage (minGPT's demo): the percentage, not 967
+    (
+        "results = [1] * 967 + [0] * 1033\n"
+        "print('%s final score: %d/%d = %.2f%% correct'"
+        " % ('test', sum(results), len(results), 100 * sum(results) / len(results)))\n",
+        "final_score",
+        True,
+        48.35,
+    ),
+    # pytorch/examples' mnist shape: the percentage in parentheses
+    (
+        "correct, n = 9800, 10000\n"
+        "print('\\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\\n'"
+        ".format(0.1, correct, n, 100. * correct / n))\n",
+        "accuracy",
+        True,
+        98.0,
+    ),
+    # a percentage format spec after the total
+    (
+        "correct, total = 3, 8\nprint(f'acc: {correct}/{total} ({correct / total:.1%})')\n",
+        "acc",
+        True,
+        37.5,
+    ),
+    # a count out of a total and no percentage: the count, named as one
+    (
+        "correct, total = 30, 40\nfor k in (1, 2):\n"
+        "    print(f'accuracy: {correct + k}/{total}')\n",
+        "accuracy_count",
+        True,
+        32.0,
+    ),
+    # two decimals around a slash are two values (train/val), not a count: the first
+    (
+        "train_loss, val_loss = 0.5, 0.625\n"
+        "print(f'train/val loss: {train_loss:.3f}/{val_loss:.3f}')\n",
+        "train_val_loss",
+        True,
+        0.5,
+    ),
 ]
 
 
@@ -198,3 +239,16 @@ def test_a_multi_line_print_reads_the_line_of_the_value(tmp_path: Path) -> None:
     assert metric.name == "acc" and not metric.labelled
     log = run(program, tmp_path)
     assert check.extract_metric({"regex": metric.regex}, log, str(tmp_path)) == 0.875
+
+
+def test_a_count_out_of_a_total_is_never_the_metric_itself() -> None:
+    """``accuracy: 967/2000`` read as ``accuracy`` = 967 is neither a fraction nor
+    comparable across tiers (a smoke tier evaluates fewer examples): the name says count."""
+    found = {m.name: m for m in candidates("print(f'accuracy: {correct}/{len(test_set)}')\n")}
+    assert sorted(found) == ["accuracy_count"]
+    assert "count out of `len(test_set)`" in found["accuracy_count"].note
+    with_pct = candidates("print('Accuracy: %d/%d (%.1f%%)' % (c, n, 100 * c / n))\n")
+    assert [(m.name, bool(m.note)) for m in with_pct] == [("accuracy", True)]
+    # the regex wants the total and the percentage after the count: a bare count is no match
+    with pytest.raises(check.MetricMissing):
+        check.extract_metric({"regex": with_pct[0].regex}, "Accuracy: 12.5\n", ".")
