@@ -625,6 +625,21 @@ def _make_target(args: list[str]) -> str | None:
     return None
 
 
+_PYTHON_KINDS = frozenset({"script", "module", "notebook"})
+
+
+def python_runs(lines: Iterable[tuple[int, str]]) -> list[tuple[int, RunCommand]]:
+    """Every command of numbered shell lines that runs Python (a script, a module or a
+    notebook; not ``bash x.sh`` or ``make t``), with its line number, in order."""
+    found: list[tuple[int, RunCommand]] = []
+    for number, line in lines:
+        for segment in split_shell(line):
+            run = parse_run(segment)
+            if run is not None and run.kind in _PYTHON_KINDS:
+                found.append((number, run))
+    return found
+
+
 def key_line(lines: list[str], dotted_key: str) -> int | None:
     """1-based line of ``dotted_key`` (``train.lr``) in a YAML/JSON/TOML text, or None.
 

@@ -19,10 +19,9 @@ from pathlib import PurePosixPath
 from reprobridge.detect._text import (
     RunCommand,
     continued_lines,
-    parse_run,
+    python_runs,
     skip_path,
     slugify,
-    split_shell,
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
@@ -66,7 +65,6 @@ _ASSIGN_RE = re.compile(
 )
 _RULE_RE = re.compile(r"^([^\t#:=][^:=]*?)\s*::?(?!=)\s*(.*)$")
 _VAR_RE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_.]*)[)}]")
-_PY_KINDS = frozenset({"script", "module", "notebook"})
 
 
 @dataclass
@@ -147,14 +145,7 @@ def expand(text: str, variables: dict[str, str], depth: int = 3) -> str:
 
 
 def _recipe_runs(rule: _Rule, variables: dict[str, str]) -> list[tuple[int, RunCommand]]:
-    runs: list[tuple[int, RunCommand]] = []
-    for number, line in rule.recipe:
-        line = expand(line, variables).lstrip("@-+ ")
-        for segment in split_shell(line):
-            run = parse_run(segment)
-            if run is not None and run.kind in _PY_KINDS:
-                runs.append((number, run))
-    return runs
+    return python_runs((n, expand(line, variables).lstrip("@-+ ")) for n, line in rule.recipe)
 
 
 class MakefileDetector(Detector):

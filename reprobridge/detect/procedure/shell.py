@@ -22,10 +22,9 @@ from pathlib import PurePosixPath
 from reprobridge.detect._text import (
     RunCommand,
     continued_lines,
-    parse_run,
+    python_runs,
     skip_path,
     slugify,
-    split_shell,
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
@@ -35,7 +34,6 @@ _NOT_EXPERIMENT = re.compile(
     r"^(?:install|setup|lint|format|fmt|test|tests|check|clean|env|docker)"
 )
 _PREPARE = re.compile(r"^(?:download|prepare|preprocess|get|fetch|make_data|build_data)")
-_PY_KINDS = frozenset({"script", "module", "notebook"})
 
 
 def script_lines(text: str) -> list[tuple[int, str]]:
@@ -57,13 +55,7 @@ def script_lines(text: str) -> list[tuple[int, str]]:
 
 def runs_in(text: str) -> list[tuple[int, RunCommand]]:
     """Every Python-running command in a shell script, in file order."""
-    found: list[tuple[int, RunCommand]] = []
-    for number, line in script_lines(text):
-        for segment in split_shell(line):
-            run = parse_run(segment)
-            if run is not None and run.kind in _PY_KINDS:
-                found.append((number, run))
-    return found
+    return python_runs(script_lines(text))
 
 
 def _description(text: str) -> str:
