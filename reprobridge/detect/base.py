@@ -34,7 +34,7 @@ output                ``OutputValue``             ``entry::path``
 metric                ``MetricValue``             metric name
 logged_metric         ``LoggedMetricValue``       metric name
 fetch                 ``FetchValue``              entry
-service               ``ServiceValue``            entry (``Makefile::target``)
+service               ``ServiceValue``            script, ``Makefile::target`` or command
 input                 ``InputValue``              entry
 target                ``TargetValue``             ``row::column``
 claim                 ``ClaimValue``              ``better>worse``

@@ -234,7 +234,7 @@ class EntryValue(FindingValue):
 
 
 class ServiceValue(EntryValue, kind="service"):
-    """[entry, or ``Makefile::target`` for make]: commands an experiment's command, shell script or Makefile runs that need a
+    """[a shell script's path, ``Makefile::target``, or the command itself]: commands an experiment's command, shell script or Makefile runs that need a
     daemon, a cluster or the network, which the audit's offline sandbox lacks (``docker``,
     ``kubectl``, ``sbatch``, ``wget``): ``tools``, each named once, in order of appearance."""
 

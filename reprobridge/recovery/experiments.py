@@ -410,8 +410,9 @@ def _main_first(
     for f, _cmd, _entry, _params in kept:
         if (key := service_key(f.value, f.key)) in services:
             service = services.pop(key)
+            label = f"`{key}`" if key == " ".join(f.value.command.split()) else key
             res.warnings.append(
-                f"{key}: runs {', '.join(service.value.tools)} ({service.sources()[0]}), "
+                f"{label}: runs {', '.join(service.value.tools)} ({service.sources()[0]}), "
                 "which the audit's offline sandbox does not have: run it by hand; the main "
                 "experiment is one that needs none where there is one"
             )

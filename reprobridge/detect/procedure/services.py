@@ -76,11 +76,15 @@ def _recipe(lines: list[tuple[int, str]], command: str) -> list[tuple[int, str]]
 
 
 def service_key(value: ExperimentValue, key: str = "") -> str:
-    """The key of the ``service`` finding of an experiment: its entry, and for ``make`` the
-    target too (``Makefile::fetch``: each target has its own recipe)."""
+    """The key of the ``service`` finding of an experiment: a shell script's path (what it
+    runs is in the file), ``Makefile::target`` for make (each target has its own recipe),
+    else the command itself (``docker run img python train.py`` needs docker;
+    ``python train.py`` beside it does not)."""
     entry = value.entry or key
-    if value.kind != "make":
+    if value.kind == "shell":
         return entry
+    if value.kind != "make":
+        return " ".join(value.command.split())
     words = value.command.split()
     targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
     return f"{entry}::{targets[0] if targets else ''}"

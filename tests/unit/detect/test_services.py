@@ -36,3 +36,21 @@ def test_makefile_only_the_target_recipe_counts(make_repo) -> None:
     assert [(f.key, f.value.tools, f.sources()) for f in services] == [
         ("Makefile::fetch", ("wget",), ["Makefile:8"])
     ]
+
+
+def test_a_command_needing_a_service_does_not_mark_others_running_its_script(make_repo) -> None:
+    """``srun python train.py`` needs a cluster; ``python train.py`` beside it in the README
+    does not (held-out cleanrl: one srun line marked every ppo.py command)."""
+    root = make_repo(
+        {
+            "README.md": (
+                "```bash\npython train.py --steps 10\n```\n\n"
+                "```bash\nsrun python train.py --steps 99\n```\n"
+            ),
+            "train.py": "print('loss: 1.0')\n",
+        },
+        git=False,
+    )
+    ctx = detect_repo(RepoIndex.from_directory(root), only=detectors({"readme", "services"}))
+    keys = [f.key for f in ctx.findings if f.kind == "service"]
+    assert keys == ["srun python train.py --steps 99"], keys
