@@ -22,6 +22,7 @@ from reprobridge.cli.options import (
     repo_option,
     sign_option,
     state,
+    tier_option,
 )
 
 if TYPE_CHECKING:  # the auditor loads only when a verb runs
@@ -237,7 +238,7 @@ def run_and_render(
 
 
 _common = [
-    click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True),
+    tier_option("full"),
     backend_option,
     click.option(
         "--sandbox",

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, state
+from reprobridge.cli.options import common_options, state, tier_option
 
 
 @click.command("bench")
@@ -25,7 +25,7 @@ from reprobridge.cli.options import common_options, state
     default=None,
     help="Seconds per repository for init and audit together (default: the suite's, else 600).",
 )
-@click.option("--tier", type=click.Choice(["smoke", "full"]), default="smoke", show_default=True)
+@tier_option("smoke")
 @click.option("--runs", type=click.IntRange(1, 100), default=1, show_default=True)
 @click.option(
     "--backend",

@@ -11,7 +11,7 @@ import click
 
 from reprobridge._log import sink
 from reprobridge.cli._render import print_init_summary, progress_sink
-from reprobridge.cli.options import backend_option, common_options, print_json, state
+from reprobridge.cli.options import backend_option, common_options, print_json, state, tier_option
 
 
 @click.command("demo")
@@ -26,7 +26,7 @@ from reprobridge.cli.options import backend_option, common_options, print_json, 
     "--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Runs per experiment."
 )
 @click.option("--no-run", is_flag=True, help="Only recover and write the artifacts; run nothing.")
-@click.option("--tier", type=click.Choice(["full", "smoke"]), default="full", show_default=True)
+@tier_option("full")
 @common_options
 def demo_command(
     dest: Path | None, backend: str | None, runs: int, no_run: bool, tier: str, as_json: bool

@@ -207,6 +207,14 @@ def override_input_option(help_text: str) -> Callable[[F], F]:
     )
 
 
+def tier_option(default: str) -> Callable[[F], F]:
+    """``--tier full|smoke``: which of each experiment's tiers runs (the manifest's
+    ``TierName``, spelled out here so that loading the CLI does not load pydantic)."""
+    return click.option(
+        "--tier", type=click.Choice(["full", "smoke"]), default=default, show_default=True
+    )
+
+
 def backend_option(f: F) -> F:
     """``--backend``; without it ``RB_BACKEND``, then the user config, then ``auto``."""
     return click.option(
