@@ -55,6 +55,18 @@ SMOKE_VALUES: dict[str, int] = {
 }  # fmt: skip
 
 
+#: Leaf names of a count of repetitions of the whole experiment (``"num_reps": 10`` in a
+#: config file): one is enough for a smoke run. Kept apart from :data:`SMOKE_VALUES` because
+#: a command line's flag is lowered one at a time, and a repetition count is never the one
+#: that bounds the training loop; config files' bounds are lowered together
+#: (:func:`config_smoke_value`).
+REPEAT_VALUES: dict[str, int] = dict.fromkeys(
+    ("num_reps", "n_reps", "repeats", "num_repeats", "n_repeats", "n_runs", "num_runs",
+     "n_seeds", "num_seeds"),
+    1,
+)  # fmt: skip
+
+
 #: Words that, before a count, make it something other than the run's length.
 NOT_BOUNDS = frozenset(
     {
@@ -90,3 +102,15 @@ def smoke_value(name: str) -> int | None:
         if suffix in SMOKE_VALUES:
             return None if set(parts[:i]) & NOT_BOUNDS else SMOKE_VALUES[suffix]
     return None
+
+
+def config_smoke_value(path: list[str]) -> int | None:
+    """The smoke value of a config file's key at ``path`` (``["train", "epochs"]``): the
+    run-bounds vocabulary's (:func:`smoke_value` of the path joined, so ``eval.steps`` is no
+    bound) or a repetition count's (:data:`REPEAT_VALUES`), else None."""
+    if not path:
+        return None
+    joined = "_".join(leaf(p) for p in path)
+    if leaf(path[-1]) in REPEAT_VALUES:
+        return None if set(joined.split("_")[:-1]) & NOT_BOUNDS else REPEAT_VALUES[leaf(path[-1])]
+    return smoke_value(joined)

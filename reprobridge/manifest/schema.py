@@ -423,7 +423,8 @@ class SourceEdit(StrictModel):
     """
 
     file: RelPath = Field(
-        description="The notebook or script the command runs, relative to the repo (no `..`)."
+        description="The notebook, script or JSON/YAML config file the command names as one of "
+        "its words, relative to the repo (no `..`)."
     )
     cell: int | None = Field(
         None,
@@ -470,10 +471,11 @@ class Tier(StrictModel):
     )
     edits: list[SourceEdit] = Field(
         default_factory=list,
-        description="Literals of the notebook or script the command runs that this tier "
-        "replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20), in a copy written "
-        "next to it when the tier runs; the command runs the copy. For loops bounded in code "
-        "rather than on the command line.",
+        description="Literals of the notebook, script or config file the command names that "
+        "this tier replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20, "
+        '`"epochs": 30` -> 1), in a copy written next to it when the tier runs; the command '
+        "names the copy. For loops bounded in code or a config file rather than on the "
+        "command line. One file per tier.",
     )
     metrics: dict[MetricName, Metric] | None = Field(
         None,

@@ -764,14 +764,21 @@ def _literal_edits(
     the file the command then runs. Only for a command of plain words that names the file
     (the launcher swaps that word for the copy's); nothing when no literal is above its
     smoke value."""
-    found = [x for x in bounds if x.value.entry == entry]
-    if not found:
-        return
     try:
         words = shlex.split(command)
     except ValueError:
         return
-    names_entry = any(posixpath.normpath(posixpath.join(workdir, w)) == entry for w in words[1:])
+    named = [posixpath.normpath(posixpath.join(workdir, w)) for w in words[1:]]
+    found = [x for x in bounds if x.value.entry == entry]
+    if not found:
+        # A config file the command names (`python main.py config.json`): its bounds, in a
+        # copy the command then names. One edited file per tier: the first such file.
+        configs = [c for c in named if c != entry and any(x.value.entry == c for x in bounds)]
+        if not configs:
+            return
+        entry = configs[0]
+        found = [x for x in bounds if x.value.entry == entry]
+    names_entry = entry in named
     if names_entry and not plain_command(command):
         res.decisions.append(
             f"{exp_id}: {entry} has literal run bounds, but the command is shell syntax "

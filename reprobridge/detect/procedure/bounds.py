@@ -36,14 +36,17 @@ from __future__ import annotations
 
 import ast
 import json
+import posixpath
 import re
+import shlex
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
-from typing import Literal
+from dataclasses import asdict, replace
 
 from reprobridge.detect._pyast import dotted, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import BoundValue
+from reprobridge.detect.findings import BoundValue, ExperimentValue
+from reprobridge.detect.procedure._literal import LiteralBound, Site
+from reprobridge.detect.procedure.configbounds import CONFIG_SUFFIXES, config_bounds
 from reprobridge.detect.procedure.notebooks import cell_code, json_line_of, parsed_cell
 from reprobridge.detect.runbounds import smoke_value
 
@@ -64,25 +67,6 @@ _UPDATE_WORDS = ("loss", "grad")
 _RANGE_CALLS = frozenset({"range", "trange", "xrange"})
 _WRAPPERS = frozenset({"tqdm", "enumerate", "notebook", "auto", "progress_bar", "track"})
 _MAX_VALUE = 10**15
-
-Site = Literal["assign", "loop"]
-
-
-@dataclass(frozen=True)
-class LiteralBound:
-    """One literal that bounds a run, in one piece of Python source (a file or a cell)."""
-
-    line: int
-    column: int  # characters, not bytes
-    was: str
-    value: int
-    name: str
-    site: Site
-    code: str
-    start: int = 0
-    #: The loop that runs to this bound prints only when ``(i + 1) % every == 0``: a smoke
-    #: value below ``every`` would print nothing (0: no such gate).
-    every: int = 0
 
 
 def _number(node: ast.AST) -> int | None:
@@ -400,8 +384,27 @@ def _print_every(body: list[ast.stmt], variable: str) -> int:
     return every
 
 
+def config_files(ctx: DetectContext) -> list[str]:
+    """The repository's JSON and YAML files that the commands of the experiments found so
+    far name as a word of their own (``python main.py config.json``, ``--config c.yaml``),
+    sorted, each once: the files whose bounds a smoke tier can lower in a copy."""
+    found: set[str] = set()
+    for f in ctx.of(ExperimentValue):
+        try:
+            words = shlex.split(f.value.command)
+        except ValueError:
+            continue
+        for word in words[1:]:
+            if word.endswith(CONFIG_SUFFIXES) and not set(word) & set("{}$*?"):
+                path = posixpath.normpath(posixpath.join(f.value.workdir, word))
+                if path in ctx.index:
+                    found.add(path)
+    return sorted(found)
+
+
 class BoundsDetector(Detector):
-    """Literal run bounds in the entry files of the experiments found so far."""
+    """Literal run bounds in the entry files of the experiments found so far, and in the
+    JSON or YAML config files their commands name (:mod:`.configbounds`)."""
 
     name = "bounds"
 
@@ -421,6 +424,11 @@ class BoundsDetector(Detector):
                     self._finding(entry, None, b, Evidence(entry, b.line))
                     for b in (literal_bounds(text, tree) if tree is not None else [])
                 ]
+        findings += [
+            self._finding(path, None, b, Evidence(path, b.line))
+            for path in config_files(ctx)
+            for b in config_bounds(path, ctx.index.try_read_text(path) or "")
+        ]
         return findings
 
     def _notebook(self, entry: str, text: str) -> list[Finding]:

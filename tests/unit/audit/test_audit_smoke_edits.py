@@ -1,6 +1,7 @@
 """A smoke audit of an experiment bounded in its code, not on its command line (issue 9,
 item 3): a notebook's config cell (`train_config.max_iters = 2000`), a notebook's training
-loop (`for k in range(2000):`), a script's module constant (`EPOCHS = 500`).
+loop (`for k in range(2000):`), a script's module constant (`EPOCHS = 500`), a JSON or YAML
+config file the command passes (`python train.py config.json`, `"epochs": 60`).
 
 `rb init` lists the literals as the smoke tier's `edits`; the launcher has
 `repro/derive.py` write a lowered copy next to the original and runs that. Each fixture
@@ -113,6 +114,22 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "epochs run: 1",
             "EPOCHS = 1\n",
         ),
+        # The bound is in the config file the command passes (60 epochs x 10 repetitions,
+        # 30 s of sleeping; 400 epochs, 20 s): the command runs a lowered copy of the file.
+        (
+            "zero-config-file-bound",
+            "train",
+            "config_rb_smoke.json",
+            "epochs run: 1",
+            '"epochs": 1,',
+        ),
+        (
+            "zero-config-file-bound",
+            "train-2",
+            "configs/small_rb_smoke.yaml",
+            "epochs run: 1",
+            "epochs: 1  #",
+        ),
     ],
 )
 def test_smoke_audit_runs_a_lowered_copy_within_minutes(
@@ -125,10 +142,11 @@ def test_smoke_audit_runs_a_lowered_copy_within_minutes(
     lowered: str,
 ) -> None:
     root = _repo(tmp_path, case)
-    original = {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()}
+    original = {p: p.read_bytes() for p in root.rglob("*") if p.is_file() and ".git" not in p.parts}
 
     started = time.monotonic()
-    result = run_audit(root, AuditOptions(tier="smoke", runs=1, backend="host"))
+    options = AuditOptions(tier="smoke", runs=1, backend="host", experiments=[exp])
+    result = run_audit(root, options)
     wall = time.monotonic() - started
 
     v = result.summary["experiments"][exp]
@@ -142,7 +160,7 @@ def test_smoke_audit_runs_a_lowered_copy_within_minutes(
     assert ran in shown
     assert wall < 120  # the full length alone is 25-40 s of sleeping, past the 15 s limit
     # The repository's files are as they were: the copy was made in the run's workspace.
-    assert {p.name: p.read_bytes() for p in root.iterdir() if p.is_file()} == original
+    assert {p: p.read_bytes() for p in original} == original
     assert not (root / copy).exists()
     assert verify_audit(result.path).ok
 
