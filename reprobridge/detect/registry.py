@@ -26,6 +26,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.declared.pipfile:PipfileDetector",
     "reprobridge.detect.declared.conda:CondaDetector",
     "reprobridge.detect.declared.lockfiles:LockfilesDetector",
+    "reprobridge.detect.declared.inline:InlineDetector",
     "reprobridge.detect.derived.imports:ImportsDetector",
     "reprobridge.detect.derived.pyversion:PythonVersionDetector",
     "reprobridge.detect.derived.cuda:CudaDetector",

@@ -309,7 +309,12 @@ def drop_unreached_imports(
     def unreached(f: Finding[RequirementValue]) -> bool:
         if f.value.optional:  # an optional requirements file: only for what is imported,
             key = canonicalize_name(f.key)  # and never over a required declaration's pin
-            return key in required or not names & _import_names(key)
+            if key in required:
+                return True
+            # a script's own declaration (PEP 723) counts when that script runs
+            return not reached.intersection(f.value.importers or ()) and not (
+                names & _import_names(key)
+            )
         return (
             f.detector == "imports"
             and not f.value.declared
