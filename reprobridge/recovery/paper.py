@@ -163,7 +163,7 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         value = float(f.value.value)
         spread = f.value.spread
         note = ""
-        if f.value.percent and 1.0 < value <= 100.0:
+        if f.value.percent and 1.0 < value <= 100.0 and not _prints_percent(metrics[metric]):
             value, note = (
                 value / 100.0,
                 f"; the paper's {f.value.value}% read as the fraction {value / 100.0:g}",
@@ -244,3 +244,15 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
 
 
 # -- finishing ----------------------------------------------------------------------------
+
+
+def _prints_percent(metric: object) -> bool:
+    """Whether a recovered metric is read from a printed percentage (its regex requires a
+    ``%`` after the captured number: ``accuracy: 96.5%``): the paper's percent is then
+    already on the metric's scale, not a fraction."""
+    source = metric.get("source") if isinstance(metric, dict) else None
+    regex = source.get("regex") if isinstance(source, dict) else None
+    if not isinstance(regex, str):
+        return False
+    group = re.search(r"(?<!\\)\((?!\?)", regex)  # the capturing group: the value
+    return group is not None and "%" in regex[group.end() :]

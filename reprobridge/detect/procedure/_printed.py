@@ -483,6 +483,12 @@ def _labelled(name: str, label: str, sep: str, printed: Printed, i: int) -> Prin
         fraction = count_of_total(_after(printed.tokens[i + 1 :]), wrapped=wrapped)
     if fraction is None:
         value = (_WRAP_HEAD if wrapped else "") + NUMBER
+        if not wrapped and (
+            tok.spec[-1:] == "%" or _after(printed.tokens[i + 1 :]).startswith("%")
+        ):
+            # ``acc: 96.47%``: the regex requires the sign, which says the value's scale
+            # (a paper's percentage is then compared as printed, not as a fraction)
+            value += "%"
         return PrintedMetric(name, label_regex(label, sep, value=value), True, printed.line)
     if not fraction.percent and not _whole_count(printed.tokens[i:]):
         # ``loss: {a}/{b}`` may print two decimals (train/val): read the first, as before.
