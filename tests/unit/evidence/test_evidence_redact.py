@@ -276,10 +276,15 @@ def test_prefix_flood_is_linear() -> None:
     r = Redactor({})
 
     def cost(n: int) -> float:
+        # Best of three: a loaded machine preempts one pass; the algorithm's cost is the
+        # fastest (a quadratic scan is slow every time).
         data = b"sk-://" * n
-        t = time.perf_counter()
-        assert r.redact_bytes(data) == data
-        return time.perf_counter() - t
+        times = []
+        for _ in range(3):
+            t = time.perf_counter()
+            assert r.redact_bytes(data) == data
+            times.append(time.perf_counter() - t)
+        return min(times)
 
     small, big = cost(50_000), cost(400_000)
     assert big < max(small, 0.01) * 8 * 3  # linear: 8x the input, within noise
