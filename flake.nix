@@ -40,6 +40,7 @@
             py.pypdf
             py.cryptography
             py.filelock
+            py.typing-extensions
             # rb finds the uv binary through the uv package (python3Packages.uv wraps pkgs.uv).
             py.uv
           ];
