@@ -19,6 +19,7 @@ import shlex
 
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, ServiceValue
+from reprobridge.detect.procedure.makefile import expand, parse_makefile
 
 #: Commands that need a daemon, a cluster or the network: the offline sandbox has none.
 SERVICE_TOOLS = frozenset(
@@ -53,26 +54,38 @@ def command_tools(line: str) -> list[str]:
     return found
 
 
-def _recipe(lines: list[tuple[int, str]], command: str) -> list[tuple[int, str]]:
-    """The recipe lines of the target ``make <target>`` runs (the first rule's without
-    one): a Makefile's other targets (``docker-build``) are not this experiment's."""
-    words = command.split()
-    targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-    want = targets[0] if targets else None
-    out: list[tuple[int, str]] = []
-    inside = False
-    for number, text in lines:
-        if text.startswith("\t"):
-            if inside:
-                out.append((number, text))
-            continue
-        rule = re.match(r"^([^\s:=#][^:=]*):(?!=)", text)
-        if rule:
-            names = rule.group(1).split()
-            if want is None and not names[0].startswith("."):
-                want = names[0]
-            inside = want in names
-    return out
+#: make options whose value is the next word (``make -C dir train``).
+_MAKE_VALUE_OPTIONS = frozenset({"-C", "-f", "--directory", "--file", "--makefile", "-I", "-j"})
+
+
+def _make_target(command: str) -> str | None:
+    """The target ``make [options] [VAR=value] target`` runs (None: make's default)."""
+    words = command.split()[1:]
+    skip = False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in _MAKE_VALUE_OPTIONS:
+            skip = True
+        elif not word.startswith("-") and "=" not in word:
+            return word
+    return None
+
+
+def _recipe(text: str, command: str) -> list[tuple[int, str]]:
+    """The recipe lines, variables expanded, of the target ``command`` runs (make's
+    default, the first rule not starting with ``.``, without one): a Makefile's other
+    targets (``docker-build``) are not this experiment's."""
+    variables, _, rules = parse_makefile(text)
+    want = _make_target(command)
+    if want is None:
+        want = next((r.target for r in rules if not r.target.startswith(".")), None)
+    return [
+        (number, expand(line, variables))
+        for rule in rules
+        if rule.target == want
+        for number, line in rule.recipe
+    ]
 
 
 def service_key(value: ExperimentValue, key: str = "") -> str:
@@ -85,9 +98,7 @@ def service_key(value: ExperimentValue, key: str = "") -> str:
         return entry
     if value.kind != "make":
         return " ".join(value.command.split())
-    words = value.command.split()
-    targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
-    return f"{entry}::{targets[0] if targets else ''}"
+    return f"{entry}::{_make_target(value.command) or ''}"
 
 
 class ServicesDetector(Detector):
@@ -105,9 +116,11 @@ class ServicesDetector(Detector):
             lines: list[tuple[Evidence, str]] = [(f.evidence[0], f.value.command)]
             if f.value.kind in ("shell", "make") and entry in ctx.index:
                 text = ctx.index.try_read_text(entry) or ""
-                numbered = list(enumerate(text.splitlines(), 1))
-                if f.value.kind == "make":
-                    numbered = _recipe(numbered, f.value.command)
+                numbered = (
+                    _recipe(text, f.value.command)
+                    if f.value.kind == "make"
+                    else list(enumerate(text.splitlines(), 1))
+                )
                 lines += [(Evidence(entry, n), t) for n, t in numbered]
             for evidence, line in lines:
                 for tool in command_tools(line):

@@ -54,3 +54,23 @@ def test_a_command_needing_a_service_does_not_mark_others_running_its_script(mak
     ctx = detect_repo(RepoIndex.from_directory(root), only=detectors({"readme", "services"}))
     keys = [f.key for f in ctx.findings if f.kind == "service"]
     assert keys == ["srun python train.py --steps 99"], keys
+
+
+def test_make_target_of_a_subdirectory_and_recipe_variables(make_repo) -> None:
+    """``make -C sub fetch`` runs sub/Makefile's ``fetch`` (not a target named ``sub``), and
+    its recipe is read as make expands it (``$(DL)`` is wget)."""
+    root = make_repo(
+        {
+            "sub/Makefile": (
+                "DL = wget\n\ntrain:\n\tpython train.py\n\n"
+                "fetch:\n\t$(DL) https://example.org/data.zip && python train.py\n"
+            ),
+            "sub/train.py": "print('loss: 1.0')\n",
+        },
+        git=False,
+    )
+    ctx = detect_repo(RepoIndex.from_directory(root), only=detectors({"makefile", "services"}))
+    exps = sorted(f.value.command for f in ctx.findings if f.kind == "experiment")
+    assert exps == ["make -C sub fetch", "make -C sub train"], exps
+    services = [(f.key, f.value.tools) for f in ctx.findings if f.kind == "service"]
+    assert services == [("sub/Makefile::fetch", ("wget",))], services
