@@ -109,6 +109,7 @@ class RepoIndex:
         self._ast_bytes = 0
         self._py: dict[str, PyScan] | None = None
         self._py_paths: frozenset[str] | None = None
+        self._dirs: frozenset[str] | None = None
         self._lazy_markers: dict[str, frozenset[str]] = {}
         #: What detectors derive from the index and share (keyed by a name of their own).
         self.memo: dict[str, object] = {}
@@ -194,6 +195,19 @@ class RepoIndex:
         if self._py_paths is None:
             self._py_paths = frozenset(f.path for f in self.files if f.suffix == ".py")
         return self._py_paths
+
+    def dirs(self) -> frozenset[str]:
+        """Every folder that holds an indexed file at any depth (``"."`` for the root),
+        computed once (for membership tests)."""
+        if self._dirs is None:
+            dirs = {"."}
+            for f in self.files:
+                folder = f.path.rpartition("/")[0]
+                while folder and folder not in dirs:
+                    dirs.add(folder)
+                    folder = folder.rpartition("/")[0]
+            self._dirs = frozenset(dirs)
+        return self._dirs
 
     # -- reading ------------------------------------------------------------------------
     def read_bytes(self, path: str, *, limit: int = MAX_TEXT_BYTES) -> bytes:

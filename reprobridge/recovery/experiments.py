@@ -91,7 +91,7 @@ def _rooted(path: str, named_in: str, index: RepoIndex) -> str:
 
 def _present(index: RepoIndex, path: str) -> bool:
     """Whether the repository holds file or folder ``path``."""
-    return path in index or any(e.path.startswith(path + "/") for e in index)
+    return path in index or path in index.dirs()
 
 
 # -- experiments --------------------------------------------------------------------------

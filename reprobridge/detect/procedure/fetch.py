@@ -59,7 +59,7 @@ class FetchDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         datasets = ctx.of(DatasetValue)
         files = {f.path for f in ctx.index}
-        dirs = {str(p) for path in files for p in PurePosixPath(path).parents}
+        dirs = ctx.index.dirs()
         py_paths = set(ctx.index.py_scan())
         workdirs: dict[str, set[str]] = {}
         for f in ctx.of(ExperimentValue):
