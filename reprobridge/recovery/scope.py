@@ -202,11 +202,12 @@ def scope_findings(
     readded: dict[str, Finding] = {}
 
     def related(folder: str) -> bool:
-        if folder in configs:
-            return True
-        if not primary:  # the root's sub-project: every folder no other one declares
-            return subproject(folder, declaring) is None
-        return _inside(folder, primary) or _inside(primary, folder)
+        # the root's configuration, the sub-project itself, or a folder above it
+        return (
+            folder in configs
+            or _in_subproject(folder, primary, declaring)
+            or (bool(primary) and _inside(primary, folder))
+        )
 
     experiments: list[Finding] = []
     for f in of_type(by_kind, ExperimentValue):
