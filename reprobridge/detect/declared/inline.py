@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import DetectContext, Detector, Finding
 from reprobridge.detect.declared.requirements import declared_python, declared_requirement
-from reprobridge.detect.findings import ProjectValue, RequirementValue
+from reprobridge.detect.findings import ProjectValue
 from reprobridge.errors import DetectionError
 
 #: The specification's reference regular expression.
@@ -73,28 +73,20 @@ class InlineDetector(Detector):
                     continue
                 try:
                     f = declared_requirement(
-                        dep, path, line_of(dep), self.name, confidence="medium", note=note
+                        dep,
+                        path,
+                        line_of(dep),
+                        self.name,
+                        confidence="medium",
+                        note=note,
+                        optional=True,
+                        importers=(path,),
                     )
                 except DetectionError as exc:
                     ctx.warn(f"skipped an inline dependency: {exc}", path)
                     continue
-                if canonicalize_name(f.key) in own:
-                    continue  # the repository's own project: the local code
-                value = f.value
-                assert isinstance(value, RequirementValue)
-                findings.append(
-                    Finding(
-                        kind=f.kind,
-                        key=f.key,
-                        value=RequirementValue(
-                            value.requirement, True, importers=(path,), optional=True
-                        ),
-                        evidence=f.evidence,
-                        detector=self.name,
-                        confidence="medium",
-                        note=note,
-                    )
-                )
+                if canonicalize_name(f.key) not in own:  # own project: the local code
+                    findings.append(f)
             spec = meta.get("requires-python")
             if isinstance(spec, str):
                 try:

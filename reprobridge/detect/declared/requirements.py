@@ -81,12 +81,13 @@ def requirement_finding(
     note: str = "",
     declared: bool = True,
     optional: bool = False,
+    importers: tuple[str, ...] | None = None,
 ) -> Finding:
     """The ``python_requirement`` finding of one validated requirement."""
     return Finding(
         kind="python_requirement",
         key=canonicalize_name(req.name),
-        value=RequirementValue(str(req), declared, optional=optional),
+        value=RequirementValue(str(req), declared, importers=importers, optional=optional),
         evidence=(evidence,),
         detector=detector,
         confidence=confidence,
@@ -143,12 +144,21 @@ def declared_requirement(
     *,
     confidence: Confidence = "high",
     note: str = "",
+    optional: bool = False,
+    importers: tuple[str, ...] | None = None,
 ) -> Finding:
     """The ``python_requirement`` finding of a PEP 508 string declared at ``path`` line
-    ``line``; DetectionError (path, ``line N``) when it is not one."""
+    ``line`` (``optional`` and ``importers`` as in :class:`RequirementValue`);
+    DetectionError (path, ``line N``) when it is not one."""
     req = parse_requirement(text, path=path, line=line)
     return requirement_finding(
-        req, Evidence(path, line), detector, confidence=confidence, note=note
+        req,
+        Evidence(path, line),
+        detector,
+        confidence=confidence,
+        note=note,
+        optional=optional,
+        importers=importers,
     )
 
 
