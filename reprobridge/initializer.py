@@ -99,7 +99,7 @@ class InitResult:
 
     def to_json(self) -> dict[str, Any]:
         """The `rb init --json` document (stable keys, for scripts)."""
-        m = self.manifest
+        m, notes = self.manifest, self.merge.notes
         doc: dict[str, Any] = {
             "root": str(self.root),
             "dry_run": self.dry_run,
@@ -112,11 +112,11 @@ class InitResult:
                 "unchanged": self.changes.unchanged,
                 "removed": self.changes.removed,
             },
-            "conflicts": [str(c) for c in self.merge.conflicts],
-            "flagged_imports": self.merge.flagged_imports,
-            "unmatched_targets": self.merge.unmatched_targets,
-            "dropped_experiments": self.merge.dropped_experiments,
-            "warnings": self.merge.warnings,
+            "conflicts": [str(c) for c in notes.conflicts],
+            "flagged_imports": notes.flagged_imports,
+            "unmatched_targets": notes.unmatched_targets,
+            "dropped_experiments": notes.dropped_experiments,
+            "warnings": notes.warnings,
             "kept_edits": self.refresh.kept_edits if self.refresh else [],
             "lock": self.lock_note,
             "lock_warning": self.lock_warning,
@@ -392,12 +392,7 @@ def init_repository(
         out[DERIVE_SCRIPT] = render_derive_script().encode()
     out[f"{REPRO_DIR}/.gitignore"] = _GITIGNORE.encode()
     notes = GuideNotes(
-        decisions=merged.decisions,
-        conflicts=[str(c) for c in merged.conflicts],
-        flagged_imports=merged.flagged_imports,
-        unmatched_targets=merged.unmatched_targets,
-        dropped_experiments=merged.dropped_experiments,
-        warnings=merged.warnings,
+        merged.notes,
         kept_edits=report.kept_edits if report else [],
         lock_note=lock_note,
     )
@@ -484,7 +479,9 @@ def _with_relaxations(
     return replace(
         merged,
         manifest=manifest.model_copy(update={"environment": env, "derived": derived}),
-        decisions=[*merged.decisions, *(why[n] for n in sorted(moved))],
+        notes=replace(
+            merged.notes, decisions=[*merged.notes.decisions, *(why[n] for n in sorted(moved))]
+        ),
     )
 
 
@@ -555,7 +552,8 @@ def _run_agent(
 
     emit("agent", model=opts.config.model)
     try:
-        return run_session(root, static.manifest, static.flagged_imports, paper_rel, opts), None
+        flagged = static.notes.flagged_imports
+        return run_session(root, static.manifest, flagged, paper_rel, opts), None
     except ApiError as exc:
         if not opts.fallback_static:
             raise

@@ -104,7 +104,7 @@ def _check_merge(want: dict[str, Any], merged: Any) -> None:
     ``dropped``/``warnings``/``unmatched``/``decisions`` entry must contain."""
     if "experiments" in want:
         assert list(merged.manifest.experiments) == want["experiments"], (
-            f"experiments differ; dropped: {merged.dropped_experiments}"
+            f"experiments differ; dropped: {merged.notes.dropped_experiments}"
         )
     for key, attr in (
         ("dropped", "dropped_experiments"),
@@ -112,6 +112,6 @@ def _check_merge(want: dict[str, Any], merged: Any) -> None:
         ("unmatched", "unmatched_targets"),
         ("decisions", "decisions"),
     ):
-        have = getattr(merged, attr)
+        have = getattr(merged.notes, attr)
         for text in want.get(key, []):
             assert any(text in h for h in have), f"no {attr} entry contains {text!r}: {have}"

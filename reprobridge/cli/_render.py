@@ -70,8 +70,8 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
     echo(
         f"  packages     {len(env.python_requirements)} requirement(s)"
         + (
-            f", {len(result.merge.flagged_imports)} imported but undeclared"
-            if result.merge.flagged_imports
+            f", {len(result.merge.notes.flagged_imports)} imported but undeclared"
+            if result.merge.notes.flagged_imports
             else ""
         )
     )
@@ -100,7 +100,7 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             echo("               smoke tier: none (no parameter bounds the run)")
     if not m.experiments:
         echo(style("  experiment   none found", fg="yellow"))
-    dropped = result.merge.dropped_experiments
+    dropped = result.merge.notes.dropped_experiments
     if dropped:
         echo(f"  other        {len(dropped)} candidate(s) not made experiments (REPRODUCE.md):")
         for d in dropped[:5]:
@@ -109,7 +109,7 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             echo(f"               ... and {len(dropped) - 5} more")
     for claim in m.claims:
         echo(f"  claim        {claim.expr}")
-    unmatched = result.merge.unmatched_targets
+    unmatched = result.merge.notes.unmatched_targets
     if unmatched:
         # Every one: a paper number left unattached is a target the audit will not judge.
         echo(
@@ -120,9 +120,9 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
         for u in unmatched:
             echo(f"  - {u}")
     notes = [
-        *(f"conflict: {c}" for c in result.merge.conflicts),
-        *(f"undeclared import: {f}" for f in result.merge.flagged_imports),
-        *result.merge.warnings,
+        *(f"conflict: {c}" for c in result.merge.notes.conflicts),
+        *(f"undeclared import: {f}" for f in result.merge.notes.flagged_imports),
+        *result.merge.notes.warnings,
         *(f"kept your edit: {k}" for k in (result.refresh.kept_edits if result.refresh else [])),
     ]
     if notes:

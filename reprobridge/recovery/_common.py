@@ -1,4 +1,4 @@
-"""What the merge rules share: the result types, the builder that records provenance, and
+"""What the merge rules share: the result type, the builder that records provenance, and
 the ranking of findings."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any, TypeVar
 
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import FindingValue
+from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import Manifest
-from reprobridge.recovery import pins
 
 V = TypeVar("V", bound=FindingValue)
 
@@ -17,30 +17,11 @@ CONF_RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 @dataclass(frozen=True)
-class Conflict:
-    """Sources that disagree about one value, and which one won and why."""
-
-    path: str
-    chosen: str
-    others: list[str]
-    rule: str
-
-    def __str__(self) -> str:
-        return f"{self.path}: chose {self.chosen} over {'; '.join(self.others)} ({self.rule})"
-
-
-@dataclass
 class MergeResult:
     """A validated manifest plus what a person should know about how it was made."""
 
     manifest: Manifest
-    conflicts: list[Conflict] = field(default_factory=list)
-    decisions: list[str] = field(default_factory=list)
-    flagged_imports: list[str] = field(default_factory=list)
-    unmatched_targets: list[str] = field(default_factory=list)
-    dropped_experiments: list[str] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    pin: pins.PinChoice | None = None
+    notes: RecoveryNotes = field(default_factory=RecoveryNotes)
 
 
 class Builder:

@@ -30,9 +30,10 @@ from reprobridge.detect.findings import (
 )
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import RenderError
+from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
-from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
+from reprobridge.recovery._common import Builder, best
 
 _REQ_PRIORITY = {
     "requirements": 0,
@@ -54,7 +55,7 @@ PYTHON_CAP = "3.12"
 
 
 def merge_requirements(
-    b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult
+    b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes
 ) -> dict[str, Requirement]:
     """One requirement per distribution (the more specific file wins; undeclared imports flagged); returns them by name."""
     groups: dict[str, list[Finding[RequirementValue]]] = defaultdict(list)
@@ -76,12 +77,12 @@ def merge_requirements(
         try:
             req = Requirement(top.value.requirement)
         except InvalidRequirement:
-            res.warnings.append(
+            notes.warnings.append(
                 f"{top.sources()[0]}: ignored invalid requirement {top.value.requirement!r}"
             )
             continue
         if canonicalize_name(req.name) != name:
-            res.warnings.append(
+            notes.warnings.append(
                 f"{top.sources()[0]}: {req.name} is a placeholder on PyPI; "
                 f"using {name} instead (without the placeholder's version specifier)"
             )
@@ -94,7 +95,7 @@ def merge_requirements(
                 for f in ranked[1:]
                 if f.value.requirement != top.value.requirement
             ]
-            res.conflicts.append(
+            notes.conflicts.append(
                 Conflict(
                     f"environment.python_requirements[{name}]",
                     f"{top.value.requirement} ({', '.join(top.sources())})",
@@ -103,12 +104,14 @@ def merge_requirements(
                 )
             )
         if not top.value.declared:
-            res.flagged_imports.append(f"{name} (imported at {top.sources()[0]}, declared nowhere)")
-    lock_sources = _apply_pins(b, of_type(by_kind, PinValue), chosen, res)
+            notes.flagged_imports.append(
+                f"{name} (imported at {top.sources()[0]}, declared nowhere)"
+            )
+    lock_sources = _apply_pins(b, of_type(by_kind, PinValue), chosen, notes)
     if chosen:
         sources = sorted({s for g in groups.values() for f in g for s in f.sources()})
         sources += lock_sources
-        conf = "medium" if res.flagged_imports else "high"
+        conf = "medium" if notes.flagged_imports else "high"
         b.put(
             "environment.python_requirements",
             [str(chosen[n]) for n in sorted(chosen)],
@@ -129,7 +132,7 @@ def merge_optional_imports(
     b: Builder,
     by_kind: dict[str, list[Finding]],
     requirements: dict[str, Requirement],
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> None:
     """``environment.optional_requirements``: distributions imported only under a guard
     that falls back when the import fails (``optional_import`` findings), that no
@@ -150,7 +153,7 @@ def merge_optional_imports(
         [s for n in names for s in optional[n].sources()],
         "medium",
     )
-    res.decisions.append(
+    notes.decisions.append(
         "not installed, imported only inside a try that falls back when the import fails: "
         + "; ".join(f"{n} ({', '.join(optional[n].sources())})" for n in names)
         + "; add one to environment.python_requirements to use what needs it"
@@ -176,7 +179,7 @@ RUN_TOOLING: dict[str, tuple[str, ...]] = {
 }
 
 
-def add_run_tooling(b: Builder, res: MergeResult) -> None:
+def add_run_tooling(b: Builder, notes: RecoveryNotes) -> None:
     """Add the packages rb's run commands need (:data:`RUN_TOOLING`) to
     ``environment.python_requirements``, with the experiments that need them as provenance."""
     experiments = b.data.get("experiments", {})
@@ -203,7 +206,7 @@ def add_run_tooling(b: Builder, res: MergeResult) -> None:
         [*sources, *why],
         confidence,
     )
-    res.decisions.append(
+    notes.decisions.append(
         f"added {', '.join(added)} to the environment: the notebook experiments run headless "
         "(`jupyter nbconvert --execute`), which needs them"
     )
@@ -214,7 +217,7 @@ def add_run_tooling(b: Builder, res: MergeResult) -> None:
 _EARLIEST_BOUND = 1262304000  # 2010-01-01
 
 
-def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResult) -> None:
+def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, notes: RecoveryNotes) -> None:
     """``environment.exclude_newer``: the end (UTC) of the day of the repository's last
     commit, so the lock resolves the versions that existed when the authors last changed
     the code (a 2022 repository does not get a 2025 torch). Nothing without a commit."""
@@ -222,7 +225,7 @@ def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResu
         return
     commit, stamp = head
     if stamp < _EARLIEST_BOUND or stamp > time.time() + 86400:
-        res.warnings.append(
+        notes.warnings.append(
             f"HEAD ({commit[:12]}) has an implausible commit date; packages are resolved "
             "without a date bound"
         )
@@ -236,7 +239,7 @@ def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, res: MergeResu
         [f"git: committer date of HEAD {commit[:12]} ({day}), end of that day (UTC)"],
         "medium",
     )
-    res.decisions.append(
+    notes.decisions.append(
         f"Python packages are resolved as of {day} (the last commit): uv's exclude-newer = "
         f"{bound}; edit environment.exclude_newer to move it"
     )
@@ -246,7 +249,7 @@ def _apply_pins(
     b: Builder,
     pins_found: list[Finding[PinValue]],
     chosen: dict[str, Requirement],
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> list[str]:
     """The committed lock's versions: each requirement it locks is pinned to the locked
     version (extras and markers kept) unless the requirement excludes it (a conflict, kept);
@@ -262,7 +265,7 @@ def _apply_pins(
             continue
         version = pin.value.version
         if req.url or not req.specifier.contains(version, prereleases=True):
-            res.conflicts.append(
+            notes.conflicts.append(
                 Conflict(
                     f"environment.python_requirements[{name}]",
                     str(req),
@@ -285,7 +288,7 @@ def _apply_pins(
             constraints,
             [f"{lock} (the repository's lock)" for lock in locks],
         )
-    res.decisions.append(
+    notes.decisions.append(
         f"the repository's own lock ({', '.join(locks)}) is the authors' environment: "
         f"{len(used)} requirement(s) pinned to its versions, {len(constraints)} more locked "
         "package(s) kept as constraints"
@@ -297,7 +300,7 @@ def _apply_pins(
 _PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
 
 
-def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
+def merge_pythonpath(b: Builder, index: RepoIndex, notes: RecoveryNotes) -> None:
     """``environment.pythonpath``: where the repository's own package imports from, so an
     experiment whose workdir is ``examples/`` can still ``import mypkg``.
 
@@ -329,7 +332,7 @@ def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
         [f"{why}: its import roots on PYTHONPATH instead of an installation"],
         "medium",
     )
-    res.decisions.append(
+    notes.decisions.append(
         f"the repository's own package imports from any working directory: the launchers set "
         f"PYTHONPATH to {':'.join(roots)} ({why})"
     )
@@ -340,7 +343,7 @@ def merge_pythonpath(b: Builder, index: RepoIndex, res: MergeResult) -> None:
             [f"{declared[0]} declares the project: its metadata (version) is read when installed"],
             "medium",
         )
-        res.decisions.append(
+        notes.decisions.append(
             f"{declared[0]} declares the project: rb audit also installs it (editable, without "
             "dependencies) in each run's sandbox, so importlib.metadata finds it; rb init never "
             "builds it (that would run its build backend outside the sandbox)"
@@ -387,7 +390,7 @@ def merge_python(
     b: Builder,
     by_kind: dict[str, list[Finding]],
     reqs: dict[str, Requirement],
-    res: MergeResult,
+    notes: RecoveryNotes,
     head: tuple[str, int] | None = None,
 ) -> str:
     """The Python ``X.Y`` of the environment: exact version files first, then the
@@ -402,7 +405,7 @@ def merge_python(
             try:
                 specs.append((SpecifierSet(f.value.specifier), f))
             except InvalidSpecifier:
-                res.warnings.append(
+                notes.warnings.append(
                     f"{f.sources()[0]}: ignored invalid Python specifier {f.value.specifier!r}"
                 )
     for fw, table in _FRAMEWORK_MAX_PY.items():
@@ -427,7 +430,7 @@ def merge_python(
         sources = ranked[0][0].sources()
         others = sorted({_major_minor(v) for _, v in ranked[1:]} - {choice})
         if others:
-            res.conflicts.append(
+            notes.conflicts.append(
                 Conflict(
                     "environment.python",
                     f"{choice} ({', '.join(sources)})",
@@ -438,7 +441,7 @@ def merge_python(
         for spec, why in specs:
             if not spec.contains(f"{choice}.0", prereleases=True):
                 src = ", ".join(why.sources()) if isinstance(why, Finding) else why
-                res.conflicts.append(
+                notes.conflicts.append(
                     Conflict(
                         "environment.python",
                         choice,
@@ -477,7 +480,7 @@ def merge_python(
             confidence = "medium"
         else:
             if specs:
-                res.warnings.append(
+                notes.warnings.append(
                     "no Python version satisfies every constraint found; using the default"
                 )
             choice, sources, confidence = (
@@ -520,7 +523,7 @@ def _cuda_version(raw: str) -> tuple[str, str | None]:
     )
 
 
-def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> str | None:
+def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes) -> str | None:
     """The CUDA ``X.Y`` (highest-confidence source), or None for CPU only."""
     found = best(of_type(by_kind, CudaValue), {})
     if not found:
@@ -528,12 +531,12 @@ def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) 
     top = found[0]
     version, note = _cuda_version(top.value.version)
     if note:
-        res.decisions.append(note)
+        notes.decisions.append(note)
     others = sorted(
         {_cuda_version(f.value.version)[0] for f in found[1:] if "." in f.value.version} - {version}
     )
     if others:
-        res.conflicts.append(
+        notes.conflicts.append(
             Conflict(
                 "environment.cuda",
                 f"{version} ({', '.join(top.sources())})",
@@ -551,7 +554,7 @@ def merge_environment(
     python: str,
     cuda: str | None,
     python_lock: str | None,
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> None:
     """nvcc, gcc, system libraries and the nixpkgs pin (with the pin's reasons as decisions)."""
     nvcc = of_type(by_kind, NvccValue)
@@ -559,7 +562,7 @@ def merge_environment(
     if nvcc:
         b.put("environment.nvcc", True, [s for f in nvcc for s in f.sources()])
         if cuda is None:
-            res.warnings.append(
+            notes.warnings.append(
                 "CUDA sources are compiled but no CUDA version was found: set environment.cuda"
             )
     gcc_f = best(of_type(by_kind, CompilerValue), {})
@@ -573,7 +576,7 @@ def merge_environment(
     )
     skipped = sorted({f.key for f in libraries} - set(system))
     for name in skipped:
-        res.warnings.append(
+        notes.warnings.append(
             f"system library {name!r} has no known nixpkgs attribute; add it by hand if needed"
         )
     if system:
@@ -582,7 +585,7 @@ def merge_environment(
             system,
             [s for f in libraries if f.key in system for s in f.sources()],
         )
-    choice = _choose_pin(python, cuda, gcc, bool(nvcc), res)
+    choice = _choose_pin(python, cuda, gcc, bool(nvcc), notes)
     if choice.python_attr != pins.python_attr(python):
         b.put(
             "environment.python",
@@ -612,14 +615,13 @@ def merge_environment(
         [f"pin data: {choice.release}"],
         "medium" if choice.attrs_inferred else "high",
     )
-    res.decisions += choice.reasons
-    res.pin = choice
+    notes.decisions.extend(choice.reasons)
     if python_lock:
         b.put("environment.python_lock", python_lock, ["uv lock"])
 
 
 def _choose_pin(
-    python: str, cuda: str | None, gcc: str | None, nvcc: bool, res: MergeResult
+    python: str, cuda: str | None, gcc: str | None, nvcc: bool, notes: RecoveryNotes
 ) -> pins.PinChoice:
     try:
         return pins.choose_pin(python, cuda, gcc, nvcc=nvcc)
@@ -641,7 +643,7 @@ def _choose_pin(
                 choice = pins.choose_pin(py, cu, None, nvcc=nvcc)
             except RenderError:
                 continue
-            res.conflicts.append(
+            notes.conflicts.append(
                 Conflict(
                     "environment",
                     f"python {py}" + (f", CUDA {cu}" if cu else ""),

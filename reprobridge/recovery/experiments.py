@@ -35,8 +35,9 @@ from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.paper._paper_doc import direction
 from reprobridge.detect.procedure.services import service_key
 from reprobridge.detect.runbounds import smoke_value
+from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
-from reprobridge.recovery._common import CONF_RANK, Builder, MergeResult
+from reprobridge.recovery._common import CONF_RANK, Builder
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
 
@@ -211,7 +212,7 @@ def merge_experiments(
     by_kind: dict[str, list[Finding]],
     datasets: dict[str, Finding[DatasetValue]],
     cuda: str | None,
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> None:
     """Experiments from the candidates, deduplicated and folded (see the merge rules)."""
     cands = sorted(
@@ -246,7 +247,7 @@ def merge_experiments(
             # "python train.py ... --epochs 2" beside the full command: the README's quick
             # check, which is what the smoke tier is for.
             smoke[entry] = (folded, params[folded], f.sources())
-            res.decisions.append(
+            notes.decisions.append(
                 f"{cmd} ({', '.join(f.sources())}) is a reduced run of another experiment: "
                 f"it became the smoke tier ({folded} = {params[folded]})"
             )
@@ -282,7 +283,7 @@ def merge_experiments(
     for r in others:
         cmd = " ".join(r.finding.value.command.split())
         entry = r.finding.value.entry or r.finding.key
-        res.dropped_experiments.append(
+        notes.dropped_experiments.append(
             f"{entry}: `{cmd}` ({r.why()}; from {', '.join(r.finding.sources())})"
         )
     picked = {id(r.finding) for r in chosen}
@@ -294,18 +295,18 @@ def merge_experiments(
     for inp in of_type(by_kind, InputValue):
         if inp.value.entry in unprepared:
             lacking.setdefault(inp.value.entry, f"{inp.value.path}, read at {inp.sources()[0]}")
-    kept, main_why = _main_first(kept, chosen, others, by_kind, res, lacking)
+    kept, main_why = _main_first(kept, chosen, others, by_kind, notes, lacking)
     for entry, why in sorted(unprepared.items()):
         if any(k[2] == entry for k in kept):
-            res.warnings.append(why)
+            notes.warnings.append(why)
     for rej in sorted(of_type(by_kind, RejectedValue), key=lambda f: f.key):
-        res.dropped_experiments.append(f"{rej.key}: {rej.value.reason} ({rej.sources()[0]})")
+        notes.dropped_experiments.append(f"{rej.key}: {rej.value.reason} ({rej.sources()[0]})")
     if not kept:
-        res.warnings.append(
+        notes.warnings.append(
             "no experiment found: add one under [experiments.<id>] in reprobridge.toml"
             + (
-                f" (candidates rejected: {len(res.dropped_experiments)}, listed in REPRODUCE.md)"
-                if res.dropped_experiments
+                f" (candidates rejected: {len(notes.dropped_experiments)}, listed in REPRODUCE.md)"
+                if notes.dropped_experiments
                 else " (no README command, script, notebook or entry point looked like one)"
             )
         )
@@ -319,17 +320,17 @@ def merge_experiments(
         used_ids.add(exp_id)
         if main_why:
             b.put(f"experiments.{exp_id}.main", True, [f"rb rule: {main_why}"], "medium")
-            res.decisions.append(f"{exp_id} {MAIN_DECISION}: {main_why}")
+            notes.decisions.append(f"{exp_id} {MAIN_DECISION}: {main_why}")
             main_why = ""
         setup = setups.get(id(f))
         if setup is not None:
             command, sources = setup
             b.put(f"experiments.{exp_id}.setup", [command], sources, "medium")
-            res.decisions.append(
+            notes.decisions.append(
                 f"{exp_id}: `{command}` runs first (experiments.{exp_id}.setup): it writes "
                 f"what the experiment reads, and {sources[0]} runs it before"
             )
-        _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, res, smoke.get(entry))
+        _one_experiment(b, by_kind, exp_id, f, cmd, entry, datasets, cuda, notes, smoke.get(entry))
 
 
 def _chain_inputs(
@@ -384,7 +385,7 @@ def _main_first(
     chosen: list[Ranked],
     others: list[Ranked],
     by_kind: dict[str, list[Finding]],
-    res: MergeResult,
+    notes: RecoveryNotes,
     lacking: dict[str, str],
 ) -> tuple[list[_Kept], str]:
     """``kept`` with the main experiment first — the first of ``chosen`` (the ranking's
@@ -400,7 +401,7 @@ def _main_first(
     for _f, _cmd, entry, _params in kept:
         if entry in fetches:
             fetch = fetches.pop(entry)  # one line per entry, however many commands run it
-            res.warnings.append(
+            notes.warnings.append(
                 f"{entry}: reads data the repository does not contain "
                 f"({', '.join(fetch.value.datasets)}; {fetch.sources()[0]}): the audit "
                 "runs offline, so provide it first (see [datasets]); the main experiment is "
@@ -411,7 +412,7 @@ def _main_first(
         if (key := service_key(f.value, f.key)) in services:
             service = services.pop(key)
             label = f"`{key}`" if key == " ".join(f.value.command.split()) else key
-            res.warnings.append(
+            notes.warnings.append(
                 f"{label}: runs {', '.join(service.value.tools)} ({service.sources()[0]}), "
                 "which the audit's offline sandbox does not have: run it by hand; the main "
                 "experiment is one that needs none where there is one"
@@ -523,7 +524,7 @@ def _one_experiment(
     entry: str,
     datasets: dict[str, Finding[DatasetValue]],
     cuda: str | None,
-    res: MergeResult,
+    notes: RecoveryNotes,
     smoke: tuple[str, Any, list[str]] | None = None,
 ) -> None:
     p = f"experiments.{exp_id}"
@@ -552,7 +553,7 @@ def _one_experiment(
             lit = [(s, seed) for s in seed_f if (seed := s.value.default) is not None]
             if lit:
                 b.put(f"{p}.seeds", [lit[0][1]], lit[0][0].sources(), "medium")
-                res.decisions.append(
+                notes.decisions.append(
                     f"{exp_id}: the seed is fixed in code at {lit[0][0].sources()[0]}"
                 )
     elif seeds is not None:
@@ -560,7 +561,7 @@ def _one_experiment(
     if seeds is None and not b.has(f"{p}.seeds"):
         # Nothing in the code sets a seed: [0] is only a label for the run, a guess.
         b.put(f"{p}.seeds", [0], ["rb default: no seed found in the code"], "low")
-        res.warnings.append(
+        notes.warnings.append(
             f"{exp_id}: no seed found in the code; runs may differ (seeds = [0] is a label)"
         )
     # A flag that bounds training gives the smoke tier (and keeps unbounded loops finite).
@@ -568,14 +569,14 @@ def _one_experiment(
     tier_args: list[str] = []
     unb = _for_entry(by_kind, UnboundedValue, entry)
     if bound is None and kind in {"script", "module"}:
-        bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, res)
+        bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, notes)
     for name in _PLACEHOLDER.findall(command):
         if name != "seed" and name not in params:
             required = param_f.get(name)
             default = required.value.default if required else None
             params[name] = default if default is not None else ""
             if default is None:
-                res.warnings.append(
+                notes.warnings.append(
                     f"{exp_id}: required argument {{{name}}} has no default; set "
                     f"experiments.{exp_id}.params.{name}"
                 )
@@ -591,7 +592,7 @@ def _one_experiment(
     b.put(f"{p}.kind", kind, src, f.confidence)
     workdir = clean_rel_path(f.value.workdir)
     if workdir is None:
-        res.warnings.append(
+        notes.warnings.append(
             f"{exp_id}: the command runs in {f.value.workdir!r}, outside the repository; "
             f"set experiments.{exp_id}.workdir to a directory inside it"
         )
@@ -630,7 +631,7 @@ def _one_experiment(
                 "medium",
             )
     if not b.has(f"{p}.tiers.smoke") and workdir is not None:
-        _literal_edits(b, p, exp_id, command, workdir, entry, of_type(by_kind, BoundValue), res)
+        _literal_edits(b, p, exp_id, command, workdir, entry, of_type(by_kind, BoundValue), notes)
     if not b.has(f"{p}.tiers.smoke"):
         # Nothing to shorten: the smoke tier is the run itself, stopped at the smoke limit.
         # Many such runs (notebooks, small scripts) finish in minutes; one that does not
@@ -656,7 +657,7 @@ def _one_experiment(
             ],
             "low",
         )
-        res.decisions.append(
+        notes.decisions.append(
             f"{exp_id}: smoke tier = the full command, time-limited to {SMOKE_TIME_LIMIT}: {why}"
         )
     if unb:
@@ -667,7 +668,7 @@ def _one_experiment(
             text += f"; bounded by {flag}"
             name = u.value.name or flag.lstrip("-").replace("-", "_")
             if name not in params:
-                res.warnings.append(
+                notes.warnings.append(
                     f"{exp_id}: {u.sources()[0]} loops until {flag} is given; the full run "
                     f"needs it in the command (the smoke tier sets it)"
                     if tier_args
@@ -736,13 +737,13 @@ def _one_experiment(
     if tracked:
         names = ", ".join(f"{x.key} ({x.value.sink}, {x.sources()[0]})" for x in tracked[:5])
         if not metrics:
-            res.warnings.append(
+            notes.warnings.append(
                 f"{exp_id}: no metric could be read: the results are logged only to an "
                 f"experiment tracker ({names}), which the auditor does not read; print them, "
                 f"or add a [experiments.{exp_id}.metrics.<name>] source pointing at a file"
             )
         else:
-            res.warnings.append(
+            notes.warnings.append(
                 f"{exp_id}: not read: {names}, logged only to an experiment tracker the "
                 f"auditor does not read (the other metrics are)"
             )
@@ -756,7 +757,7 @@ def _literal_edits(
     workdir: str,
     entry: str,
     bounds: list[Finding[BoundValue]],
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> None:
     """The smoke tier as ``edits``: the literal bounds the ``bounds`` detector found in the
     entry file (a notebook's cells, a script without a flag for its length), each lowered to
@@ -780,13 +781,13 @@ def _literal_edits(
         found = [x for x in bounds if x.value.entry == entry]
     names_entry = entry in named
     if names_entry and not plain_command(command):
-        res.decisions.append(
+        notes.decisions.append(
             f"{exp_id}: {entry} has literal run bounds, but the command is shell syntax "
             "(variables, quotes with $, pipes...); the smoke tier cannot run a lowered copy"
         )
         return
     if not names_entry:
-        res.decisions.append(
+        notes.decisions.append(
             f"{exp_id}: {entry} has literal run bounds, but the command does not run it by "
             "path; the smoke tier cannot run a lowered copy"
         )
@@ -815,7 +816,7 @@ def _literal_edits(
     sources.append("rb rule: smoke tier lowers the literal bounds of the code, in a copy")
     b.put(f"{p}.tiers.smoke.edits", edits, sorted(set(sources)), "medium")
     b.put(f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium")
-    res.decisions.append(
+    notes.decisions.append(
         f"{exp_id}: smoke tier runs a copy of {entry} with its literal bounds lowered: "
         + "; ".join(shown)
     )
@@ -827,7 +828,7 @@ def _bound_flag(
     params: dict[str, Any],
     param_f: dict[str, Finding[ParamValue]],
     unbounded: list[Finding[UnboundedValue]],
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> tuple[str | None, list[str], str]:
     """(bounding parameter, smoke tier arguments, command) for a command without a literal
     bound: the parameter that ends an unbounded loop first, then any parameter named like a
@@ -857,14 +858,14 @@ def _bound_flag(
         syntax = pf.value.syntax
         if isinstance(default, int) and not isinstance(default, bool) and default > small:
             params[name] = default
-            res.decisions.append(
+            notes.decisions.append(
                 f"{exp_id}: {flag} made explicit (default {default}, {pf.sources()[0]}) so the "
                 "smoke tier can lower it"
             )
             return name, [], command + " " + flag_arg(flag, syntax, f"{{{name}}}")
         if isinstance(default, int) and not isinstance(default, bool) and default > 0:
             continue  # already small: nothing to lower
-        res.decisions.append(
+        notes.decisions.append(
             f"{exp_id}: the smoke tier passes {flag_arg(flag, syntax, str(small))}: the code's "
             f"default ({default!r}, {pf.sources()[0]}) sets no limit"
         )

@@ -55,8 +55,9 @@ from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import ExperimentValue, ProjectValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
+from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import Derivation, Manifest
-from reprobridge.recovery._common import Builder, Conflict, MergeResult, best
+from reprobridge.recovery._common import Builder, MergeResult, best
 from reprobridge.recovery.environment import (
     add_run_tooling,
     merge_cuda,
@@ -94,31 +95,32 @@ def merge_findings(
     the documented fallbacks.
     """
     b = Builder()
-    res = MergeResult(manifest=None)  # type: ignore[arg-type]
+    notes = RecoveryNotes()
     by_kind: dict[str, list[Finding]] = defaultdict(list)
     for f in ctx.findings:
         by_kind[f.kind].append(f)
 
     _project(b, by_kind, repo_name, paper_path)
-    _scope_environment(ctx, by_kind, res)
-    requirements = merge_requirements(b, by_kind, res)
-    merge_optional_imports(b, by_kind, requirements, res)
-    python = merge_python(b, by_kind, requirements, res, ctx.index.head)
-    cuda = merge_cuda(b, by_kind, res)
-    merge_environment(b, by_kind, python, cuda, python_lock, res)
-    merge_exclude_newer(b, ctx.index.head, res)
-    merge_pythonpath(b, ctx.index, res)
+    _scope_environment(ctx, by_kind, notes)
+    requirements = merge_requirements(b, by_kind, notes)
+    merge_optional_imports(b, by_kind, requirements, notes)
+    python = merge_python(b, by_kind, requirements, notes, ctx.index.head)
+    cuda = merge_cuda(b, by_kind, notes)
+    merge_environment(b, by_kind, python, cuda, python_lock, notes)
+    merge_exclude_newer(b, ctx.index.head, notes)
+    merge_pythonpath(b, ctx.index, notes)
     datasets = merge_datasets(b, by_kind, ctx.index)
-    merge_experiments(b, by_kind, datasets, cuda, res)
-    add_run_tooling(b, res)
-    merge_paper(b, by_kind, res)
-    res.warnings += [w.message if not w.path else f"{w.path}: {w.message}" for w in ctx.warnings]
-    res.manifest = _finalize(b)
-    return res
+    merge_experiments(b, by_kind, datasets, cuda, notes)
+    add_run_tooling(b, notes)
+    merge_paper(b, by_kind, notes)
+    notes.warnings.extend(
+        w.message if not w.path else f"{w.path}: {w.message}" for w in ctx.warnings
+    )
+    return MergeResult(_finalize(b), notes)
 
 
 def _scope_environment(
-    ctx: DetectContext, by_kind: dict[str, list[Finding]], res: MergeResult
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], notes: RecoveryNotes
 ) -> None:
     """Scope the environment to what the chosen experiments run: a monorepo's to the primary
     experiment's sub-project (see :mod:`reprobridge.recovery.scope`), and the imports to
@@ -127,19 +129,19 @@ def _scope_environment(
     chosen, main_why = _chosen_experiments(by_kind)
     left_out = drop_support_only(by_kind, [experiment_folder(f) for f in chosen])
     if left_out:
-        res.decisions.append(
+        notes.decisions.append(
             "imported only by tests, docs or benchmarks, so not run requirements: "
             + ", ".join(left_out)
         )
-    if _scope_subproject(ctx, by_kind, chosen, res):
+    if _scope_subproject(ctx, by_kind, chosen, notes):
         if main_why:
             # The main experiment was chosen among every sub-project's: say over which,
             # since the experiments left out are not in the final merge's decision.
-            res.decisions.append(f"chosen before the scoping, among all sub-projects: {main_why}")
+            notes.decisions.append(f"chosen before the scoping, among all sub-projects: {main_why}")
         chosen, _ = _chosen_experiments(by_kind)  # other experiments take the places left
     unreached = drop_unreached_imports(ctx, by_kind, chosen)
     if unreached:
-        res.decisions.append(
+        notes.decisions.append(
             "imported only by code no chosen experiment runs, so not run requirements "
             "(listed for the experiments left in the guide): " + ", ".join(unreached)
         )
@@ -150,15 +152,15 @@ def _chosen_experiments(
 ) -> tuple[list[Finding[ExperimentValue]], str]:
     """The experiment findings the merge rules keep, the main one first, and the merge's
     decision that says why the main one is main ("" when none)."""
-    scratch, scratch_res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
-    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_res)
+    scratch, scratch_notes = Builder(), RecoveryNotes()
+    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_notes)
     # An experiment's command carries its finding's evidence as provenance.
     experiments = of_type(by_kind, ExperimentValue)
     chosen: list[Finding[ExperimentValue]] = []
     for exp_id in scratch.data.get("experiments", {}):
         sources = scratch.prov.get(f"experiments.{exp_id}.command", ([], ""))[0]
         chosen += [f for f in experiments if sorted(set(f.sources())) == sources][:1]
-    why = next((d for d in scratch_res.decisions if MAIN_DECISION in d), "")
+    why = next((d for d in scratch_notes.decisions if MAIN_DECISION in d), "")
     return chosen, why
 
 
@@ -166,7 +168,7 @@ def _scope_subproject(
     ctx: DetectContext,
     by_kind: dict[str, list[Finding]],
     chosen: list[Finding[ExperimentValue]],
-    res: MergeResult,
+    notes: RecoveryNotes,
 ) -> bool:
     """Scope a monorepo's environment to the main experiment's sub-project; whether
     experiments of other sub-projects were left out."""
@@ -183,9 +185,9 @@ def _scope_subproject(
         primary = ""
     dropped = scope_findings(by_kind, primary, declaring, configs, ctx.index)
     experiments = [d for d in dropped if d.startswith("experiment ")]
-    res.dropped_experiments += experiments
+    notes.dropped_experiments.extend(experiments)
     if dropped:
-        res.decisions.append(
+        notes.decisions.append(
             f"the environment is that of {primary + '/' if primary else 'the root project'}, "
             "the sub-project of the main experiment (other folders declare their own; run "
             f"`rb init` there): left out {'; '.join(dropped)}"

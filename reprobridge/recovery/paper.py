@@ -8,7 +8,8 @@ from typing import Any
 
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import ClaimValue, ReproducesValue, TargetValue, of_type
-from reprobridge.recovery._common import Builder, MergeResult
+from reprobridge.manifest.notes import RecoveryNotes
+from reprobridge.recovery._common import Builder
 
 _SYNONYMS = {"acc": "accuracy", "err": "error", "ppl": "perplexity", "top1": "top1", "f1": "f1"}
 _STOP = {
@@ -131,7 +132,7 @@ def _seeds_in(caption: str) -> list[int] | None:
     return None
 
 
-def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult) -> None:
+def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes) -> None:
     """Paper table cells become metric targets and sentences become claims; unmatched ones are reported."""
     exps: dict[str, Any] = b.data.get("experiments", {})
     exp_tokens = {
@@ -154,7 +155,7 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         metric = _match(col, comparable) if comparable else None
         where = f"{', '.join(f.sources())} ({f.value.table}, row {row!r}, column {col!r})"
         if exp is None or metric is None:
-            res.unmatched_targets.append(
+            notes.unmatched_targets.append(
                 f"{f.value.value} at {where}: no "
                 + ("experiment" if exp is None else f"metric of {exp}")
                 + " matches"
@@ -213,7 +214,7 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
         better = row_to_exp.get(claim.value.better) or _match(claim.value.better, exp_tokens)
         worse = row_to_exp.get(claim.value.worse) or _match(claim.value.worse, exp_tokens)
         if not better or not worse or better == worse:
-            res.unmatched_targets.append(
+            notes.unmatched_targets.append(
                 f"claim at {', '.join(claim.sources())}: experiments not matched"
             )
             continue
@@ -226,7 +227,7 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], res: MergeResult)
             targeted[0] if len(targeted) == 1 else common[0] if len(common) == 1 else None
         )
         if metric is None:
-            res.unmatched_targets.append(
+            notes.unmatched_targets.append(
                 f"claim at {', '.join(claim.sources())}: no common metric of {better} and {worse}"
             )
             continue

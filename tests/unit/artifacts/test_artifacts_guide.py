@@ -10,6 +10,7 @@ from typing import Any
 from artifacts_helpers import VERSION, sample_manifest_data
 
 from reprobridge.artifacts.guide import GuideNotes, _code, render_guide
+from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import Manifest
 
 
@@ -48,7 +49,11 @@ def test_without_nix_the_guide_says_how_to_make_the_venv_the_launcher_uses() -> 
 
 
 def test_other_candidates_are_listed_with_why() -> None:
-    text = _guide(GuideNotes(dropped_experiments=["tutorials/a.ipynb: `jupyter ...` (score 3)"]))
+    text = _guide(
+        GuideNotes(
+            RecoveryNotes(dropped_experiments=["tutorials/a.ipynb: `jupyter ...` (score 3)"])
+        )
+    )
     section = text.split("## Other candidates")[1]
     assert "- tutorials/a.ipynb: `jupyter ...` (score 3)" in section
     assert "copy" in section.split("\n- ")[0]
@@ -73,7 +78,8 @@ def _hostile_manifest() -> Manifest:
 
 
 def test_no_raw_html_from_the_repository() -> None:
-    notes = GuideNotes(decisions=[HOSTILE], warnings=[HOSTILE], conflicts=[HOSTILE])
+    conflict = Conflict(HOSTILE, HOSTILE, [HOSTILE], HOSTILE)
+    notes = GuideNotes(RecoveryNotes(decisions=[HOSTILE], warnings=[HOSTILE], conflicts=[conflict]))
     text = render_guide(_hostile_manifest(), notes, version=VERSION)
     # Outside code spans and fences nothing of the hostile text is markup.
     prose = re.sub(r"^```+.*?^```+", "", text, flags=re.S | re.M)  # drop fenced blocks

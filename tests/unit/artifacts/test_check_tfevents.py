@@ -182,7 +182,9 @@ def test_tensorboard_scalars_become_file_sources(make_repo) -> None:  # type: ig
     (exp,) = merged.manifest.experiments.values()
     source = exp.metrics["val_acc"].source
     assert (source.file, source.key) == ("runs/exp1", "val/acc")
-    assert any("not read: test_f1 (wandb" in w for w in merged.warnings), merged.warnings
+    assert any("not read: test_f1 (wandb" in w for w in merged.notes.warnings), (
+        merged.notes.warnings
+    )
     # No directory given: the writer makes runs/<date>_<host>, so `runs` is searched.
     merged = _merged(make_repo, TRAIN.format(logdir=""))
     (exp,) = merged.manifest.experiments.values()
@@ -196,4 +198,4 @@ def test_only_wandb_says_no_metric_could_be_read(make_repo) -> None:  # type: ig
     merged = _merged(make_repo, src)
     (exp,) = merged.manifest.experiments.values()
     assert exp.metrics == {}
-    assert any("no metric could be read" in w and "test_f1" in w for w in merged.warnings)
+    assert any("no metric could be read" in w and "test_f1" in w for w in merged.notes.warnings)

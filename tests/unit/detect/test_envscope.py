@@ -78,4 +78,4 @@ def test_a_requirement_that_excludes_the_locked_version_is_kept_and_reported(mak
     )
     merged = merge_findings(detect_repo(index), repo_name="x")
     assert merged.manifest.environment.python_requirements == ["numpy>=2"]
-    assert any("excludes the locked version" in str(c) for c in merged.conflicts)
+    assert any("excludes the locked version" in str(c) for c in merged.notes.conflicts)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 
 from reprobridge.detect.index import RepoIndex
-from reprobridge.recovery._common import Builder, MergeResult
+from reprobridge.manifest.notes import RecoveryNotes
+from reprobridge.recovery._common import Builder
 from reprobridge.recovery.environment import merge_exclude_newer
 
 
@@ -25,23 +26,23 @@ def test_repository_without_commits_has_no_head(make_repo) -> None:
 
 
 def test_bound_is_the_end_of_the_commit_day_with_provenance() -> None:
-    b, res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
-    merge_exclude_newer(b, ("a" * 40, 1700000000), res)  # 2023-11-14T22:13:20Z
+    b, notes = Builder(), RecoveryNotes()
+    merge_exclude_newer(b, ("a" * 40, 1700000000), notes)  # 2023-11-14T22:13:20Z
     assert b.data["environment"]["exclude_newer"] == "2023-11-15T00:00:00Z"
     sources, confidence = b.prov["environment.exclude_newer"]
     assert sources == [
         "git: committer date of HEAD aaaaaaaaaaaa (2023-11-14), end of that day (UTC)"
     ]
     assert confidence == "medium"
-    assert "as of 2023-11-14" in res.decisions[0]
+    assert "as of 2023-11-14" in notes.decisions[0]
 
 
 def test_implausible_dates_give_no_bound() -> None:
     for stamp in (0, 4102444800):  # 1970, 2100
-        b, res = Builder(), MergeResult(manifest=None)  # type: ignore[arg-type]
-        merge_exclude_newer(b, ("b" * 40, stamp), res)
+        b, notes = Builder(), RecoveryNotes()
+        merge_exclude_newer(b, ("b" * 40, stamp), notes)
         assert "environment" not in b.data
-        assert "implausible commit date" in res.warnings[0]
+        assert "implausible commit date" in notes.warnings[0]
     b = Builder()
-    merge_exclude_newer(b, None, MergeResult(manifest=None))  # type: ignore[arg-type]
+    merge_exclude_newer(b, None, RecoveryNotes())
     assert b.data == {}

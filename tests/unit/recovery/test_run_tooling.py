@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from reprobridge.recovery._common import Builder, MergeResult
+from reprobridge.manifest.notes import RecoveryNotes
+from reprobridge.recovery._common import Builder
 from reprobridge.recovery.environment import add_run_tooling
 
 
@@ -19,8 +20,8 @@ def test_notebook_experiment_adds_nbconvert_and_ipykernel_with_provenance() -> N
         ["numpy", "torch==2.1.2"],
         {"demo": "jupyter nbconvert --to notebook --execute --output d.ipynb demo.ipynb"},
     )
-    res = MergeResult(manifest=None)  # type: ignore[arg-type]
-    add_run_tooling(b, res)
+    notes = RecoveryNotes()
+    add_run_tooling(b, notes)
     assert b.data["environment"]["python_requirements"] == [
         "ipykernel",
         "nbconvert",
@@ -30,13 +31,13 @@ def test_notebook_experiment_adds_nbconvert_and_ipykernel_with_provenance() -> N
     sources, _ = b.prov["environment.python_requirements"]
     assert "requirements.txt:1" in sources
     assert any(s.startswith("rb run tooling: nbconvert for experiment(s) demo") for s in sources)
-    assert res.decisions and "nbconvert" in res.decisions[0]
+    assert notes.decisions and "nbconvert" in notes.decisions[0]
 
 
 def test_scripts_only_and_declared_tooling_change_nothing() -> None:
     b = _builder(["numpy"], {"train": "python train.py"})
-    add_run_tooling(b, MergeResult(manifest=None))  # type: ignore[arg-type]
+    add_run_tooling(b, RecoveryNotes())
     assert b.data["environment"]["python_requirements"] == ["numpy"]
     b = _builder(["ipykernel==6.29", "nbconvert>=7"], {"nb": "jupyter nbconvert --execute a"})
-    add_run_tooling(b, MergeResult(manifest=None))  # type: ignore[arg-type]
+    add_run_tooling(b, RecoveryNotes())
     assert b.data["environment"]["python_requirements"] == ["ipykernel==6.29", "nbconvert>=7"]

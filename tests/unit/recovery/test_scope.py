@@ -29,8 +29,8 @@ def test_other_subprojects_are_left_out_and_listed(make_repo) -> None:
     env = merged.manifest.environment
     assert env.python_requirements == ["numpy==1.26.4", "tqdm==4.66.1"]  # root kept
     assert list(merged.manifest.experiments) == ["run"]
-    assert any("b/ is another sub-project" in d for d in merged.dropped_experiments)
-    assert any("b/requirements.txt" in d for d in merged.decisions)
+    assert any("b/ is another sub-project" in d for d in merged.notes.dropped_experiments)
+    assert any("b/requirements.txt" in d for d in merged.notes.decisions)
 
 
 def test_no_scoping_when_the_main_experiment_is_at_the_root(make_repo) -> None:
@@ -56,7 +56,7 @@ def test_support_only_imports_are_left_out_unless_an_experiment_runs_there(make_
         },
     )
     assert merged.manifest.environment.python_requirements == ["numpy"]
-    assert any("torch (tests/test_train.py)" in d for d in merged.decisions)
+    assert any("torch (tests/test_train.py)" in d for d in merged.notes.decisions)
     # an experiment that lives in benchmarks/ needs what benchmarks/ imports
     merged = _merge(
         make_repo,

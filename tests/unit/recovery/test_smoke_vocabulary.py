@@ -68,5 +68,5 @@ def test_a_shell_syntax_command_gets_no_edits_and_its_launcher_renders(make_repo
     merged = merge_findings(detect_repo(RepoIndex.from_directory(root)), repo_name="x")
     (exp_id,) = list(merged.manifest.experiments)
     assert merged.manifest.experiments[exp_id].tier("smoke").edits == []
-    assert any("shell syntax" in d for d in merged.decisions)
+    assert any("shell syntax" in d for d in merged.notes.decisions)
     assert "OMP_NUM_THREADS=1" in render_launcher(merged.manifest, exp_id, version="0")
