@@ -2,7 +2,7 @@
 
 A smoke tier must finish in minutes on a CPU. It lowers the one parameter that bounds the
 training loop — epochs, steps, iterations, episodes — to :data:`SMOKE_VALUES`' value for
-its name. Names are matched on their last component, normalised (``--trainer.max_iters``
+its name, and never to more than about a tenth of the full run (:func:`smoke_of_full`). Names are matched on their last component, normalised (``--trainer.max_iters``
 -> ``max_iters``, ``--num-epochs`` -> ``num_epochs``), so the vocabulary holds leaf names
 only. It is data: add a spelling here (and to its test), not a special case in code.
 
@@ -20,6 +20,9 @@ EPOCHS = 1  # one pass over the data
 STEPS = 20  # a few optimizer steps: enough to see the loss move and the code paths run
 _EPISODES = 2
 _ENV_STEPS = 2000  # reinforcement learning counts environment steps, not updates
+
+#: A smoke run is at most about 1/SMOKE_SHARE of the full run it checks.
+SMOKE_SHARE = 10
 
 #: Leaf parameter name -> the value of the smoke tier.
 SMOKE_VALUES: dict[str, int] = {
@@ -102,6 +105,19 @@ def smoke_value(name: str) -> int | None:
         if suffix in SMOKE_VALUES:
             return None if set(parts[:i]) & NOT_BOUNDS else SMOKE_VALUES[suffix]
     return None
+
+
+def smoke_of_full(usual: int, full: int) -> int:
+    """The smoke value of a bound whose full run counts ``full`` (epochs, steps...): its
+    name's ``usual`` smoke value, but at most a tenth of ``full`` and at least 1.
+
+    The usual value is sized for long runs; a run that is already short by that measure
+    (``--steps`` default 15, each step a minute of LBFGS) would otherwise get a "smoke"
+    tier as long as itself, so the tier is cut to a tenth (15 -> 1). A caller that must keep
+    a print interval (a loop that prints only every K iterations) raises the result to K
+    itself. The result is never above ``usual``, and below ``full`` unless ``full`` is 1
+    (one epoch, one step: nothing to lower)."""
+    return min(usual, max(1, full // SMOKE_SHARE))
 
 
 def config_smoke_value(path: list[str]) -> int | None:

@@ -34,7 +34,7 @@ from reprobridge.detect.findings import (
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.paper._paper_doc import direction
 from reprobridge.detect.procedure.services import service_key
-from reprobridge.detect.runbounds import smoke_value
+from reprobridge.detect.runbounds import smoke_of_full, smoke_value
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
 from reprobridge.recovery._common import CONF_RANK, Builder
@@ -616,6 +616,8 @@ def _one_experiment(
     elif bound is not None and bound in params:
         small = smoke_value(bound)
         value = params[bound]
+        if small is not None and isinstance(value, int) and value > 0:
+            small = smoke_of_full(small, value)
         # -1 / 0 mean "no limit" to most trainers: the smoke tier sets one.
         if small is not None and isinstance(value, int) and (value > small or value <= 0):
             b.put(
@@ -797,8 +799,10 @@ def _literal_edits(
     shown: list[str] = []
     for x in sorted(found, key=lambda x: (x.value.cell or 0, x.value.line, x.value.column)):
         v = x.value
-        # Not below the loop's print interval: a smoke run that prints nothing has no metric.
-        small = v.start + max(literal_smoke_value(v.name, v.site), v.every)
+        # At most a tenth of the full run, but not below the loop's print interval: a smoke
+        # run that prints nothing has no metric.
+        usual = literal_smoke_value(v.name, v.site)
+        small = v.start + max(smoke_of_full(usual, v.value - v.start), v.every)
         if small >= v.value:
             continue  # already small: nothing to lower
         edit: dict[str, Any] = {"file": entry}
@@ -834,8 +838,9 @@ def _bound_flag(
     bound: the parameter that ends an unbounded loop first, then any parameter named like a
     bound (:mod:`~reprobridge.detect.runbounds`) that has a flag.
 
-    A bound with a literal default larger than the smoke value becomes a placeholder in the
-    command (the full run keeps the default, the smoke tier lowers it). A bound without a
+    A bound with a literal default above 1 becomes a placeholder in the command (the full
+    run keeps the default, the smoke tier lowers it to its smoke value, at most a tenth of
+    the default: :func:`~reprobridge.detect.runbounds.smoke_of_full`). A bound without a
     usable default (None, or ``-1``/``0`` for "no limit") stays out of the full command and
     the smoke tier passes it as an argument (``--trainer.max_iters=20``).
     """
@@ -856,6 +861,8 @@ def _bound_flag(
             continue
         default = pf.value.default
         syntax = pf.value.syntax
+        if isinstance(default, int) and not isinstance(default, bool) and default > 0:
+            small = smoke_of_full(small, default)
         if isinstance(default, int) and not isinstance(default, bool) and default > small:
             params[name] = default
             notes.decisions.append(

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from reprobridge.detect.runbounds import NOT_BOUNDS, SMOKE_VALUES, leaf, smoke_value
+from reprobridge.detect.runbounds import (
+    NOT_BOUNDS,
+    SMOKE_VALUES,
+    leaf,
+    smoke_of_full,
+    smoke_value,
+)
 
 
 @pytest.mark.parametrize(
@@ -37,6 +43,24 @@ def test_names_that_bound_a_run(name: str, value: int) -> None:
 )  # fmt: skip
 def test_names_that_do_not(name: str) -> None:
     assert smoke_value(name) is None
+
+
+@pytest.mark.parametrize(
+    ("usual", "full", "smoke"),
+    [
+        (20, 15, 1),  # time_sequence_prediction: 15 LBFGS steps; 20 is no smoke run
+        (20, 50, 5),
+        (20, 199, 19),
+        (20, 5000, 20),  # a long run keeps the usual value
+        (1, 30, 1),  # epochs
+        (1, 1, 1),  # one epoch: nothing to lower
+        (20, 3, 1),
+    ],
+)
+def test_a_smoke_bound_is_at_most_a_tenth_of_the_full_run(
+    usual: int, full: int, smoke: int
+) -> None:
+    assert smoke_of_full(usual, full) == smoke
 
 
 def test_vocabulary_is_normalised_data() -> None:
