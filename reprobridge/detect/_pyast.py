@@ -131,6 +131,16 @@ def kwarg(call: ast.Call, name: str) -> ast.expr | None:
     return None
 
 
+def defaults_of(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
+    """(parameter, default expression) of each parameter of a signature that has a default:
+    positional ones (``posonlyargs`` then ``args``) first, then keyword-only ones."""
+    positional = [*args.posonlyargs, *args.args]
+    with_default = positional[len(positional) - len(args.defaults) :]
+    pairs = list(zip(with_default, args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d]
+    return pairs
+
+
 def str_arg(call: ast.Call, pos: int, name: str | None = None) -> str | None:
     """A string literal passed positionally at ``pos`` or as keyword ``name``."""
     node: ast.expr | None = call.args[pos] if len(call.args) > pos else None

@@ -9,7 +9,11 @@ parsed file's calls with the innermost function each is in, so a caller can tell
 the run makes (in the entry, at module level, or in a function something calls) from a
 library helper nobody calls; :func:`called_names` gives the names a file calls.
 
-Only literals are read: ``np.load(args.path)`` is no evidence of anything.
+Only literals are read: ``np.load(args.path)`` is no evidence of anything. A rule's
+switch keyword (``download=``) is the exception: a bare name there is followed to its
+assignments in the file (:func:`_switched_on`), because scripts keep the switch in a
+setting (``DOWNLOAD = False`` ... ``if not os.listdir(root): DOWNLOAD = True`` ...
+``MNIST(root, download=DOWNLOAD)``).
 """
 
 from __future__ import annotations
@@ -17,12 +21,21 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from reprobridge.data import IO_CALLS_FILE, load
-from reprobridge.detect._pyast import call_name, import_map, kwarg, literal, nodes_of
+from reprobridge.detect._pyast import (
+    NotLiteral,
+    call_name,
+    defaults_of,
+    import_map,
+    kwarg,
+    literal,
+    nodes_of,
+)
 
 #: The "function" of code in a module's ``if __name__ == "__main__":`` block: it runs when
 #: the file is the script, never when it is imported.
@@ -31,8 +44,9 @@ MAIN_BLOCK = "<__main__>"
 
 @dataclass(frozen=True)
 class DownloadRule:
-    """Calls matching ``calls`` download; ``when``: only with that keyword literally true;
-    ``local``: first-argument values that name local files instead."""
+    """Calls matching ``calls`` download; ``when``: only with that keyword true or possibly
+    true (:func:`_switched_on`); ``local``: first-argument values that name local files
+    instead."""
 
     calls: tuple[str, ...]
     what: str
@@ -122,19 +136,74 @@ def _mode(node: ast.Call) -> str:
     return mode if isinstance(mode, str) else "r"
 
 
-def _classify(node: ast.Call, name: str, imports: dict[str, str]) -> tuple[Kind, str, str] | None:
+#: The assignments of a bare name in a file: (line, the assigned expression), in order.
+Assigned = Callable[[str], list[tuple[int, ast.expr]]]
+
+
+def _assignments(tree: ast.Module) -> Assigned:
+    """Every value ``tree`` gives each bare name, in any scope: ``X = e``, ``X: T = e``,
+    ``X = Y = e``, and a function parameter's default (``def load(download=True)``). Scopes
+    are not told apart: a switch set True anywhere is a switch that may be on."""
+    table: dict[str, list[tuple[int, ast.expr]]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign):
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    table.setdefault(target.id, []).append((node.lineno, node.value))
+        elif isinstance(node, ast.AnnAssign) and node.value is not None:
+            if isinstance(node.target, ast.Name):
+                table.setdefault(node.target.id, []).append((node.lineno, node.value))
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            for arg, default in defaults_of(node.args):
+                table.setdefault(arg.arg, []).append((default.lineno, default))
+    return lambda name: table.get(name, [])
+
+
+def _switched_on(value: ast.expr | None, assigned: Assigned, depth: int = 0) -> str | None:
+    """Why a switch keyword's ``value`` may be true when the call runs, or None when it is
+    not (absent, a false constant) or cannot be told (an attribute such as ``args.download``,
+    a name the file never assigns: another module's or the caller's setting).
+
+    ``""`` for a literal ``True``; for a bare name, the first of its assignments that may be
+    true, as ``"NAME = <code> at line N"``: a ``True``, or an expression computed at run time
+    (``not os.path.exists(root)``, a call), which is followed no further: whether it holds
+    depends on the machine. A name assigned only false constants is off."""
+    if value is None or depth > 3:
+        return None
+    if isinstance(value, ast.Name):
+        for line, expr in assigned(value.id):
+            if _switched_on(expr, assigned, depth + 1) is not None:
+                return f"{value.id} = {ast.unparse(expr)[:60]} at line {line}"
+        return None
+    if isinstance(value, ast.Attribute | ast.Subscript):
+        return None
+    found = literal(value)
+    if found is True:
+        return ""
+    return None if not isinstance(found, NotLiteral) else ast.unparse(value)[:60]
+
+
+def _classify(
+    node: ast.Call, name: str, imports: dict[str, str], assigned: Assigned
+) -> tuple[Kind, str, str] | None:
     """(kind, path, what) of one call, or None when it does no I/O the rules know."""
     r = rules()
     imported = name.split(".", 1)[0] in imports
     for rule in r.downloads:
         if not _matches(name, rule.calls, imported):
             continue
-        if rule.when is not None and literal(kwarg(node, rule.when)) is not True:
-            continue
+        what = rule.what
+        if rule.when is not None:
+            why = _switched_on(kwarg(node, rule.when), assigned)
+            if why is None:
+                continue
+            if why:
+                switch = ast.unparse(kwarg(node, rule.when) or node)[:60]
+                what = f"{what}: {rule.when}={switch} may be true ({why})"
         first = literal(node.args[0]) if node.args else literal(kwarg(node, "path"))
         if rule.local and isinstance(first, str) and first in rule.local:
             return None
-        return "download", "", rule.what
+        return "download", "", what
     for pattern, position in r.writes:
         if _matches(name, (pattern,), imported):
             target = node.args[position] if len(node.args) > position else None
@@ -161,9 +230,17 @@ def io_calls(tree: ast.Module) -> list[IoCall]:
     # walk that finds each call's function runs only when some call does I/O: on most
     # files none does, and walking every tree again was most of the fetch detector's time.
     hits: dict[int, tuple[str, tuple[Kind, str, str]]] = {}
+    table: list[Assigned] = []
+
+    def assigned(name: str) -> list[tuple[int, ast.expr]]:
+        # Built on the first switch that names a variable: most files have none.
+        if not table:
+            table.append(_assignments(tree))
+        return table[0](name)
+
     for node in nodes_of(tree, ast.Call):
         name = call_name(node, imports)
-        hit = _classify(node, name, imports) if name else None
+        hit = _classify(node, name, imports, assigned) if name else None
         if hit is not None and name is not None:
             hits[id(node)] = (name, hit)
     if not hits:

@@ -42,7 +42,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 
-from reprobridge.detect._pyast import dotted, walk_shallow
+from reprobridge.detect._pyast import defaults_of, dotted, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue, ExperimentValue
 from reprobridge.detect.procedure._literal import LiteralBound, Site
@@ -205,10 +205,7 @@ def _default_settings(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
         if not mine or any(isinstance(a, ast.Starred) for c in mine for a in c.args):
             continue
         positional = [*fn.args.posonlyargs, *fn.args.args]
-        with_default = positional[len(positional) - len(fn.args.defaults) :]
-        pairs = list(zip(with_default, fn.args.defaults, strict=True))
-        pairs += [(a, d) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults, strict=True) if d]
-        for arg, default in pairs:
+        for arg, default in defaults_of(fn.args):
             index = positional.index(arg) if arg in positional else None
             passed = any(
                 (index is not None and len(c.args) > index)

@@ -127,3 +127,50 @@ def test_the_rules_are_data() -> None:
     assert any("sklearn.datasets.fetch_*" in d.calls for d in r.downloads)
     assert "open" in r.modes
     assert dict(r.writes)["torch.save"] == 1
+
+
+@pytest.mark.parametrize(
+    ("src", "why"),
+    [
+        # a setting turned on when the data folder is missing (MorvanZhou's 401_CNN.py shape)
+        (
+            "import os, torchvision\nGET = False\nif not os.listdir('d'):\n    GET = True\n"
+            "torchvision.datasets.MNIST('d', download=GET)",
+            "download=GET may be true (GET = True at line 4)",
+        ),
+        # computed at run time: whether it holds depends on the machine
+        (
+            "import os, torchvision\nGET = not os.path.exists('d')\n"
+            "torchvision.datasets.MNIST('d', download=GET)",
+            "download=GET may be true (GET = not os.path.exists('d') at line 2)",
+        ),
+        (
+            "import os, torchvision\ntorchvision.datasets.MNIST('d', download=not os.path.exists('d'))",
+            "download=not os.path.exists('d') may be true (not os.path.exists('d'))",
+        ),
+        # a parameter whose default is on, followed through another name
+        (
+            "import torchvision\nON = True\ndef load(download=ON):\n"
+            "    return torchvision.datasets.MNIST('d', download=download)",
+            "download=download may be true (download = ON at line 3)",
+        ),
+    ],
+)
+def test_a_download_switch_that_may_be_true_downloads(src: str, why: str) -> None:
+    found = [c for c in io_calls(ast.parse(src)) if c.kind == "download"]
+    assert len(found) == 1 and found[0].what.endswith(why), found
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torchvision\nGET = False\ntorchvision.datasets.MNIST('d', download=GET)",
+        "import torchvision\nGET: bool = False\nGET = None\ntorchvision.datasets.MNIST('d', download=GET)",
+        # another module's or the command line's setting: nothing to read here
+        "import torchvision\ntorchvision.datasets.MNIST('d', download=args.download)",
+        "import torchvision\nfrom settings import GET\ntorchvision.datasets.MNIST('d', download=GET)",
+        "import torchvision\ntorchvision.datasets.MNIST('d', download=False)",
+    ],
+)
+def test_a_download_switch_that_is_off_or_unknown_does_not(src: str) -> None:
+    assert [c for c in io_calls(ast.parse(src)) if c.kind == "download"] == []
