@@ -3,13 +3,15 @@
 Sources, highest first (click, uv and DVC use the same order):
 
 1. command-line flags;
-2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY`` and ``RB_AGENT_<KEY>`` (for example
-   ``RB_AGENT_BUDGET_USD=1.5``, ``RB_AGENT_ALLOW_NETWORK=false``);
+2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY``, ``RB_THREADS`` and
+   ``RB_AGENT_<KEY>`` (for example ``RB_AGENT_BUDGET_USD=1.5``,
+   ``RB_AGENT_ALLOW_NETWORK=false``);
 3. the user config file ``$XDG_CONFIG_HOME/rb/config.toml`` (default
    ``~/.config/rb/config.toml``)::
 
        backend = "host"                       # auto | nix | host
        sign_key = "~/.config/rb/signing-key.pem"
+       threads = 2                            # CPU threads per audited run
 
        [agent]
        model = "claude-sonnet-4-5"
@@ -22,7 +24,7 @@ Sources, highest first (click, uv and DVC use the same order):
        allow_network = false
 
 4. built-in defaults (:class:`~reprobridge.agent.loop.AgentConfig`, backend ``auto``,
-   no signing).
+   no signing, no thread setting: a run's libraries pick their own thread counts).
 
 Limits and permissions come only from here. A repository's ``pyproject.toml``
 ``[tool.reprobridge]`` table is untrusted: :func:`repository_suggestions` reads it as data to
@@ -40,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from reprobridge.errors import ConfigError
 
@@ -48,6 +50,9 @@ if TYPE_CHECKING:
     from reprobridge.agent.loop import AgentConfig
 
 BackendName = Literal["auto", "nix", "host"]
+#: The largest thread count accepted (more than any machine's cores; keeps the value a
+#: number every library parses).
+MAX_THREADS = 4096
 
 #: The user config's ``[agent]`` key -> the AgentConfig field it sets.
 AGENT_KEYS = {
@@ -84,7 +89,23 @@ class UserConfig(BaseModel):
 
     backend: BackendName | None = None
     sign_key: Path | None = None
+    #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
+    threads: StrictInt | None = Field(None, ge=1, le=MAX_THREADS)
     agent: AgentSettings = AgentSettings()
+
+
+def parse_threads(text: str, source: str) -> int:
+    """A thread count given as text (``--threads``, ``RB_THREADS``): a whole number from 1
+    to :data:`MAX_THREADS`; ConfigError naming ``source`` otherwise (exit 2, like a bad
+    flag)."""
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_THREADS:
+        raise ConfigError(
+            f"expected a whole number of CPU threads from 1 to {MAX_THREADS}; got {text!r}",
+            path=source,
+            hint="e.g. 2: each run's OMP_NUM_THREADS, MKL_NUM_THREADS, ... are set to it",
+        )
+    return int(value)
 
 
 def config_home(environ: Mapping[str, str]) -> Path:
@@ -133,11 +154,13 @@ def load_user_config(path: Path) -> UserConfig:
 
 def _from_environ(environ: Mapping[str, str]) -> UserConfig:
     """The RB_* variables as a config (strings converted and checked like the file's)."""
-    top = {
+    top: dict[str, Any] = {
         key: environ[var]
         for key, var in (("backend", "RB_BACKEND"), ("sign_key", "RB_SIGN_KEY"))
         if environ.get(var)
     }
+    if environ.get("RB_THREADS"):
+        top["threads"] = parse_threads(environ["RB_THREADS"], "RB_THREADS")
     agent: dict[str, Any] = {}
     for key in AGENT_KEYS:
         var = f"RB_AGENT_{key.upper()}"
@@ -198,6 +221,11 @@ class Operator:
         """``--sign`` > ``RB_SIGN_KEY`` > config ``sign_key`` > none (no signing)."""
         chosen = flag or self.settings.sign_key
         return chosen.expanduser() if chosen is not None else None
+
+    def threads(self, flag: int | None) -> int | None:
+        """``--threads`` > ``RB_THREADS`` > config ``threads`` > None (not set: a run's
+        libraries choose, and the host's own ``OMP_NUM_THREADS``-like variables pass)."""
+        return flag if flag is not None else self.settings.threads
 
     def agent_config(self, flags: Mapping[str, Any]) -> AgentConfig:
         """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over

@@ -70,6 +70,7 @@ from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.offline import offline_requirements
 from reprobridge.audit.pkglisting import PackageListings
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
+from reprobridge.audit.threads import THREAD_VARS, thread_env
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
 from reprobridge.constants import (
@@ -108,8 +109,8 @@ RUN_ENV_ALLOWLIST = (
     "LC_ALL",
     "TZ",
     "CUDA_VISIBLE_DEVICES",
-    "OMP_NUM_THREADS",
-    "MKL_NUM_THREADS",
+    # The host's thread limits pass as they are; ``--threads`` replaces them.
+    *THREAD_VARS,
 )
 #: Variables stored with their values in env.json; others are recorded as redacted.
 ENV_RECORD_ALLOWLIST = (
@@ -168,6 +169,9 @@ class AuditOptions:
     offline: bool = False
     #: Most processes a run (and each setup step) may have at once; None: no limit.
     max_processes: int | None = DEFAULT_MAX_PROCESSES
+    #: CPU threads each run may use (:mod:`reprobridge.audit.threads`: OMP_NUM_THREADS and
+    #: the like, set over the backend's environment); None: not set, the host's pass.
+    threads: int | None = None
 
 
 @dataclass
@@ -459,6 +463,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             started=started,
             finished=_now(),
             warnings=tuple(state.warnings),
+            threads=opts.threads,
         )
         passed = summary.passed is True
         bundle.write_json("audit.json", summary.to_json())
@@ -754,6 +759,7 @@ def _one_run(
             workspace={"commit": info.commit, "overlaid": info.overlaid, "skipped": info.skipped},
             max_processes=opts.max_processes,
             process_limit_by=tuple(_process_limit_by(opts.max_processes, sandbox_off)),
+            threads=opts.threads,
         )
         ctx = SetupContext(home=Path(tmp) / "home", scratch=Path(tmp) / "rb", cache=cache)
         extra = tuple(opts.extra_ro_binds)
@@ -902,6 +908,9 @@ def _run_request(
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
+    if opts.threads is not None:
+        # The operator's share of the CPUs wins over the host's and the backend's values.
+        run_env.update(thread_env(opts.threads))
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
     if not exp.network:
         run_env.update(sandbox.offline_env())

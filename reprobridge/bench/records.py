@@ -99,6 +99,10 @@ class BenchReport(BaseModel):
     agent: str
     time_limit_s: float
     jobs: int
+    #: CPU threads each audited run was given (``rb audit --threads``), and why that many
+    #: (None in a report from before the setting).
+    threads: int | None = None
+    threads_from: str = ""
     reuse: str | None = None
     records: list[RepoRecord]
     #: The first pass's records (``--reuse``), for the raw-vs-refined comparison.

@@ -40,6 +40,7 @@ import reprobridge
 from reprobridge import _proc
 from reprobridge._fs import write_atomic
 from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
+from reprobridge.audit.threads import share_per_job, usable_cpus
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
 from reprobridge.errors import VERDICT_EXIT, BenchInterrupted, ReproBridgeError
@@ -65,9 +66,23 @@ class BenchOptions:
     agent: str = "static"
     reuse: Path | None = None
     only: Sequence[str] = ()
+    #: CPU threads each audited run may use (``rb audit --threads``); None: this machine's
+    #: usable CPUs shared equally between the ``jobs`` (:func:`run_threads`).
+    threads: int | None = None
     #: The rb to run (tests substitute a stand-in); default this interpreter and package.
     rb_argv: Sequence[str] = field(default_factory=lambda: (sys.executable, "-m", "reprobridge"))
     progress: Progress | None = None
+
+
+def run_threads(opts: BenchOptions) -> tuple[int, str]:
+    """The thread count each repository's audit gets, and where it comes from: the
+    operator's, else ``max(1, usable CPUs // jobs)``, so that ``jobs`` audits side by side
+    do not each start a thread pool as large as the machine (oversubscribed, they ran
+    10-20x slower than alone)."""
+    if opts.threads is not None:
+        return opts.threads, "set by the operator"
+    cpus = usable_cpus()
+    return share_per_job(opts.jobs, cpus), f"{cpus} usable CPU(s) // {opts.jobs} job(s)"
 
 
 def record_path(out: Path, name: str) -> Path:
@@ -214,6 +229,8 @@ def bench_one(
         str(opts.runs),
         "--backend",
         opts.backend,
+        "--threads",
+        str(run_threads(opts)[0]),
         "--json",
         "-q",
     ]
@@ -618,6 +635,7 @@ def make_report(
     if opts.reuse is not None:
         names = [r.name for r in records]
         baseline = [b for b in (load_record(opts.reuse, n) for n in names) if b is not None]
+    threads, threads_from = run_threads(opts)
     return BenchReport(
         suite=str(suite_path),
         suite_name=suite.bench.name,
@@ -629,6 +647,8 @@ def make_report(
         agent=opts.agent if opts.reuse is None else "reused",
         time_limit_s=opts.time_limit_s,
         jobs=opts.jobs,
+        threads=threads,
+        threads_from=threads_from,
         reuse=str(opts.reuse) if opts.reuse else None,
         records=records,
         baseline=baseline,

@@ -192,7 +192,13 @@ def render_markdown(report: BenchReport) -> str:
         f"rb bench {report.suite_name or report.suite}: rb {report.rb_version}"
         + (f" ({report.rb_commit[:12]})" if report.rb_commit else "")
         + f", tier {report.tier}, {report.runs} run(s), backend {report.backend},"
-        f" agent {report.agent}, limit {report.time_limit_s:g} s per repository",
+        f" agent {report.agent}, limit {report.time_limit_s:g} s per repository"
+        + f", {report.jobs} job(s) at once"
+        + (
+            f", {report.threads} CPU thread(s) per run ({report.threads_from})"
+            if report.threads is not None
+            else ""
+        ),
         "",
         *table(HEADERS, rows(report)),
         "",

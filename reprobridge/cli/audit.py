@@ -22,6 +22,7 @@ from reprobridge.cli.options import (
     repo_option,
     sign_option,
     state,
+    threads_option,
     tier_option,
 )
 
@@ -269,6 +270,7 @@ _common = [
         help="Install Python packages only from ./wheels (an unpacked `rb archive "
         "--supplement`) and never download; fails first, naming what is missing.",
     ),
+    threads_option("RB_THREADS, else `threads` in the user config, else not set."),
     click.option(
         "--allow-build",
         is_flag=True,
@@ -453,5 +455,6 @@ def _audit_options(shared: Mapping[str, Any], **more: Any) -> AuditOptions:
         sandbox=cast(SandboxMode, shared["sandbox"]),
         no_build=shared["no_build"],
         offline=shared["offline"],
+        threads=state().operator.threads(shared["threads"]),
         **more,
     )

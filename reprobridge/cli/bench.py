@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, state, tier_option
+from reprobridge.cli.options import common_options, state, threads_option, tier_option
 
 
 @click.command("bench")
@@ -48,6 +48,10 @@ from reprobridge.cli.options import common_options, state, tier_option
     help="A first pass's results directory: audit its (refined) copies, compare with it.",
 )
 @click.option("--only", multiple=True, metavar="NAME", help="Bench only these repositories.")
+@threads_option(
+    "RB_THREADS, else `threads` in the user config, else this machine's usable CPUs "
+    "divided by --jobs (at least 1)."
+)
 @common_options
 def bench_command(
     suite_path: Path,
@@ -60,6 +64,7 @@ def bench_command(
     agent: str,
     reuse: Path | None,
     only: tuple[str, ...],
+    threads: int | None,
     as_json: bool,
 ) -> None:
     """Run `rb init` and `rb audit --tier smoke --runs 1` on each repository of SUITE.toml,
@@ -73,7 +78,8 @@ def bench_command(
     from reprobridge.bench.suite import load_suite
     from reprobridge.bench.table import render_json, render_markdown, write_outputs
 
-    quiet = state().quiet
+    st = state()
+    quiet = st.quiet
     suite, base = load_suite(suite_path)
     out = out or Path(f"rb-bench-{suite.bench.name or suite_path.stem}")
 
@@ -91,6 +97,7 @@ def bench_command(
         agent=agent,
         reuse=reuse.resolve() if reuse else None,
         only=only,
+        threads=st.operator.threads(threads),
         progress=progress,
     )
     records = run_bench(suite, base, opts)

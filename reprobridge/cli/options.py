@@ -226,6 +226,30 @@ def backend_option(f: F) -> F:
     )(f)
 
 
+def _threads(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """``--threads`` as a number; a bad one is rb's one-line ``error: --threads: ...``
+    (exit 2), the message ``RB_THREADS`` gets (:func:`reprobridge.settings.parse_threads`)."""
+    if value is None:
+        return None
+    from reprobridge.settings import parse_threads
+
+    return parse_threads(value, "--threads")
+
+
+def threads_option(default_text: str) -> Callable[[F], F]:
+    """``--threads N``: CPU threads each audited run may use (every variable of
+    :data:`reprobridge.audit.threads.THREAD_VARS` set to N); ``default_text`` says what
+    applies without it."""
+    return click.option(
+        "--threads",
+        metavar="N",
+        default=None,
+        callback=_threads,
+        help="CPU threads each run may use: OMP_NUM_THREADS, MKL_NUM_THREADS, "
+        f"OPENBLAS_NUM_THREADS, ... = N in its environment. Default: {default_text}",
+    )
+
+
 def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
     """``--override-input NAME=URL`` values as a mapping; a malformed one is a usage error."""
     out: dict[str, str] = {}

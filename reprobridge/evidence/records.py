@@ -301,7 +301,7 @@ class RunRecord:
     """The ``record`` of a run's ``status.json``: what ran, where, and how it ended.
 
     Built in steps by the auditor: the identity first; ``workspace`` (with
-    ``max_processes`` and ``process_limit_by``) once the workspace exists;
+    ``max_processes``, ``process_limit_by`` and ``threads``) once the workspace exists;
     ``built_from_source`` (``without_wheel``, ``built``: package names) once the setup
     steps ran; ``executor`` and the rest once the run ran. A run that could not start has ``not_started``.
     Optional parts absent from the record are None (older bundles lack some, e.g.
@@ -319,6 +319,8 @@ class RunRecord:
     workspace: dict[str, Any] | None = None
     max_processes: int | None = None
     process_limit_by: tuple[str, ...] = ()
+    #: The operator's CPU thread setting for the run (``--threads``); None: not set.
+    threads: int | None = None
     built_from_source: dict[str, list[str]] | None = None
     not_started: NotStarted | None = None
     executor: str | None = None
@@ -360,10 +362,12 @@ class RunRecord:
             "extra_ro_binds": list(self.extra_ro_binds),
         }
         if self.workspace is not None:
-            # The process limit is recorded with the workspace it applied to (None: no limit).
+            # The process limit and thread setting are recorded with the workspace they
+            # applied to (None: no limit, no setting).
             out["workspace"] = self.workspace
             out["max_processes"] = self.max_processes
             out["process_limit_by"] = list(self.process_limit_by)
+            out["threads"] = self.threads
         if self.built_from_source is not None:
             out["built_from_source"] = self.built_from_source
         if self.not_started is not None:
@@ -422,6 +426,7 @@ class RunRecord:
             workspace=f.opt_dict("workspace"),
             max_processes=f.opt_int("max_processes"),
             process_limit_by=f.str_list("process_limit_by"),
+            threads=f.opt_int("threads"),
             built_from_source=f.opt_dict("built_from_source"),
             not_started=not_started,
             executor=f.opt_str("executor"),
@@ -618,6 +623,8 @@ class AuditSummary:
     started: str
     finished: str
     warnings: tuple[str, ...] = ()
+    #: The operator's CPU thread setting for every run (``--threads``); None: not set.
+    threads: int | None = None
 
     @property
     def tier(self) -> str:
@@ -683,4 +690,5 @@ class AuditSummary:
             started=str(f.raw.get("started") or ""),
             finished=str(f.raw.get("finished") or ""),
             warnings=tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
+            threads=f.opt_int("threads"),
         )

@@ -173,6 +173,12 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
         ("tier", audit.tier),
         ("backend", audit.backend + ("" if audit.summary.hermetic else " (not hermetic)")),
         ("runs", f"{audit.run_count} in {len(audit.experiments)} experiment(s)"),
+        # The operator's CPU thread setting (--threads); shown only when one was given.
+        *(
+            [("threads", f"{audit.summary.threads} CPU thread(s) per run")]
+            if audit.summary.threads is not None
+            else []
+        ),
         ("claims", f"{held} of {len(audit.claims)} hold" if audit.claims else "none"),
         ("commit", audit.commit[:12] or "—"),
         ("started", audit.summary.started or "—"),

@@ -128,7 +128,13 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
         "",
         f"Audit {md_escape(audit.audit_id)} · tier {md_escape(audit.tier)} · "
         f"backend {md_escape(audit.backend)}{'' if audit.summary.hermetic else ' (not hermetic)'} · "
-        f"{audit.run_count} run(s) · claims {held}/{len(audit.claims)} hold · "
+        f"{audit.run_count} run(s) · "
+        + (
+            f"{audit.summary.threads} CPU thread(s) per run · "
+            if audit.summary.threads is not None
+            else ""
+        )
+        + f"claims {held}/{len(audit.claims)} hold · "
         f"commit {md_escape(audit.commit[:12] or '—')} · {md_escape(audit.summary.started)} → "
         f"{md_escape(audit.summary.finished)}",
         "",

@@ -77,3 +77,19 @@ def test_repository_table_is_only_a_suggestion(tmp_path: Path) -> None:
     # Untrusted text: a symlinked or malformed pyproject yields nothing, never an error.
     (tmp_path / "pyproject.toml").write_text("[tool.reprobridge\n")
     assert repository_suggestions(tmp_path) == []
+
+
+def test_threads_flag_env_file_default(tmp_path: Path) -> None:
+    """The CPU thread share of a run is an operator setting like the backend."""
+    assert load_operator(_env(tmp_path / "a")).threads(None) is None
+    file_only = load_operator(_env(tmp_path / "b", "threads = 2\n"))
+    assert file_only.threads(None) == 2
+    env = load_operator(_env(tmp_path / "c", "threads = 2\n", RB_THREADS="3"))
+    assert env.threads(None) == 3
+    assert env.threads(1) == 1  # the flag wins
+    bad = ("threads = 0\n", 'threads = "2"\n', "threads = true\n", "threads = 5000\n")
+    for i, text in enumerate(bad):
+        with pytest.raises(ConfigError, match=r"config\.toml: threads: "):
+            load_operator(_env(tmp_path / f"d{i}", text))
+    with pytest.raises(ConfigError, match=r"^RB_THREADS: expected a whole number"):
+        load_operator(_env(tmp_path / "e", RB_THREADS="0"))

@@ -373,3 +373,53 @@ def test_real_rb_on_a_fixture_repository(tmp_path: Path) -> None:
         "metric": True,
         "target": True,
     }, rec.cause
+
+
+def _audit_argv(tmp_path: Path, name: str) -> list[str]:
+    argv: list[str] = json.loads(
+        (tmp_path / "out/work" / name / "fake-audit.argv.json").read_text()
+    )
+    return argv
+
+
+def test_each_job_gets_its_share_of_the_cpus(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three audits side by side on 8 CPUs get 2 threads each (8 // 3), and the table says
+    so; before, each started a thread pool as large as the machine."""
+    from reprobridge.bench import runner
+
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 8)
+    play = {"init": _init([]), "audit": _ok(_audit({"t": _exp(values={"x": 1.0})}))}
+    for name in ("a", "b"):
+        _repo(tmp_path / name, play)
+    suite = _suite(tmp_path, '[[repo]]\nname = "a"\npath = "a"\n[[repo]]\nname = "b"\npath = "b"\n')
+    suite_obj, _ = load_suite(suite)
+    opts = BenchOptions(out=tmp_path / "out", rb_argv=FAKE_RB, jobs=3)
+    records = run_bench(suite_obj, tmp_path, opts)
+    for name in ("a", "b"):
+        argv = _audit_argv(tmp_path, name)
+        assert argv[argv.index("--threads") + 1] == "2"
+    report = make_report(suite, suite_obj, opts, records)
+    assert (report.threads, report.threads_from) == (2, "8 usable CPU(s) // 3 job(s)")
+    assert "3 job(s) at once, 2 CPU thread(s) per run (8 usable CPU(s) // 3 job(s))" in (
+        render_markdown(report)
+    )
+    # More jobs than CPUs: still one thread each, never zero.
+    monkeypatch.setattr(runner, "usable_cpus", lambda: 2)
+    assert runner.run_threads(BenchOptions(out=tmp_path, jobs=3)) == (
+        1,
+        "2 usable CPU(s) // 3 job(s)",
+    )
+
+
+def test_the_operators_thread_count_replaces_the_share(tmp_path: Path) -> None:
+    _repo(tmp_path / "a", {"init": _init([]), "audit": _ok(_audit({"t": _exp()}))})
+    suite = _suite(tmp_path, '[[repo]]\nname = "a"\npath = "a"\n')
+    suite_obj, _ = load_suite(suite)
+    opts = BenchOptions(out=tmp_path / "out", rb_argv=FAKE_RB, jobs=2, threads=5)
+    records = run_bench(suite_obj, tmp_path, opts)
+    argv = _audit_argv(tmp_path, "a")
+    assert argv[argv.index("--threads") + 1] == "5"
+    report = make_report(suite, suite_obj, opts, records)
+    assert (report.threads, report.threads_from) == (5, "set by the operator")
