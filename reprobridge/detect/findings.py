@@ -241,6 +241,21 @@ class ServiceValue(EntryValue, kind="service"):
     tools: tuple[str, ...]
 
 
+class ExtraValue(EntryValue, kind="optional_set"):
+    """[``<workdir>: <command>``, :func:`extra_key`]: a README or docs code block installs
+    optional requirement ``sets`` (a project extra ``.[atari]``, an optional requirements
+    file) before this command, each named once, in order; the environment rb builds holds
+    no optional set."""
+
+    sets: tuple[str, ...]
+
+
+def extra_key(value: ExperimentValue) -> str:
+    """The key of the ``optional_set`` finding of a README command: its working directory
+    and its words (one command in two folders is two runs)."""
+    return f"{value.workdir}: {' '.join(value.command.split())}"
+
+
 class MentionValue(EntryValue, kind="mention"):
     """[path]: the top-level README names this script or notebook."""
 

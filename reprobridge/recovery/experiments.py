@@ -15,6 +15,7 @@ from reprobridge.detect.findings import (
     DatasetValue,
     EntryValue,
     ExperimentValue,
+    ExtraValue,
     FetchValue,
     HardwareValue,
     InputValue,
@@ -29,6 +30,7 @@ from reprobridge.detect.findings import (
     Syntax,
     TargetValue,
     UnboundedValue,
+    extra_key,
     of_type,
 )
 from reprobridge.detect.index import RepoIndex
@@ -259,9 +261,11 @@ def merge_experiments(
     bounded_in_code = {b.value.entry for b in of_type(by_kind, BoundValue)}
     bounded = frozenset(
         entry
-        for _f, _cmd, entry, params in kept
+        for f, cmd, entry, params in kept
         if entry in smoke
         or entry in bounded_in_code
+        # A config file the command names, whose bounds the smoke tier lowers in a copy.
+        or bool(set(_named_files(cmd, f.value.workdir) or ()) & bounded_in_code)
         or any(smoke_value(n) is not None for n in params)
         or any(
             smoke_value(flag) is not None
@@ -270,6 +274,7 @@ def merge_experiments(
         )
     )
     services = {f.key for f in of_type(by_kind, ServiceValue)}
+    extras = {f.key for f in of_type(by_kind, ExtraValue)}
     chosen, others = rank(
         [k[0] for k in kept],
         of_type(by_kind, MentionValue),
@@ -279,6 +284,10 @@ def merge_experiments(
         frozenset(m.value.entry for m in of_type(by_kind, MetricValue)),
         bounded,
         lambda f: service_key(f.value, f.key) in services,
+        lambda f: f.detector == "readme" and extra_key(f.value) in extras,
+        # A loop with no exit at all (one a budget parameter ends has its flag: the
+        # smoke tier sets it, or the run ends at the parameter's default).
+        frozenset(u.value.entry for u in of_type(by_kind, UnboundedValue) if not u.value.flag),
     )
     for r in others:
         cmd = " ".join(r.finding.value.command.split())
@@ -417,6 +426,15 @@ def _main_first(
                 "which the audit's offline sandbox does not have: run it by hand; the main "
                 "experiment is one that needs none where there is one"
             )
+    extras = {f.key: f for f in of_type(by_kind, ExtraValue)}
+    for f, cmd, _entry, _params in kept:
+        if f.detector == "readme" and (extra := extras.get(extra_key(f.value))) is not None:
+            notes.warnings.append(
+                f"`{cmd}`: {extra.sources()[0]} installs the optional requirement set "
+                f"{', '.join(extra.value.sets)} before it, which the environment rb builds "
+                "leaves out: add what it needs to environment.python_requirements to run it; "
+                "the main experiment is one that needs no optional set where there is one"
+            )
     best = chosen[0]
     main = next(k for k in kept if k[0] is best.finding)
     ranked = sorted([*chosen, *others], key=order_key)
@@ -440,6 +458,17 @@ def _hardware(
         and h.key == entry
         and (h.detector not in launcher or set(h.sources()) & set(f.sources()))
     ]
+
+
+def _named_files(command: str, workdir: str) -> list[str] | None:
+    """The repository paths the words of ``command`` after the first name, in order,
+    resolved against ``workdir`` (``python main.py config.json`` names ``main.py`` and
+    ``config.json``); None when ``command`` is not shell words."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    return [posixpath.normpath(posixpath.join(workdir, w)) for w in words[1:]]
 
 
 def _run_key(f: Finding[ExperimentValue], cmd: str) -> str:
@@ -767,11 +796,9 @@ def _literal_edits(
     the file the command then runs. Only for a command of plain words that names the file
     (the launcher swaps that word for the copy's); nothing when no literal is above its
     smoke value."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
+    named = _named_files(command, workdir)
+    if named is None:
         return
-    named = [posixpath.normpath(posixpath.join(workdir, w)) for w in words[1:]]
     found = [x for x in bounds if x.value.entry == entry]
     if not found:
         # A config file the command names (`python main.py config.json`): its bounds, in a

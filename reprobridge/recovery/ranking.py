@@ -17,18 +17,26 @@ person can promote one by copying its command into the manifest.
 The score (see :func:`score`): where it was found (README > Makefile > shell > entry point >
 notebook), confidence, an experiment-like name, a mention in the README's prose, a paper
 table row that names it, a result it prints that rb can read (a recovered metric), minus a
-tutorial/example/docs folder, a helper-like name (plot, download, ...) and depth in the
-tree. The weights are data (:data:`WEIGHTS`). The order is by score less a handicap
+tutorial/example/docs folder, a helper-like name (plot, download, ...), a README-detector
+command found only in docs/ pages (the top-level README is the front page) and depth in
+the tree. The weights are data (:data:`WEIGHTS`). The order is by score less a handicap
 (:data:`HANDICAPS`) for data the repository lacks (a download at run time, or a file
-nothing run before it writes: the audit is offline), for a GPU, and for a run no
-parameter bounds (a smoke audit can only stop it at its time limit); a handicap never
-drops a candidate that qualifies by declaration or score. Ties go to the candidate the
-README mentions first (a README introduces its main example before the others).
+nothing run before it writes: the audit is offline), for a GPU, for an optional
+requirement set the README installs before the command (the environment rb builds holds
+the base requirements only), for a loop without end, and for a run no parameter bounds
+(a smoke audit can only stop it at its time limit); a handicap never drops a candidate
+that qualifies by declaration or score. Ties go to the candidate the README mentions
+first (a README introduces its main example before the others).
 
-The *main* experiment, the one a smoke audit runs, is chosen in three steps, each only
+The *main* experiment, the one a smoke audit runs, is chosen in four steps, each only
 among the candidates the step before left (:func:`main_key`): one that can run here
-(offline, on a CPU: no :data:`BLOCKING` handicap), then one that prints a result rb can
-read (a smoke audit without a metric cannot be judged), then the best ordered. It is
+(offline, on a CPU, in the environment rb builds: no :data:`BLOCKING` handicap), then one
+that does not loop without end (:data:`ENDLESS`: its smoke run could only fail at the
+time limit), then one that prints a result rb can read (a smoke audit without a metric
+cannot be judged), then the best ordered. No bound found (:data:`UNBOUNDED`) is only a
+handicap, not a step: most such runs (a notebook, a script fitting a model once) end on
+their own in seconds, so it tips candidates that are about equal and does not pass over
+a README's own example for a lesser one that happens to have a loop bound. It is
 chosen among *all* candidates: one that is not kept otherwise (a synthetic-data script
 beside README commands that all download COCO) is kept as the main one, and
 :func:`main_reason` says which better-scored candidates it passed over and why, so the
@@ -61,6 +69,9 @@ WEIGHTS: dict[str, int] = {
     "named by a paper table row": 15,
     "prints a result rb can read": 15,
     "under a tutorial/example/docs folder": -15,
+    # A README command is the front page's; one written only in docs/ pages is documentation
+    # of a variant (an Atari or multi-GPU run), below the README's own, all else equal.
+    "found only in docs/ pages": -10,
     "helper-like name": -20,
     "per folder level": -3,
 }
@@ -70,14 +81,29 @@ HANDICAPS: dict[str, int] = {
     "reads data the repository lacks": 20,
     "needs a service the offline sandbox lacks": 20,
     "needs a GPU": 10,
+    # The README installs an optional set (`pip install ".[atari]"`, an optional
+    # requirements file) before the command; the environment rb builds leaves those out.
+    "needs an optional requirement set": 20,
+    # A loop with no exit (`while True:` without a break) and no bound a tier can set: a
+    # smoke run of it ends only at its time limit, as a failed run.
+    "loops without end": 20,
     # Small: it tips candidates that are otherwise about equal (a script with a --max-iters
     # against a notebook of the same project), not a README command against a helper.
     "no parameter bounds a smoke run": 5,
 }
 #: Handicaps that mean a smoke audit (offline, on a CPU) cannot run the candidate at all.
 BLOCKING = frozenset(
-    {"reads data the repository lacks", "needs a service the offline sandbox lacks", "needs a GPU"}
+    {
+        "reads data the repository lacks",
+        "needs a service the offline sandbox lacks",
+        "needs a GPU",
+        "needs an optional requirement set",
+    }
 )
+#: The handicap of a candidate a smoke run can only stop at its time limit.
+UNBOUNDED = "no parameter bounds a smoke run"
+#: The handicap of a candidate that never ends on its own.
+ENDLESS = "loops without end"
 #: A candidate scoring at least this is kept even when it is not declared.
 KEEP_SCORE = 35
 #: Most experiments one manifest gets from ranking.
@@ -86,6 +112,8 @@ MAX_KEPT = 10
 FALLBACK_KEPT = 3
 
 _DECLARED = frozenset({"readme", "makefile", "shell"})
+#: Documentation folders the README detector reads besides READMEs.
+_DOC_FOLDERS = frozenset({"docs", "doc"})
 _ASIDE_DIRS = re.compile(
     r"^(?:tutorials?|examples?|demos?|docs?|notebooks?|nbs|scratch|playground|sandbox|misc|old|"
     r"archive|legacy|deprecated|extras?|contrib|tools|scripts/utils?)$",
@@ -121,6 +149,11 @@ class Ranked:
         return any(c in BLOCKING for c in self.reasons)
 
     @property
+    def endless(self) -> bool:
+        """Whether it loops without end: a smoke run of it can only fail at its time limit."""
+        return ENDLESS in self.reasons
+
+    @property
     def order(self) -> int:
         """The ordering value: ``score - handicap`` (higher first)."""
         return self.score - self.handicap
@@ -150,6 +183,8 @@ def score(
     bounded: frozenset[str] | None = None,
     mention_lines: dict[str, int] | None = None,
     needs_service: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
+    needs_extra: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
+    endless: frozenset[str] = frozenset(),
 ) -> Ranked:
     """The :class:`Ranked` of one candidate (see the module docstring); ``fetching`` are the
     entries whose data is fetched at run time, ``needs_gpu`` says whether a run needs a GPU
@@ -158,7 +193,9 @@ def score(
     data generator or an apriori demo beside it does not), ``bounded`` the entries a smoke
     tier can bound (None: not known, no handicap), ``mention_lines`` the README line that
     first mentions each entry, ``needs_service`` whether a run needs a tool that needs a daemon,
-    a cluster or the network (docker, kubectl, wget)."""
+    a cluster or the network (docker, kubectl, wget), ``needs_extra`` whether the README
+    installs an optional requirement set for the command, ``endless`` the entries with a
+    loop that has no exit (unless ``bounded`` holds them: their bound ends it)."""
     entry = f.value.entry
     pure = PurePosixPath(entry)
     signals = [f"source:{f.detector}", f"confidence:{f.confidence}"]
@@ -174,6 +211,8 @@ def score(
     folders = list(pure.parts[:-1])
     if any(_ASIDE_DIRS.match(p) for p in folders):
         signals.append("under a tutorial/example/docs folder")
+    if f.detector == "readme" and _only_in_docs(f):
+        signals.append("found only in docs/ pages")
     if _HELPER_NAME.search(pure.stem):
         signals.append("helper-like name")
     costs = [
@@ -182,7 +221,9 @@ def score(
             ("reads data the repository lacks", entry in fetching),
             ("needs a service the offline sandbox lacks", needs_service(f)),
             ("needs a GPU", needs_gpu(f)),
-            ("no parameter bounds a smoke run", bounded is not None and entry not in bounded),
+            ("needs an optional requirement set", needs_extra(f)),
+            (ENDLESS, entry in endless and (bounded is None or entry not in bounded)),
+            (UNBOUNDED, bounded is not None and entry not in bounded),
         )
         if hit
     ]
@@ -201,6 +242,13 @@ def score(
         sum(HANDICAPS[c] for c in costs),
         reports=entry in reporting,
         mentioned_at=_readme_line(f, (mention_lines or {}).get(entry)),
+    )
+
+
+def _only_in_docs(f: Finding) -> bool:
+    """Whether every place a README-detector command was found is a docs/ page."""
+    return bool(f.evidence) and all(
+        PurePosixPath(e.path).parts[0] in _DOC_FOLDERS for e in f.evidence
     )
 
 
@@ -227,10 +275,11 @@ def order_key(r: Ranked) -> tuple[int, bool, int, list[str], str]:
     )
 
 
-def main_key(r: Ranked) -> tuple[bool, bool, int]:
+def main_key(r: Ranked) -> tuple[bool, bool, bool, int]:
     """How the main experiment is chosen (see the module docstring): runnable here first,
-    then one with a readable result, then the best ordered."""
-    return (r.blocked, not r.reports, -r.order)
+    then one that does not loop without end, then one with a readable result, then the
+    best ordered (a run no bound keeps short is handicapped there, not excluded)."""
+    return (r.blocked, r.endless, not r.reports, -r.order)
 
 
 def main_reason(main: Ranked, passed: list[Ranked], lacking: dict[str, str] | None = None) -> str:
@@ -244,25 +293,47 @@ def main_reason(main: Ranked, passed: list[Ranked], lacking: dict[str, str] | No
     for r in passed[:5]:
         cmd = " ".join(r.finding.value.command.split())
         place = ", ".join(r.finding.sources()[:1])
-        detail = (lacking or {}).get(r.finding.value.entry)
-        because = (
-            "it cannot run offline on a CPU ("
-            + ", ".join(
-                f"{c}: {detail}" if detail and c == "reads data the repository lacks" else c
-                for c in r.reasons
-                if c in BLOCKING
-            )
-            + ")"
-            if r.blocked
-            else "it prints no result rb can read as a metric, so a smoke audit of it could "
-            "not be judged"
+        skipped.append(
+            f"`{cmd}` ({place}): {_passed_because(r, (lacking or {}).get(r.finding.value.entry))}"
         )
-        skipped.append(f"`{cmd}` ({place}): {because}")
     more = f"; and {len(passed) - 5} more" if len(passed) > 5 else ""
+    has = [
+        text
+        for text, holds in (
+            ("runs offline on a CPU", not main.blocked),
+            ("ends on its own", not main.endless),
+            ("prints a result rb can read", main.reports),
+        )
+        if holds
+    ]
+    that = ", ".join(has[:-1]) + (" and " if len(has) > 1 else "") + has[-1] if has else ""
     return (
-        "the best-ranked experiment that runs offline on a CPU and prints a result rb can "
-        f"read ({main.why()}); ranked above it but not main: " + "; ".join(skipped) + more
+        f"the best-ranked experiment{' that ' + that if that else ''} ({main.why()}); ranked "
+        "above it but not main: " + "; ".join(skipped) + more
     )
+
+
+def _passed_because(r: Ranked, detail: str | None) -> str:
+    """Why ``r``, ordered above the main experiment, is not it: the first step of
+    :func:`main_key` it loses on (``detail``: what data it lacks and where)."""
+    if r.blocked:
+        costs = [
+            f"{c}: {detail}" if detail and c == "reads data the repository lacks" else c
+            for c in r.reasons
+            if c in BLOCKING
+        ]
+        where = (
+            "in the environment rb builds"
+            if costs == ["needs an optional requirement set"]
+            else "offline on a CPU"
+        )
+        return f"it cannot run {where} (" + ", ".join(costs) + ")"
+    if r.endless:
+        return (
+            "it loops without end and no bound a smoke tier can set stops it, so a smoke "
+            "run of it could only fail at its time limit"
+        )
+    return "it prints no result rb can read as a metric, so a smoke audit of it could not be judged"
 
 
 def rank(
@@ -274,6 +345,8 @@ def rank(
     reporting: frozenset[str] = frozenset(),
     bounded: frozenset[str] | None = None,
     needs_service: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
+    needs_extra: Callable[[Finding[ExperimentValue]], bool] = lambda _f: False,
+    endless: frozenset[str] = frozenset(),
 ) -> tuple[list[Ranked], list[Ranked]]:
     """(kept, others) of ``candidates`` (already deduplicated): kept has the main
     experiment first (:func:`main_key`, chosen among all candidates), then the rest best
@@ -281,7 +354,8 @@ def rank(
 
     ``mentions`` are the README's ``mention`` findings (key: a file path); ``targets`` the
     paper's ``target`` findings, whose row labels may name an experiment; ``fetching``,
-    ``needs_gpu``, ``reporting``, ``bounded`` and ``needs_service`` as in :func:`score`.
+    ``needs_gpu``, ``reporting``, ``bounded``, ``needs_service``, ``needs_extra`` and
+    ``endless`` as in :func:`score`.
     """
     mention_lines: dict[str, int] = {}
     for m in mentions:
@@ -293,7 +367,7 @@ def rank(
         (
             score(
                 f, {m.key for m in mentions}, rows, fetching, needs_gpu, reporting, bounded,
-                mention_lines, needs_service,
+                mention_lines, needs_service, needs_extra, endless,
             )
             for f in candidates
         ),

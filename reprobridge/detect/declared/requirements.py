@@ -438,18 +438,18 @@ class RequirementsDetector(Detector):
             if scope.declared(p)
             or (p.startswith(base + "requirements/") and p.count("/") == base.count("/") + 1)
         ]
-        variants = _variants(roots)
+        variants = optional_variants(roots)
         # Main files first, so that a dev, variant or nested file they include keeps "high".
         phases: list[tuple[list[str], Confidence, str, bool]] = [
-            ([p for p in top if not _is_auxiliary(p) and p not in variants], "high", "", False),
+            ([p for p in top if not is_auxiliary(p) and p not in variants], "high", "", False),
             (
-                [p for p in top if _is_auxiliary(p)],
+                [p for p in top if is_auxiliary(p)],
                 "medium",
                 "from a development/test/docs requirements file",
                 True,
             ),
             (
-                [p for p in top if p in variants and not _is_auxiliary(p)],
+                [p for p in top if p in variants and not is_auxiliary(p)],
                 "medium",
                 "from an optional requirements file beside the base one",
                 True,
@@ -483,7 +483,7 @@ _BASE_NAMES = frozenset(
 )  # fmt: skip
 
 
-def _variants(paths: list[str]) -> set[str]:
+def optional_variants(paths: list[str]) -> set[str]:
     """The optional variants among requirement files: those in a folder that also holds a
     base file (``requirements.txt``, ``requirements/base.txt``), other than the base
     (``requirements-atari.txt``, ``requirements/gpu.txt``). A variant the base includes
@@ -499,9 +499,18 @@ def _variants(paths: list[str]) -> set[str]:
     return out
 
 
-def _is_auxiliary(path: str) -> bool:
-    """True for requirement files of development tools rather than of the code's run."""
+def is_auxiliary(path: str) -> bool:
+    """True for requirement files of development tools rather than of the code's run (also
+    an extra's name: ``dev``, ``docs``, ``test``)."""
     return bool(_AUX_RE.search(path.lower().rsplit("/", 1)[-1].removesuffix(".txt")))
+
+
+def optional_run_sets(paths: Iterable[str]) -> set[str]:
+    """The requirement files among ``paths`` that are optional sets for running code
+    (``requirements/requirements-atari.txt``): variants beside a base file
+    (:func:`optional_variants`) that are not development tools' (:func:`is_auxiliary`)."""
+    files = [p for p in paths if is_requirements_file(p)]
+    return {p for p in optional_variants(files) if not is_auxiliary(p)}
 
 
 def read_deferred(

@@ -20,6 +20,10 @@ when one heading covers several commands, or the heading names no experiment, id
 from the comment above each command or else the script and config names. A command that
 appears in several files (translated READMEs) is reported once, with every place as
 evidence. A distributed launcher's literal process count becomes a ``hardware`` finding.
+A command its code block installs an optional requirement set for first (``uv pip install
+".[atari]"``, ``pip install -r requirements/requirements-atari.txt``; see
+:mod:`~reprobridge.detect.procedure._installs`) gets an ``optional_set`` finding naming the
+sets: the environment rb builds leaves them out, so the ranking puts it below the others.
 
 The top-level README's mentions of scripts and notebooks (in prose, links or code) become
 ``mention`` findings (key: the file; a mentioned folder such as ``projects/adder`` names
@@ -31,7 +35,7 @@ its sentences about results ("This reproduces the ... row of Table 2") become
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
@@ -46,13 +50,17 @@ from reprobridge.detect._text import (
     unique_id,
 )
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding, rejected
+from reprobridge.detect.declared.requirements import optional_run_sets
 from reprobridge.detect.findings import (
     ExperimentValue,
+    ExtraValue,
     HardwareValue,
     MentionValue,
     ReproducesValue,
+    extra_key,
 )
 from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure._installs import optional_sets
 
 _SHELL_LANGS = frozenset(
     {
@@ -101,6 +109,8 @@ class _Command:
     more: list[Evidence] = field(default_factory=list)
     #: The placeholder folder of a ``cd`` before it (``PATH_TO_PROJECT``), or "".
     placeholder: str = ""
+    #: The optional requirement sets its block installs before it, with the line of each.
+    extras: dict[str, Evidence] = field(default_factory=dict)
 
 
 #: Section headings that say how to read a README, not which experiment a command is:
@@ -258,12 +268,16 @@ def placeholder_folder(target: str) -> bool:
     return bool(_PLACEHOLDER_RE.search(target) or _PLACEHOLDER_CAPS_RE.search(target))
 
 
-def _commands(block: _Block, base_dir: str) -> list[_Command]:
+def _commands(block: _Block, base_dir: str, optional_files: Set[str]) -> list[_Command]:
+    """The commands of ``block``, each with the working directory, environment and
+    optional requirement sets (``optional_files``: the optional requirement files) the
+    lines before it in the block set."""
     found: list[_Command] = []
     workdir = base_dir
     placeholder = ""
     comment = ""
     env: list[str] = []
+    extras: dict[str, Evidence] = {}
     for number, text in _logical_lines(block):
         if text.startswith("#"):
             comment = text.lstrip("#").strip()
@@ -282,6 +296,8 @@ def _commands(block: _Block, base_dir: str) -> list[_Command]:
             if words[0] == "export" and len(words) >= 2:
                 env.extend(w for w in words[1:] if "=" in w)
                 continue
+            for name in optional_sets(segment, workdir, optional_files):
+                extras.setdefault(name, Evidence(block.path, number))
             run = parse_run(segment)
             if run is not None:
                 found.append(
@@ -294,6 +310,7 @@ def _commands(block: _Block, base_dir: str) -> list[_Command]:
                         workdir,
                         [*env],
                         placeholder=placeholder,
+                        extras=dict(extras),
                     )
                 )
         comment = ""
@@ -477,6 +494,7 @@ class ReadmeCommandsDetector(Detector):
         index = ctx.index
         commands: list[_Command] = []
         seen: dict[tuple[str, str], _Command] = {}
+        optional_files = optional_run_sets(f.path for f in index.files)
         for path in _doc_files(index):
             text = index.try_read_text(path)
             if text is None:
@@ -489,7 +507,7 @@ class ReadmeCommandsDetector(Detector):
             )
             base_dir = str(PurePosixPath(path).parent)
             for block in blocks:
-                for cmd in _commands(block, base_dir):
+                for cmd in _commands(block, base_dir, optional_files):
                     # A subdirectory README's relative script may be meant from the root.
                     if base_dir != "." and not entry_path(index, cmd.run, cmd.workdir)[1]:
                         rooted = _norm(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
@@ -498,6 +516,8 @@ class ReadmeCommandsDetector(Detector):
                     key = (" ".join(cmd.run.command.split()), cmd.workdir)
                     if key in seen:
                         seen[key].more.append(Evidence(cmd.path, cmd.line))
+                        for name, where in cmd.extras.items():
+                            seen[key].extras.setdefault(name, where)
                         continue
                     seen[key] = cmd
                     commands.append(cmd)
@@ -552,19 +572,30 @@ class ReadmeCommandsDetector(Detector):
             if env:
                 notes.append("environment: " + " ".join(env))
             evidence = (Evidence(cmd.path, cmd.line), *cmd.more)
+            value = ExperimentValue(cmd.run.command, cmd.run.kind, description, entry, cmd.workdir)
             findings.append(
                 Finding(
                     kind="experiment",
                     key=exp_id,
-                    value=ExperimentValue(
-                        cmd.run.command, cmd.run.kind, description, entry, cmd.workdir
-                    ),
+                    value=value,
                     evidence=evidence,
                     detector=self.name,
                     confidence="high" if exists else "medium",
                     note="; ".join(notes),
                 )
             )
+            if cmd.extras:
+                findings.append(
+                    Finding(
+                        kind="optional_set",
+                        key=extra_key(value),
+                        value=ExtraValue(entry, tuple(cmd.extras)),
+                        evidence=tuple(dict.fromkeys(cmd.extras.values())),
+                        detector=self.name,
+                        confidence="medium",
+                        note=f"installed before experiment {exp_id}",
+                    )
+                )
             if cmd.run.gpus:
                 findings.append(
                     Finding(

@@ -64,3 +64,32 @@ def test_a_paper_percentage_stays_in_percent_for_a_metric_printed_in_percent(mak
 
     assert target("f'test_accuracy: {test_accuracy:.4f}'") == 0.965
     assert target("f'test_accuracy: {100 * test_accuracy:.2f}%'") == 96.5
+
+
+def test_a_command_that_names_a_bounded_config_file_ranks_as_bounded(make_repo) -> None:
+    """Issue 9 (augmented-neural-odes): `python main.py config.json` whose run length is in
+    the config file has a smoke tier (the file's bounds lowered in a copy), so the ranking
+    must not handicap it as a run no bound keeps short."""
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.experiments import MAIN_DECISION
+    from reprobridge.recovery.merge import merge_findings
+
+    root = make_repo(
+        {
+            "main.py": (
+                "import json\nimport sys\n\n"
+                "cfg = json.load(open(sys.argv[1]))\nloss = 1.0\n"
+                "for epoch in range(cfg['epochs']):\n    loss *= 0.9\n"
+                "print(f'loss: {loss:.4f}')\n"
+            ),
+            "config.json": '{\n  "epochs": 50\n}\n',
+            "README.md": "```bash\npython main.py config.json\n```\n",
+        },
+        git=False,
+    )
+    merged = merge_findings(detect_repo(RepoIndex.from_directory(root)), repo_name="x")
+    (why,) = [d for d in merged.notes.decisions if MAIN_DECISION in d]
+    assert "no parameter bounds a smoke run" not in why
+    (exp,) = merged.manifest.experiments.values()
+    assert exp.tiers["smoke"].edits

@@ -116,3 +116,77 @@ def test_of_equals_a_bounded_run_beats_an_unbounded_one_and_the_first_mention_br
     kept, _ = rank(cands, mention, [], bounded=frozenset({"a.py"}))
     assert kept[0].finding.value.entry == "a.py"
     assert "no parameter bounds a smoke run" in next(r for r in kept if r.finding.key == "b").why()
+
+
+def _at(f: Finding, *places: str) -> Finding:
+    """``f`` found at ``places`` (``path:line``) instead."""
+    evidence = tuple(Evidence(p.split(":")[0], int(p.split(":")[1])) for p in places)
+    return Finding(f.kind, f.key, f.value, evidence, f.detector, f.confidence)
+
+
+def test_a_readme_command_outranks_one_found_only_in_docs_pages() -> None:
+    """Issue 9 (a held-out RL repository): a docs/ page documents variants; the README's
+    own command comes first even when the docs command has a slight edge (confidence)."""
+    docs = _at(cand("algos/ppo_pixels.py", "readme", "high"), "docs/algos/ppo.md:40")
+    front = _at(cand("algos/ppo_chain.py", "readme", "medium"), "README.md:12")
+    kept, _ = rank([docs, front], [], [])
+    assert [r.finding.value.entry for r in kept] == ["algos/ppo_chain.py", "algos/ppo_pixels.py"]
+    assert "found only in docs/ pages" in kept[1].why()
+    # Also in the README: not a docs-only command.
+    both = _at(docs, "README.md:30", "docs/algos/ppo.md:40")
+    kept, _ = rank([both, front], [], [])
+    assert kept[0].finding.value.entry == "algos/ppo_pixels.py"
+
+
+def test_a_command_that_needs_an_optional_requirement_set_is_not_main() -> None:
+    """Issue 9 (cleanrl): the README installs `.[atari]` before the Atari command; the
+    environment rb builds holds no optional set, so a plain command is the main one."""
+    atari = _at(cand("algos/ppo_atari.py", "readme", "high"), "README.md:5")
+    plain = _at(cand("algos/ppo.py", "readme", "high"), "README.md:9")
+    reporting = frozenset({"algos/ppo_atari.py", "algos/ppo.py"})
+    kept, _ = rank([atari, plain], [], [], reporting=reporting)
+    assert kept[0].finding.value.entry == "algos/ppo_atari.py"  # the README's first
+    kept, _ = rank([atari, plain], [], [], reporting=reporting, needs_extra=lambda f: f is atari)
+    assert kept[0].finding.value.entry == "algos/ppo.py"
+    passed = [r for r in kept if r.finding is atari]
+    assert passed[0].blocked
+    assert "cannot run in the environment rb builds (needs an optional requirement set)" in (
+        main_reason(kept[0], passed)
+    )
+
+
+def test_a_run_that_never_ends_is_not_main_even_when_it_reports() -> None:
+    """A loop with no exit and no bound: its smoke run can only be stopped at the time
+    limit (a failed run); a finite run is main even if it prints no metric."""
+    stream = cand("train.py", "readme", "high")
+    finite = cand("examples/fit.py", "entrypoints")
+    reporting = frozenset({"train.py"})
+    kept, _ = rank([stream, finite], [], [], reporting=reporting, bounded=frozenset())
+    assert kept[0].finding.value.entry == "train.py"
+    kept, _ = rank(
+        [stream, finite], [], [], reporting=reporting, bounded=frozenset(),
+        endless=frozenset({"train.py"}),
+    )  # fmt: skip
+    assert kept[0].finding.value.entry == "examples/fit.py"
+    passed = [r for r in kept if r.finding is stream]
+    assert "loops without end" in passed[0].why()
+    assert "could only fail at its time limit" in main_reason(kept[0], passed)
+    # A bound the smoke tier sets ends it: not endless.
+    kept, _ = rank(
+        [stream, finite], [], [], reporting=reporting, bounded=frozenset({"train.py"}),
+        endless=frozenset({"train.py"}),
+    )  # fmt: skip
+    assert kept[0].finding.value.entry == "train.py"
+
+
+def test_a_bound_tips_the_main_choice_only_among_about_equal_runs() -> None:
+    """No bound found is not "never ends": a README-named example whose smoke tier is the
+    full command (it finishes in seconds) stays main over a bounded example scoring lower;
+    the handicap only tips candidates that are about equal."""
+    named = cand("examples/gaussian_process.py", "readme", "high")
+    other = cand("examples/mixture.py", "entrypoints")
+    reporting = frozenset({"examples/gaussian_process.py", "examples/mixture.py"})
+    bounded = frozenset({"examples/mixture.py"})
+    kept, _ = rank([named, other], [], [], reporting=reporting, bounded=bounded)
+    assert kept[0].finding is named
+    assert "no parameter bounds a smoke run" in kept[0].why()
