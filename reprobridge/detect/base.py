@@ -61,6 +61,14 @@ if TYPE_CHECKING:
 
 Confidence = Literal["high", "medium", "low"]
 
+_CONF_RANK: dict[Confidence, int] = {"high": 0, "medium": 1, "low": 2}
+
+
+def rank_of(confidence: Confidence) -> int:
+    """A confidence's rank, strongest first as a sort key: ``0`` ``high``, ``2`` ``low``."""
+    return _CONF_RANK[confidence]
+
+
 #: A finding's value type: one :mod:`~reprobridge.detect.findings` class per kind.
 V_co = TypeVar("V_co", bound=FindingValue, covariant=True, default=FindingValue)
 V = TypeVar("V", bound=FindingValue)

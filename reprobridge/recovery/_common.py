@@ -6,14 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from reprobridge.detect.base import Finding
+from reprobridge.detect.base import Finding, rank_of
 from reprobridge.detect.findings import FindingValue
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import Manifest
 
 V = TypeVar("V", bound=FindingValue)
-
-CONF_RANK = {"high": 0, "medium": 1, "low": 2}
 
 
 @dataclass(frozen=True)
@@ -50,5 +48,5 @@ def best(findings: list[Finding[V]], priority: dict[str, int]) -> list[Finding[V
     """Findings ordered strongest first: confidence, then source priority, then evidence."""
     return sorted(
         findings,
-        key=lambda f: (CONF_RANK[f.confidence], priority.get(f.detector, 99), f.sources()),
+        key=lambda f: (rank_of(f.confidence), priority.get(f.detector, 99), f.sources()),
     )

@@ -9,7 +9,7 @@ import shlex
 from pathlib import PurePosixPath
 from typing import Any, TypeVar
 
-from reprobridge.detect.base import Finding
+from reprobridge.detect.base import Finding, rank_of
 from reprobridge.detect.findings import (
     BoundValue,
     DatasetValue,
@@ -39,7 +39,7 @@ from reprobridge.detect.procedure.services import service_key
 from reprobridge.detect.runbounds import smoke_of_full, smoke_value
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
-from reprobridge.recovery._common import CONF_RANK, Builder
+from reprobridge.recovery._common import Builder
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
 
@@ -61,7 +61,7 @@ def merge_datasets(
     reference. With ``index``, a relative path the repository lacks at its root but holds
     beside the file that names it is that folder's (:func:`_rooted`)."""
     out: dict[str, Finding[DatasetValue]] = {}
-    for f in sorted(of_type(by_kind, DatasetValue), key=lambda f: (f.key, CONF_RANK[f.confidence])):
+    for f in sorted(of_type(by_kind, DatasetValue), key=lambda f: (f.key, rank_of(f.confidence))):
         ds_id = _slug(f.key)
         if not ds_id or ds_id in out:
             continue
@@ -220,7 +220,7 @@ def merge_experiments(
     cands = sorted(
         of_type(by_kind, ExperimentValue),
         key=lambda f: (
-            CONF_RANK[f.confidence],
+            rank_of(f.confidence),
             _EXP_PRIORITY.get(f.detector, 9),
             f.sources(),
             f.key,
@@ -711,7 +711,7 @@ def _one_experiment(
     if hw:
         # A GPU only on evidence (a launcher's process count, CUDA use in the code), never
         # because environment.cuda is set: a pinned torch wheel says nothing about the run.
-        top = max(hw, key=lambda h: (h.value.gpus, -CONF_RANK[h.confidence]))
+        top = max(hw, key=lambda h: (h.value.gpus, -rank_of(h.confidence)))
         b.put(f"{p}.hardware.gpus", top.value.gpus, top.sources(), top.confidence)
     ds_ids = sorted(
         i for i, d in datasets.items() if entry and any(e.path == entry for e in d.evidence)

@@ -35,7 +35,7 @@ from packaging.version import InvalidVersion, Version
 
 from reprobridge.data import load_pins
 from reprobridge.detect._text import skip_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding, rank_of
 from reprobridge.detect.findings import CudaValue, IndexValue, NvccValue, RequirementValue
 
 # "/whl/cu121", "/cu113/torch1.11/", "+cu118", "%2Bcu118" — not "-cu12" (a wheel's name).
@@ -46,8 +46,6 @@ _CUPY_RE = re.compile(r"^cupy-cuda(\d{2,3}|\d{2}x)$")
 _JAX_EXTRA_RE = re.compile(r"^cuda(\d{2})")
 _JAXLIB_LOCAL_RE = re.compile(r"\+cuda(\d{2,3})")
 _CU_SOURCE_RE = re.compile(r"""CUDAExtension|\.cu["']""")
-_RANK = {"high": 0, "medium": 1, "low": 2}
-
 #: add(version, confidence, evidence, rule) — records one piece of CUDA evidence.
 _Add = Callable[[str, Confidence, tuple[Evidence, ...], str], None]
 
@@ -112,7 +110,7 @@ class CudaDetector(Detector):
 
         def add(version: str, conf: Confidence, evidence: tuple[Evidence, ...], rule: str) -> None:
             cand = found.setdefault(version, _Candidate(version, conf))
-            if _RANK[conf] < _RANK[cand.confidence]:
+            if rank_of(conf) < rank_of(cand.confidence):
                 cand.confidence = conf
             cand.evidence += [e for e in evidence if e not in cand.evidence]
             if rule not in cand.rules:
@@ -136,7 +134,7 @@ class CudaDetector(Detector):
         for f, req in requirements:
             self._requirement(f, req, add, cpu_only)
         ordered = sorted(
-            found.values(), key=lambda c: (_RANK[c.confidence], -len(c.version), c.version)
+            found.values(), key=lambda c: (rank_of(c.confidence), -len(c.version), c.version)
         )
         for cand in ordered:
             major_only = "." not in cand.version

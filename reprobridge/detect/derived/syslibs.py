@@ -27,14 +27,13 @@ from reprobridge.detect._pkgmap import (
     PYTHON_SYSTEM_NEEDS,
 )
 from reprobridge.detect._text import continued_lines, skip_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding, rank_of
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import RequirementValue, SystemLibraryValue
 
 _APT_INSTALL_RE = re.compile(r"\bapt(?:-get)?\s+(?:-\S+\s+)*install\b(.*)")
 _STOP_RE = re.compile(r"&&|\|\||[;|#`)]")
 _PACKAGE_RE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
-_RANK = {"high": 0, "medium": 1, "low": 2}
 _DOC_SUFFIXES = (".md", ".rst", ".txt", "")
 
 
@@ -81,7 +80,7 @@ class SystemLibsDetector(Detector):
 
         def add(attr: str, name: str, conf: Confidence, note: str, ev: Evidence) -> None:
             entry = found.setdefault(attr, _Entry(name, conf, note))
-            if _RANK[conf] < _RANK[entry.confidence]:
+            if rank_of(conf) < rank_of(entry.confidence):
                 entry.confidence, entry.note, entry.name = conf, note, name
             if ev not in entry.evidence:
                 entry.evidence.append(ev)

@@ -45,7 +45,7 @@ from reprobridge.detect._pyast import (
 )
 from reprobridge.detect._select import procedure_files
 from reprobridge.detect._text import skip_path, slugify, tidy_path
-from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding, rank_of
 from reprobridge.detect.findings import DatasetValue
 from reprobridge.detect.procedure._cli_params import argparse_params
 from reprobridge.detect.procedure.configs import is_config_path
@@ -139,10 +139,6 @@ def _norm_path(path: str) -> str | None:
     return path
 
 
-def _rank(conf: Confidence) -> int:
-    return {"high": 0, "medium": 1, "low": 2}[conf]
-
-
 class _Collector:
     def __init__(self) -> None:
         self.found: dict[str, _Found] = {}
@@ -164,7 +160,7 @@ class _Collector:
         cur.value = cur.value.filled_from(value)
         if ev not in cur.evidence and len(cur.evidence) < 5:
             cur.evidence.append(ev)
-        if _rank(conf) < _rank(cur.confidence):
+        if rank_of(conf) < rank_of(cur.confidence):
             cur.confidence = conf
         if note and note not in cur.notes:
             cur.notes.append(note)
