@@ -105,6 +105,15 @@ def call_name(call: ast.Call, imports: dict[str, str]) -> str | None:
     return resolve(name, imports) if name else None
 
 
+def callee(call: ast.Call) -> str | None:
+    """The last component of the called name (``f()``, ``mod.f()``, ``obj.f()`` -> ``f``),
+    or None (``f()()``, ``x[0]()``): what a call is named, wherever the callee came from."""
+    func = call.func
+    if isinstance(func, ast.Name):
+        return func.id
+    return func.attr if isinstance(func, ast.Attribute) else None
+
+
 def literal(node: ast.AST | None) -> Scalar | NotLiteral | None:
     """The value of a scalar literal (``1``, ``-0.5``, ``"x"``, ``True``, ``None``)."""
     if isinstance(node, ast.Constant) and (

@@ -27,6 +27,7 @@ import tomllib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from reprobridge.detect._pyast import callee
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ProjectValue
 
@@ -331,15 +332,7 @@ def _setup_py_kwargs(ctx: DetectContext) -> dict[str, tuple[str, int]]:
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
             continue
-        func = node.func
-        callee = (
-            func.id
-            if isinstance(func, ast.Name)
-            else func.attr
-            if isinstance(func, ast.Attribute)
-            else ""
-        )
-        if callee != "setup":
+        if callee(node) != "setup":
             continue
         for kw in node.keywords:
             if kw.arg not in {"name", "license"}:

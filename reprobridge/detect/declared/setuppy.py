@@ -13,6 +13,7 @@ import ast
 import re
 from dataclasses import dataclass
 
+from reprobridge.detect._pyast import callee
 from reprobridge.detect.base import (
     Confidence,
     DeclaredFileDetector,
@@ -136,12 +137,8 @@ class _Evaluator:
 
 def _setup_call(tree: ast.Module) -> ast.Call | None:
     for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            func = node.func
-            if (isinstance(func, ast.Name) and func.id == "setup") or (
-                isinstance(func, ast.Attribute) and func.attr == "setup"
-            ):
-                return node
+        if isinstance(node, ast.Call) and callee(node) == "setup":
+            return node
     return None
 
 

@@ -30,6 +30,7 @@ from reprobridge.data import IO_CALLS_FILE, load
 from reprobridge.detect._pyast import (
     NotLiteral,
     call_name,
+    callee,
     defaults_of,
     import_map,
     kwarg,
@@ -271,14 +272,7 @@ def called_names(tree: ast.Module) -> set[str]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             function = node.name
         elif isinstance(node, ast.Call):
-            func = node.func
-            name = (
-                func.id
-                if isinstance(func, ast.Name)
-                else func.attr
-                if isinstance(func, ast.Attribute)
-                else None
-            )
+            name = callee(node)
             if name and name != function:
                 out.add(name)
         stack.extend((child, function) for child in ast.iter_child_nodes(node))

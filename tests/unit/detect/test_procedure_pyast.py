@@ -9,6 +9,7 @@ import pytest
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
     call_name,
+    callee,
     import_map,
     literal,
     main_guard,
@@ -42,6 +43,15 @@ def expr(src: str, imports: str = "") -> tuple[ast.expr, dict[str, str]]:
 def test_static_path(src: str, expected: tuple[str, bool] | None) -> None:
     node, imports = expr(src, "import os\nfrom pathlib import Path")
     assert static_path(node, imports) == expected
+
+
+@pytest.mark.parametrize(
+    ("src", "expected"),
+    [("setup(x)", "setup"), ("setuptools.setup()", "setup"), ("a.b().c()", "c"), ("f()()", None)],
+)
+def test_callee_is_the_last_component_of_the_called_name(src: str, expected: str | None) -> None:
+    node, _ = expr(src)
+    assert isinstance(node, ast.Call) and callee(node) == expected
 
 
 def test_call_name_resolves_aliases() -> None:
