@@ -227,7 +227,8 @@ class Environment(StrictModel):
     ) = Field(
         None,
         description="Upper date bound (UTC, RFC 3339) for resolving the Python packages: uv's "
-        "`exclude-newer`, from the repository's last commit.",
+        "`exclude-newer`, from the last commit that changed the code the chosen experiments run "
+        "or their requirements (else HEAD).",
     )
     exclude_newer_package: dict[
         Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$")],

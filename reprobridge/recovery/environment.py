@@ -217,10 +217,15 @@ def add_run_tooling(b: Builder, notes: RecoveryNotes) -> None:
 _EARLIEST_BOUND = 1262304000  # 2010-01-01
 
 
-def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, notes: RecoveryNotes) -> None:
-    """``environment.exclude_newer``: the end (UTC) of the day of the repository's last
-    commit, so the lock resolves the versions that existed when the authors last changed
-    the code (a 2022 repository does not get a 2025 torch). Nothing without a commit."""
+def merge_exclude_newer(
+    b: Builder, head: tuple[str, int] | None, notes: RecoveryNotes, files: int | None = None
+) -> None:
+    """``environment.exclude_newer``: the end (UTC) of the day of commit ``head``, so the
+    lock resolves the versions that existed when the authors last changed the code (a 2022
+    repository does not get a 2025 torch). ``head`` is the repository's last commit, or,
+    with ``files`` given, the last one that changed one of those ``files`` files the chosen
+    experiments run or declare their environment in (:mod:`reprobridge.recovery.dating`).
+    Nothing without a commit."""
     if head is None:
         return
     commit, stamp = head
@@ -233,14 +238,19 @@ def merge_exclude_newer(b: Builder, head: tuple[str, int] | None, notes: Recover
     day_end = (stamp // 86400 + 1) * 86400
     bound = datetime.fromtimestamp(day_end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     day = datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d")
-    b.put(
-        "environment.exclude_newer",
-        bound,
-        [f"git: committer date of HEAD {commit[:12]} ({day}), end of that day (UTC)"],
-        "medium",
-    )
+    if files is None:
+        source = f"git: committer date of HEAD {commit[:12]} ({day}), end of that day (UTC)"
+        what = "the last commit"
+    else:
+        source = (
+            f"git: committer date of {commit[:12]} ({day}), the last commit that changed one "
+            f"of the {files} files the chosen experiments run or declare their environment "
+            "in (later commits change other files), end of that day (UTC)"
+        )
+        what = "the last change to the chosen experiments' code and requirements"
+    b.put("environment.exclude_newer", bound, [source], "medium")
     notes.decisions.append(
-        f"Python packages are resolved as of {day} (the last commit): uv's exclude-newer = "
+        f"Python packages are resolved as of {day} ({what}): uv's exclude-newer = "
         f"{bound}; edit environment.exclude_newer to move it"
     )
 
@@ -395,8 +405,10 @@ def merge_python(
 ) -> str:
     """The Python ``X.Y`` of the environment: exact version files first, then the
     specifiers (framework pins included), the newest admitted, at most the default, and
-    at most the newest Python released a year before the last commit (``head``): a 2022
-    repository resolved as of its date has no wheels for a Python of late 2022."""
+    at most the newest Python released a year before the code's date (``head``: the last
+    commit, or that of the chosen experiments' code): a 2022 repository resolved as of its
+    date has no wheels for a Python of late 2022; code older than every Python available
+    gets the oldest one."""
     found = of_type(by_kind, PythonVersionValue)
     exact = [(f, v) for f in found if (v := f.value.exact) is not None]
     specs: list[tuple[SpecifierSet, Finding | str]] = []
@@ -456,18 +468,18 @@ def merge_python(
             v for v in candidates if all(s.contains(f"{v}.0", prereleases=True) for s, _ in specs)
         ]
         dated = _python_of_date(head[1]) if head else None
-        if dated is not None:
+        if dated is not None and admitted:
             by_date = [v for v in admitted if _py_key(v) <= _py_key(dated)]
-            if by_date and by_date != admitted:
+            day = datetime.fromtimestamp(head[1], UTC).strftime("%Y-%m-%d") if head else ""
+            why = f"git: code of {day}; Python {dated} is the newest released a year before it"
+            if not by_date:
+                # Older than every Python rb can provide: the closest is the oldest one, not
+                # the newest (a 2018 repository got 3.11 and packages with no wheels for it).
+                by_date = admitted[:1]
+                why += f"; {by_date[0]} is the oldest available"
+            if by_date != admitted:
                 admitted = by_date
-                day = datetime.fromtimestamp(head[1], UTC).strftime("%Y-%m-%d") if head else ""
-                specs.append(
-                    (
-                        SpecifierSet(f"<={dated}.99"),
-                        f"git: last commit {day}; Python {dated} is the newest released a "
-                        "year before it",
-                    )
-                )
+                specs.append((SpecifierSet(f"<={by_date[-1]}.99"), why))
         if specs and admitted:
             choice = admitted[-1]
             sources = sorted(

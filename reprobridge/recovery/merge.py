@@ -25,7 +25,9 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   needs one only on evidence in its code (``hardware`` findings: a launcher's process count,
   CUDA use without a CPU fallback, compiled CUDA sources).
 * **Date bound**: ``environment.exclude_newer`` is the end of the day of the last commit
-  (HEAD's committer date), so the lock resolves what existed then.
+  that changed what the chosen experiments run or declare their environment in (HEAD's
+  committer date when that cannot be known; :mod:`reprobridge.recovery.dating`), so the
+  lock resolves what existed then; the Python is chosen for the same date.
 * **Run tooling**: a notebook experiment adds ``nbconvert`` and ``ipykernel`` to the
   requirements (rb runs notebooks with ``jupyter nbconvert --execute``).
 * **nixpkgs**: chosen from the shipped pin data (:mod:`reprobridge.recovery.pins`).
@@ -58,6 +60,7 @@ from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import Derivation, Manifest
 from reprobridge.recovery._common import Builder, MergeResult, best
+from reprobridge.recovery.dating import CodeDate, code_date
 from reprobridge.recovery.environment import (
     add_run_tooling,
     merge_cuda,
@@ -101,13 +104,14 @@ def merge_findings(
         by_kind[f.kind].append(f)
 
     _project(b, by_kind, repo_name, paper_path)
-    _scope_environment(ctx, by_kind, notes)
+    dated = _scope_environment(ctx, by_kind, notes)
+    head = (dated.commit, dated.stamp) if dated else ctx.index.head
     requirements = merge_requirements(b, by_kind, notes)
     merge_optional_imports(b, by_kind, requirements, notes)
-    python = merge_python(b, by_kind, requirements, notes, ctx.index.head)
+    python = merge_python(b, by_kind, requirements, notes, head)
     cuda = merge_cuda(b, by_kind, notes)
     merge_environment(b, by_kind, python, cuda, python_lock, notes)
-    merge_exclude_newer(b, ctx.index.head, notes)
+    merge_exclude_newer(b, head, notes, dated.files if dated else None)
     merge_pythonpath(b, ctx.index, notes)
     datasets = merge_datasets(b, by_kind, ctx.index)
     merge_experiments(b, by_kind, datasets, cuda, notes)
@@ -121,11 +125,12 @@ def merge_findings(
 
 def _scope_environment(
     ctx: DetectContext, by_kind: dict[str, list[Finding]], notes: RecoveryNotes
-) -> None:
+) -> CodeDate | None:
     """Scope the environment to what the chosen experiments run: a monorepo's to the primary
-    experiment's sub-project (see :mod:`reprobridge.recovery.scope`), and the imports to
-    those the chosen experiments' code makes. The chosen experiments are those the merge
-    rules keep (the main one first), found on a scratch builder."""
+    experiment's sub-project (see :mod:`reprobridge.recovery.scope`), the imports to those
+    the chosen experiments' code makes, and its date to the last change of that code (see
+    :mod:`reprobridge.recovery.dating`; None: HEAD's date stands). The chosen experiments
+    are those the merge rules keep (the main one first), found on a scratch builder."""
     chosen, main_why = _chosen_experiments(by_kind)
     left_out = drop_support_only(by_kind, [experiment_folder(f) for f in chosen])
     if left_out:
@@ -145,6 +150,7 @@ def _scope_environment(
             "imported only by code no chosen experiment runs, so not run requirements "
             "(listed for the experiments left in the guide): " + ", ".join(unreached)
         )
+    return code_date(ctx, by_kind, chosen)
 
 
 def _chosen_experiments(

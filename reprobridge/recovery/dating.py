@@ -1,0 +1,106 @@
+"""The date a repository's environment is resolved as of: the last change to what the
+chosen experiments run.
+
+The date bound (``environment.exclude_newer``) and the Python of that date stand for "the
+environment the authors last ran this code in". A repository's HEAD can be years younger
+than the code a reproduction runs: a textbook's notebooks last edited in 2023 in a
+repository whose README changed in 2026, or one chapter's scripts among many. Resolved as
+of HEAD, such code meets the libraries of 2026 (NumPy 2.4 no longer converts a 1-element
+array to a float, which those notebooks do). So the date is that of the last commit that
+changed a file the chosen experiments run — each script or notebook and the repository
+modules it imports, transitively — or a file that declares the environment's requirements
+or Python version (a requirements file, ``pyproject.toml``, ``setup.py``; not a notebook
+that no chosen experiment runs, though its ``pip install`` line is a declaration). When that cannot be known (an experiment is a shell script or a
+Makefile target, which run what they name; no commit touches those files), HEAD's date
+stands, as before.
+
+git runs through the hardened helper (:func:`reprobridge._proc.git`: no hooks, the
+repository's config neutralised), and every path is passed as a literal pathspec, so a
+file name the repository chose is never read as a pattern or an option.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from reprobridge import _proc
+from reprobridge.detect._select import import_closure
+from reprobridge.detect.base import DetectContext, Finding
+from reprobridge.detect.findings import (
+    ExperimentValue,
+    PythonVersionValue,
+    RequirementValue,
+    of_type,
+)
+
+__all__ = ["CodeDate", "code_date"]
+
+#: At most this many files of one experiment's import closure are followed.
+_CLOSURE_LIMIT = 400
+#: Paths per ``git log`` call (the command line stays well under the kernel's limit).
+_CHUNK = 200
+
+
+def _declares(path: str) -> bool:
+    """Whether ``path`` is a file that declares an environment (a requirements file,
+    ``pyproject.toml``, ``setup.py``, ``environment.yml``, ``.python-version``...) rather
+    than code: a notebook no chosen experiment runs may ``pip install`` something, but its
+    edits say nothing of the chosen code's date."""
+    name = path.rsplit("/", 1)[-1]
+    return name == "setup.py" or not name.endswith((".py", ".ipynb"))
+
+
+@dataclass(frozen=True)
+class CodeDate:
+    """The last commit (``commit``, committer time ``stamp``) that changed one of ``files``
+    files the chosen experiments run or declare their environment in; HEAD is younger."""
+
+    commit: str
+    stamp: int
+    files: int
+
+
+def code_date(
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding[ExperimentValue]]
+) -> CodeDate | None:
+    """The :class:`CodeDate` of the ``chosen`` experiments, or None when HEAD's date
+    stands: no commit (``ctx.index.head`` is None), no chosen experiment, one that is not
+    a Python script or notebook, no commit touching those files, or that commit is HEAD's
+    date (or younger)."""
+    head = ctx.index.head
+    entries = [f.value.entry for f in chosen]
+    if head is None or not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+        return None
+    py_paths = set(ctx.index.python_paths())
+    files: set[str] = set()
+    for entry in entries:
+        files.update(path for path, _ in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT))
+    closure = set(files)
+    declaring = [*of_type(by_kind, RequirementValue), *of_type(by_kind, PythonVersionValue)]
+    for f in declaring:
+        if isinstance(f.value, RequirementValue) and not f.value.declared:
+            continue  # known from an import only: its importers are in the closure or not
+        files.update(p for e in f.evidence if _declares(p := e.path) or p in closure)
+    files = {p for p in files if ctx.index.get(p) is not None}
+    newest: tuple[int, str] | None = None
+    ordered = sorted(files)
+    for start in range(0, len(ordered), _CHUNK):
+        chunk = ordered[start : start + _CHUNK]
+        got = _proc.git(
+            ctx.index.root,
+            "log",
+            "-1",
+            "--format=%H %ct",
+            "HEAD",
+            "--",
+            *(f":(literal){p}" for p in chunk),
+            check=False,
+            timeout=60,
+        )
+        parts = got.text.split() if got.returncode == 0 else []
+        if len(parts) == 2 and parts[1].isdigit():
+            found = (int(parts[1]), parts[0])
+            newest = found if newest is None or found > newest else newest
+    if newest is None or newest[0] // 86400 >= head[1] // 86400:
+        return None
+    return CodeDate(commit=newest[1], stamp=newest[0], files=len(files))
