@@ -70,6 +70,25 @@ REPEAT_VALUES: dict[str, int] = dict.fromkeys(
 )  # fmt: skip
 
 
+#: Leaf names of the number of examples a run makes or reads (``num_train = 20000``,
+#: ``n_samples``): under an epoch bound, what one epoch's length is made of. Kept apart from
+#: :data:`SMOKE_VALUES`: they bound nothing alone (a run bounded by steps does as many
+#: steps whatever the data's size), and the smoke tier lowers them only beside an epoch
+#: bound (:func:`reprobridge.recovery.smoke.epoch_sizes`).
+SIZE_NAMES = frozenset(
+    {
+        "num_train", "n_train", "num_train_samples", "n_train_samples", "train_samples",
+        "num_train_examples", "num_samples", "n_samples", "num_examples", "n_examples",
+        "dataset_size", "data_size", "train_size", "num_val", "n_val", "num_valid",
+        "num_val_samples", "n_val_samples", "val_samples", "val_size", "valid_size",
+        "num_test", "n_test", "num_test_samples", "n_test_samples", "test_samples",
+        "test_size",
+    }
+)  # fmt: skip
+
+#: Leaf names of a batch size: how many examples one step takes.
+BATCH_NAMES = frozenset({"batch_size", "batchsize", "bs", "train_batch_size", "batch"})
+
 #: Words that, before a count, make it something other than the run's length.
 NOT_BOUNDS = frozenset(
     {

@@ -36,12 +36,17 @@ from reprobridge.detect.findings import (
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.paper._paper_doc import direction
 from reprobridge.detect.procedure.services import service_key
-from reprobridge.detect.runbounds import smoke_of_full, smoke_value
+from reprobridge.detect.runbounds import STEPS, smoke_of_full, smoke_value
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
 from reprobridge.recovery._common import Builder
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
-from reprobridge.recovery.smoke import SMOKE_TIME_LIMIT, literal_smoke_value
+from reprobridge.recovery.smoke import (
+    SMOKE_TIME_LIMIT,
+    epoch_sizes,
+    is_epoch_bound,
+    literal_smoke_value,
+)
 
 E = TypeVar("E", bound=EntryValue)
 #: An experiment kept by the merge: (its finding, command, entry, literal params).
@@ -599,6 +604,20 @@ def _one_experiment(
     unb = _for_entry(by_kind, UnboundedValue, entry)
     if bound is None and kind in {"script", "module"}:
         bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, notes)
+    sized: list[tuple[str, int, list[str]]] = []
+    if bound is not None and is_epoch_bound(bound) and kind in {"script", "module"}:
+        # One epoch is as long as the data: its size is lowered too, made explicit in the
+        # command like a bound's default (the full run keeps it).
+        for pf, size in epoch_sizes(param_f, params):
+            name, flag = pf.value.name, pf.value.flag or ""
+            params[name] = pf.value.default
+            command += " " + flag_arg(flag, pf.value.syntax, f"{{{name}}}")
+            sized.append((name, size, pf.sources()))
+            notes.decisions.append(
+                f"{exp_id}: {flag} made explicit (default {pf.value.default}, "
+                f"{pf.sources()[0]}) so the smoke tier can lower it to {size}: one epoch "
+                "is as long as the data"
+            )
     for name in _PLACEHOLDER.findall(command):
         if name != "seed" and name not in params:
             required = param_f.get(name)
@@ -661,6 +680,16 @@ def _one_experiment(
                 ["rb default for smoke tiers"],
                 "medium",
             )
+    for name, size, sources in sized:
+        b.put(
+            f"{p}.tiers.smoke.params.{name}",
+            size,
+            [*sources, f"rb rule: a smoke epoch is about {STEPS} batches: it lowers {name}"],
+            "medium",
+        )
+        b.put(
+            f"{p}.tiers.smoke.timeout", SMOKE_TIME_LIMIT, ["rb default for smoke tiers"], "medium"
+        )
     if not b.has(f"{p}.tiers.smoke") and workdir is not None:
         _literal_edits(b, p, exp_id, command, workdir, entry, of_type(by_kind, BoundValue), notes)
     if not b.has(f"{p}.tiers.smoke"):

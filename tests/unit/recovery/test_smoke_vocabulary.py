@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect.findings import ParamValue
 from reprobridge.detect.runbounds import (
     NOT_BOUNDS,
     SMOKE_VALUES,
@@ -11,6 +13,7 @@ from reprobridge.detect.runbounds import (
     smoke_of_full,
     smoke_value,
 )
+from reprobridge.recovery.smoke import epoch_sizes
 
 
 @pytest.mark.parametrize(
@@ -94,3 +97,33 @@ def test_a_shell_syntax_command_gets_no_edits_and_its_launcher_renders(make_repo
     assert merged.manifest.experiments[exp_id].tier("smoke").edits == []
     assert any("shell syntax" in d for d in merged.notes.decisions)
     assert "OMP_NUM_THREADS=1" in render_launcher(merged.manifest, exp_id, version="0")
+
+
+def _param(name: str, default: float, flagged: bool = True) -> Finding[ParamValue]:
+    value = ParamValue("train.py", name, f"--{name}" if flagged else None, default, "int")
+    return Finding("param", f"train.py::{name}", value, (Evidence("train.py", 3),), "params")
+
+
+def test_epoch_sizes_are_about_twenty_batches_and_at_most_a_tenth() -> None:
+    params = {
+        p.value.name: p
+        for p in (
+            _param("num_train", 20000),
+            _param("num_val", 1000),
+            _param("n_samples", 50),  # a tenth: 5
+            _param("batch_size", 32),
+            _param("num_test", 4.5),  # not a count
+            _param("train_size", True),  # not a count
+            _param("dataset_size", 100000, flagged=False),  # no flag sets it
+            _param("num_samples", 30000),  # already in the command
+            _param("hidden_size", 5000),  # not a dataset size
+        )
+    }
+    got = {pf.value.name: small for pf, small in epoch_sizes(params, taken={"num_samples"})}
+    assert got == {"num_train": 640, "num_val": 100, "n_samples": 5}
+
+
+def test_epoch_sizes_without_a_batch_size_are_a_tenth() -> None:
+    params = {"num_train": _param("num_train", 20000), "n_val": _param("n_val", 5)}
+    got = {pf.value.name: small for pf, small in epoch_sizes(params, taken=())}
+    assert got == {"num_train": 2000, "n_val": 1}
