@@ -15,6 +15,7 @@ from reprobridge.detect.findings import ParamValue
 from reprobridge.detect.runbounds import (
     BATCH_NAMES,
     EPOCHS,
+    HELD_OUT_SIZE_NAMES,
     REPEAT_VALUES,
     SIZE_NAMES,
     STEPS,
@@ -64,7 +65,10 @@ def epoch_sizes(
     about :data:`~reprobridge.detect.runbounds.STEPS` batches (that many times the entry's
     batch-size parameter, :data:`~reprobridge.detect.runbounds.BATCH_NAMES`), and at most a
     tenth of its default (:func:`~reprobridge.detect.runbounds.smoke_of_full`); without a
-    batch size, to a tenth. Sorted by name; a size already that small is left out."""
+    batch size, to a tenth. A held-out set's size
+    (:data:`~reprobridge.detect.runbounds.HELD_OUT_SIZE_NAMES`) is lowered the same way,
+    only together with a training size. Sorted by name; a size already that small is left
+    out."""
     batch = next(
         (
             size
@@ -76,9 +80,13 @@ def epoch_sizes(
     out: list[tuple[Finding[ParamValue], int]] = []
     for name, pf in sorted(params.items()):
         full = _count(pf.value.default)
-        if leaf(name) not in SIZE_NAMES or not pf.value.flag or full is None or name in taken:
+        if leaf(name) not in SIZE_NAMES | HELD_OUT_SIZE_NAMES or not pf.value.flag:
+            continue
+        if full is None or name in taken:
             continue
         small = smoke_of_full(STEPS * batch if batch else full, full)
         if small < full:
             out.append((pf, small))
+    if not any(leaf(pf.value.name) in SIZE_NAMES for pf, _ in out):
+        return []
     return out

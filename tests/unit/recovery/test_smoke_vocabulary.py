@@ -127,3 +127,10 @@ def test_epoch_sizes_without_a_batch_size_are_a_tenth() -> None:
     params = {"num_train": _param("num_train", 20000), "n_val": _param("n_val", 5)}
     got = {pf.value.name: small for pf, small in epoch_sizes(params, taken=())}
     assert got == {"num_train": 2000, "n_val": 1}
+
+
+def test_a_held_out_size_alone_is_left_alone() -> None:
+    """temperature_scaling's --valid_size 5000 is carved out of CIFAR's training images: a
+    smaller one would make the training part, and the epoch, longer."""
+    params = {"valid_size": _param("valid_size", 5000), "batch_size": _param("batch_size", 64)}
+    assert epoch_sizes(params, taken=()) == []
