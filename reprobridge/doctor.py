@@ -42,8 +42,10 @@ REQUIRED: frozenset[str] = frozenset({"python", "nix", "git"})
 #: Below this much free space in the working directory a CUDA closure will not fit.
 MIN_FREE_DISK_BYTES = 10 * 10**9
 
+#: The Nix to install, in words: :data:`MIN_NIX` is the one place the number is.
+_NIX_AT_LEAST = f"Nix >= {_dotted(MIN_NIX)}"
 _NIX_UPGRADE_FIX = (
-    "install Nix >= 2.18: the official installer "
+    f"install {_NIX_AT_LEAST}: the official installer "
     "(`curl -L https://nixos.org/nix/install | sh -s -- --daemon`), or on Debian 12 unpack "
     "Debian 13's nix-bin beside 2.8 with tools/nix-trixie-install.sh"
 )
@@ -227,7 +229,9 @@ def _nix_row(p: Probes) -> list[Check] | tuple[Check, tuple[int, ...] | None]:
     does not run."""
     path = p.which("nix")
     if path is None:
-        fix = "install Nix >= 2.18: `curl -L https://nixos.org/nix/install | sh -s -- --daemon`"
+        fix = (
+            f"install {_NIX_AT_LEAST}: `curl -L https://nixos.org/nix/install | sh -s -- --daemon`"
+        )
         return [
             Check("nix", "missing", "nix is not on PATH (rb can still write the flake)", fix),
             Check("flakes", "missing", "needs nix", fix),
@@ -248,7 +252,7 @@ def _nix_row(p: Probes) -> list[Check] | tuple[Check, tuple[int, ...] | None]:
         nix = Check(
             "nix",
             "warn",
-            f"{_dotted(version)} ({path}): nixpkgs 25.11+ needs Nix >= 2.18, so only flakes "
+            f"{_dotted(version)} ({path}): nixpkgs 25.11+ needs {_NIX_AT_LEAST}, so only flakes "
             f"pinned to nixos-25.05 or older evaluate with it{also}",
             _NIX_UPGRADE_FIX,
             facts,

@@ -37,7 +37,7 @@ from typing import Any, Literal
 
 from reprobridge import __version__, _proc, sandbox
 from reprobridge._log import emit
-from reprobridge._machine import MIN_NIX, Runner, nix_version
+from reprobridge._machine import MIN_NIX, Runner, dotted, nix_version
 from reprobridge._proc.monitored import Completed, StreamCapture, Termination
 from reprobridge.audit import fingerprint as fp
 from reprobridge.audit import limits
@@ -242,7 +242,11 @@ def choose_backend(
         version is None or (version < MIN_NIX and not opts.nix_overrides)
     ):
         state = host.prepare(root)
-        why = "nix is not installed" if version is None else f"nix {version[0]}.{version[1]} < 2.18"
+        why = (
+            "nix is not installed"
+            if version is None
+            else f"nix {dotted(version)} < {dotted(MIN_NIX)}"
+        )
         state.warnings.append(f"--backend auto chose the host: {why}")
         return host, state
     nix = NixBackend(overrides=opts.nix_overrides, nix=opts.nix_binary, fetch_packages=fetch)

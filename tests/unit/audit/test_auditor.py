@@ -14,12 +14,14 @@ from pathlib import Path
 import pytest
 from rbcli import rb
 
+from reprobridge._machine import MIN_NIX
+from reprobridge.audit import auditor, backends
 from reprobridge.audit.auditor import AuditOptions, hardware_missing, run_audit
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import AuditError
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
-from reprobridge.manifest.schema import Hardware
+from reprobridge.manifest.schema import Hardware, Manifest
 
 
 def _commit(root: Path) -> None:
@@ -303,3 +305,21 @@ def test_gpu_memory_above_the_machines_is_hw_unavailable(tiny_repo) -> None:
     v = run_audit(root, AuditOptions(runs=1, backend="host")).summary["experiments"]["main"]
     assert v["procedure"]["status"] == "fail"
     assert "hw-unavailable: needs 1 GPU(s) with 10000 GB each" in v["procedure"]["reason"]
+
+
+def test_auto_falls_back_to_the_host_naming_the_nix_minimum(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The warning says the Nix found and the minimum (``MIN_NIX``, the one place it is)."""
+    monkeypatch.setattr(auditor, "nix_version", lambda _nix: (2, 8))
+    monkeypatch.setattr(
+        backends.HostBackend,
+        "prepare",
+        lambda self, root: backends.EnvironmentState("host", True, "", False),
+    )
+    manifest = Manifest.model_validate(
+        {"project": {"name": "x"}, "environment": {"python": "3.11"}}
+    )
+    backend, state = auditor.choose_backend(AuditOptions(backend="auto"), manifest, tmp_path)
+    assert backend.name == "host"
+    assert state.warnings == [f"--backend auto chose the host: nix 2.8 < {MIN_NIX[0]}.{MIN_NIX[1]}"]
