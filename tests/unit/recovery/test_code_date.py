@@ -64,7 +64,9 @@ def test_later_commits_to_other_files_do_not_move_the_date(make_repo) -> None:
     assert env.exclude_newer == "2023-11-15T00:00:00Z"
     sources = merged.manifest.derived["environment.exclude_newer"].sources
     assert "the last commit that changed one of the" in sources[0]
-    assert any("the last change to the chosen experiments' code" in d for d in merged.notes.decisions)
+    assert any(
+        "the last change to the chosen experiments' code" in d for d in merged.notes.decisions
+    )
 
 
 def test_a_change_to_an_imported_module_moves_it(make_repo) -> None:
