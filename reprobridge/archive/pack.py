@@ -38,10 +38,10 @@ import tarfile
 import tempfile
 import threading
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Literal, NamedTuple, Protocol
 
 from reprobridge.errors import ArchiveError
 
@@ -101,9 +101,22 @@ class Member:
     size: int = 0
 
 
-@dataclass(frozen=True)
-class FileRecord:
-    """What was archived for one file: path, sha256 hex, size."""
+class Entry(NamedTuple):
+    """One member of an ordered stream (:func:`write_archive`'s ``ordered``: the entries of
+    a ``git archive``), a directory or a file whose bytes are in ``data`` (small) or read
+    once from ``stream`` (``size`` bytes). A tuple, not a :class:`Member`: a frozen
+    dataclass cost ~1 us to build, per file of a 20k-file source tree (issue 14)."""
+
+    path: str
+    kind: Literal["file", "dir"]
+    data: bytes | None = None
+    executable: bool = False
+    stream: Reader | None = None
+    size: int = 0
+
+
+class FileRecord(NamedTuple):
+    """What was archived for one file: path, sha256 hex, size (a tuple: one per file)."""
 
     path: str
     sha256: str
@@ -122,13 +135,10 @@ class PackResult:
 def check_member_path(path: str) -> str:
     """``path`` as a clean relative POSIX path, or ArchiveError (absolute, ``..``, empty, NUL)."""
     # String checks only (no pathlib: this runs once per member). A path with no empty,
-    # "." or ".." component is not absolute and is already in its normal form.
-    if (
-        not path
-        or "\x00" in path
-        or "\\" in path
-        or any(part in ("..", ".", "") for part in path.split("/"))
-    ):
+    # "." or ".." component is not absolute and is already in its normal form; with "/"
+    # on both ends, those components are exactly "//", "/./" and "/../".
+    wrapped = "/" + path + "/"
+    if "//" in wrapped or "/./" in wrapped or "/../" in wrapped or "\x00" in path or "\\" in path:
         raise ArchiveError(f"member path {path!r} is not a clean relative path")
     return path
 
@@ -159,20 +169,29 @@ def _ustar_parts(kind: str, mode: int, mtime: int) -> tuple[bytes, bytes, bytes,
     return ids, mt, tail, sum(ids) + sum(mt) + sum(tail) + 8 * 0x20
 
 
+_USTAR_SIZE = 8**11  # sizes from here on need a PAX size record
+
+
+def _ustar(raw: bytes, size: int, parts: tuple[bytes, bytes, bytes, int]) -> bytes:
+    """The ustar block of the short printable ASCII name ``raw`` (under 100 bytes), with
+    ``parts`` from :func:`_ustar_parts`."""
+    ids, mt, tail, fixed = parts
+    size_field = b"%011o\0" % size
+    # Only the name and the size vary: sum those bytes, not the whole block (2.5x faster
+    # a header; one per file of a source tree).
+    chksum = b"%06o\0 " % (fixed + sum(raw) + sum(size_field))
+    return b"".join((raw.ljust(100, b"\0"), ids, size_field, mt, chksum, tail))
+
+
 def _header(path: str, *, kind: str, size: int, mode: int, mtime: int) -> bytes:
     """One tar header. Short ASCII names get a plain ustar block built here (tarfile's
     PAX encoder costs ~40 us a member, most of a small file's time); anything else goes
     through tarfile's PAX encoder. Both give the bytes tarfile itself would write (a unit
     test compares them)."""
     name = path + "/" if kind == "dir" else path
-    if len(name) < 100 and name.isascii() and name.isprintable() and size < 8**11:
-        raw = name.encode("ascii")
-        ids, mt, tail, fixed = _ustar_parts(kind, mode, mtime)
-        size_field = _octal(size if kind == "file" else 0, 12)
-        # Only the name and the size vary: sum those bytes, not the whole block (2.5x
-        # faster a header; one per file of a source tree).
-        chksum = b"%06o\0 " % (fixed + sum(raw) + sum(size_field))
-        return b"".join((raw, b"\0" * (100 - len(raw)), ids, size_field, mt, chksum, tail))
+    if len(name) < 100 and name.isascii() and name.isprintable() and size < _USTAR_SIZE:
+        size = size if kind == "file" else 0
+        return _ustar(name.encode("ascii"), size, _ustar_parts(kind, mode, mtime))
     info = tarfile.TarInfo(name)
     info.type = tarfile.DIRTYPE if kind == "dir" else tarfile.REGTYPE
     info.size = size if kind == "file" else 0
@@ -184,7 +203,7 @@ def _header(path: str, *, kind: str, size: int, mode: int, mtime: int) -> bytes:
 
 
 class _Compressor(Protocol):
-    def compress(self, data: bytes, /) -> bytes: ...
+    def compress(self, data: bytes | bytearray, /) -> bytes: ...
     def flush(self) -> bytes: ...
 
 
@@ -200,7 +219,7 @@ class _Gzip:
         self._size = 0
         self._started = False
 
-    def compress(self, data: bytes) -> bytes:
+    def compress(self, data: bytes | bytearray) -> bytes:
         self._crc = zlib.crc32(data, self._crc)
         self._size += len(data)
         out = self._z.compress(data)
@@ -238,7 +257,7 @@ class _Sink:
     def __init__(self, fh: _BinaryWriter, fmt: Format) -> None:
         self._fh = fh
         self._comp = _compressor(fmt)
-        self._q: queue.Queue[bytes | None] = queue.Queue(maxsize=8)
+        self._q: queue.Queue[bytes | bytearray | None] = queue.Queue(maxsize=8)
         self._error: BaseException | None = None
         self.size = 0
         self._thread = threading.Thread(target=self._work, name="rb-archive-compress", daemon=True)
@@ -264,7 +283,7 @@ class _Sink:
                 while True:
                     self._q.get_nowait()
 
-    def put(self, data: bytes) -> None:
+    def put(self, data: bytes | bytearray) -> None:
         if self._error is not None:
             raise self._error
         self._q.put(data)
@@ -289,7 +308,11 @@ class _BinaryWriter(Protocol):
 
 
 class _Framer:
-    """Batches tar bytes into ~1 MiB chunks for the sink."""
+    """Batches tar bytes into ~1 MiB chunks for the sink.
+
+    A full batch is handed over as the bytearray itself and a new one started: copying it
+    out (``bytes(buf)``) and clearing it made the allocator give back and fault in 1 MiB
+    per chunk, ~4 us per small file of a source tree (issue 14). The sink only reads it."""
 
     def __init__(self, sink: _Sink) -> None:
         self._sink = sink
@@ -305,13 +328,13 @@ class _Framer:
             return
         self._buf += data
         if len(self._buf) >= CHUNK:
-            self._sink.put(bytes(self._buf))
-            self._buf.clear()
+            self._sink.put(self._buf)
+            self._buf = bytearray()
 
     def flush(self) -> None:
         if self._buf:
-            self._sink.put(bytes(self._buf))
-            self._buf.clear()
+            self._sink.put(self._buf)
+            self._buf = bytearray()
 
 
 def _with_parents(members: Iterable[Member]) -> list[Member]:
@@ -335,54 +358,90 @@ def _with_parents(members: Iterable[Member]) -> list[Member]:
     return sorted(by_path.values(), key=lambda m: _sort_key(m.path, m.kind))
 
 
-def _merge_ordered(listed: list[Member], ordered: Iterable[Member]) -> Iterator[Member]:
-    """``listed`` (sorted by :func:`_with_parents`) and ``ordered`` (already in archive
-    order, consumed lazily: a pipe) as one sequence in archive order. For a path in both,
-    ``listed`` wins (rb's artifacts over the committed source). A missing parent directory
-    of an ``ordered`` member is added; a file that is also a directory is an ArchiveError.
-    """
+def _write_merged(
+    framer: _Framer,
+    listed: list[Member],
+    ordered: Iterable[Entry],
+    mtime: int,
+    records: list[FileRecord],
+    names: dict[str, bool],
+) -> None:
+    """Write ``listed`` (sorted by :func:`_with_parents`) and ``ordered`` (already in archive
+    order, consumed lazily: a pipe) as one sequence in archive order, appending each file's
+    record to ``records`` and each path to ``names`` (True for a directory). For a path in
+    both, ``listed`` wins (rb's artifacts over the committed source). A missing parent
+    directory of an ``ordered`` entry is added; a file that is also a directory, an entry
+    out of order or twice, and an unclean path are ArchiveErrors.
+
+    One loop for the merge and the writing of ``ordered``'s small files (header, bytes,
+    hash, record): on a source tree of 20k files the per-file Python is most of rb's own
+    time (issue 14), so nothing here is a call that need not be one."""
+    keys = [_sort_key(m.path, m.kind) for m in listed]
     i, n = 0, len(listed)
-    names: set[str] = set()
-    files: set[str] = set()
     prev = b""
+    write = framer.write
+    sha256 = hashlib.sha256
+    plain = _ustar_parts("file", 0o644, mtime)
+    exe = _ustar_parts("file", 0o755, mtime)
+    zeros = b"\0" * BLOCK
 
-    def emit(m: Member) -> Member:
-        names.add(m.path)
-        if m.kind == "file":
-            files.add(m.path)
-        return m
+    def put(m: Member) -> None:
+        names[m.path] = m.kind == "dir"
+        if m.kind == "dir":
+            write(_header(m.path, kind="dir", size=0, mode=0o755, mtime=mtime))
+        else:
+            records.append(_write_file(framer, m, mtime))
 
-    for m in ordered:
-        path = check_member_path(m.path)
-        key = _sort_key(path, m.kind)
+    for path, kind, data, executable, stream, size in ordered:
+        check_member_path(path)
+        raw = path.encode("utf-8", "surrogateescape")
+        key = raw + b"/" if kind == "dir" else raw
         if key <= prev:
             raise ArchiveError(f"streamed member {path!r} is out of order (or twice)")
         prev = key
-        while i < n and _sort_key(listed[i].path, listed[i].kind) < key:
-            yield emit(listed[i])
-            i += 1
-        if i < n and listed[i].path == path:
-            if listed[i].kind != m.kind:
-                raise ArchiveError(f"{path!r} is a file in one source and a directory in another")
-            continue  # the listed member wins; it is emitted by the loop above next time
+        if i < n:
+            while i < n and keys[i] < key:
+                put(listed[i])
+                i += 1
+            if i < n and listed[i].path == path:
+                if listed[i].kind != kind:
+                    raise ArchiveError(
+                        f"{path!r} is a file in one source and a directory in another"
+                    )
+                continue  # the listed member wins; it is written by the loop above next
         if path in names:
             raise ArchiveError(f"{path!r} is a file in one source and a directory in another")
         parent = path.rpartition("/")[0]
-        missing: list[str] = []
-        while parent and parent not in names:
-            missing.append(parent)
-            parent = parent.rpartition("/")[0]
-        if parent in files:
-            raise ArchiveError(f"{parent!r} is a file and also a directory of {path!r}")
-        for d in reversed(missing):
-            yield emit(Member(d, kind="dir"))
-        yield emit(m if path == m.path else dataclasses.replace(m, path=path))
+        if parent and not names.get(parent):
+            missing: list[str] = []
+            while parent and parent not in names:
+                missing.append(parent)
+                parent = parent.rpartition("/")[0]
+            if parent and not names[parent]:
+                raise ArchiveError(f"{parent!r} is a file and also a directory of {path!r}")
+            for d in reversed(missing):
+                put(Member(d, kind="dir"))
+        names[path] = kind == "dir"
+        if kind == "dir":
+            write(_header(path, kind="dir", size=0, mode=0o755, mtime=mtime))
+        elif data is not None:
+            size = len(data)
+            if len(raw) < 100 and size < _USTAR_SIZE and raw.isascii() and path.isprintable():
+                header = _ustar(raw, size, exe if executable else plain)
+            else:
+                mode = 0o755 if executable else 0o644
+                header = _header(path, kind="file", size=size, mode=mode, mtime=mtime)
+            write(header + data + zeros[: -size % BLOCK])
+            records.append(FileRecord(path, sha256(data).hexdigest(), size))
+        else:
+            assert stream is not None
+            records.append(_write_stream(framer, path, stream, size, executable, mtime))
     while i < n:
         m = listed[i]
         parent = m.path.rpartition("/")[0]
-        if m.path in names or (parent and parent in files):
+        if m.path in names or (parent and names.get(parent) is False):
             raise ArchiveError(f"{m.path!r}: a file and a directory of one name")
-        yield emit(m)
+        put(m)
         i += 1
 
 
@@ -395,7 +454,7 @@ def _write_file(framer: _Framer, m: Member, mtime: int) -> FileRecord:
     # Plain os.* calls, not file objects: for the many small files of a source tree the
     # per-file Python overhead is the whole cost (see benchmarks/archive.py).
     if m.stream is not None:
-        return _write_stream(framer, m, mtime)
+        return _write_stream(framer, m.path, m.stream, m.size, m.executable, mtime)
     if m.data is not None:
         data = m.data
         framer.write(_header(m.path, kind="file", size=len(data), mode=_mode(m), mtime=mtime))
@@ -455,22 +514,23 @@ def _write_file(framer: _Framer, m: Member, mtime: int) -> FileRecord:
     return FileRecord(m.path, digest, size)
 
 
-def _write_stream(framer: _Framer, m: Member, mtime: int) -> FileRecord:
-    assert m.stream is not None
-    size = m.size
-    framer.write(_header(m.path, kind="file", size=size, mode=_mode(m), mtime=mtime))
+def _write_stream(
+    framer: _Framer, path: str, stream: Reader, size: int, executable: bool, mtime: int
+) -> FileRecord:
+    mode = 0o755 if executable else 0o644
+    framer.write(_header(path, kind="file", size=size, mode=mode, mtime=mtime))
     h = hashlib.sha256()
     left = size
     while left:
-        chunk = m.stream.read(min(CHUNK, left))
+        chunk = stream.read(min(CHUNK, left))
         if not chunk:
-            raise ArchiveError(f"the stream ended {left} bytes short", path=m.path)
+            raise ArchiveError(f"the stream ended {left} bytes short", path=path)
         h.update(chunk)
         framer.write(chunk)
         left -= len(chunk)
     if -size % BLOCK:
         framer.write(b"\0" * (-size % BLOCK))
-    return FileRecord(m.path, h.hexdigest(), size)
+    return FileRecord(path, h.hexdigest(), size)
 
 
 def _mode(m: Member) -> int:
@@ -484,13 +544,13 @@ def write_archive(
     mtime: int,
     fmt: Format = DEFAULT_FORMAT,
     trailer: Callable[[list[FileRecord]], Sequence[Member]] | None = None,
-    ordered: Iterable[Member] = (),
+    ordered: Iterable[Entry] = (),
     max_size: int | None = None,
 ) -> PackResult:
     """Write ``members`` (sorted) then ``trailer(records)`` to ``out``; see the module doc.
 
-    ``ordered`` are more members already in archive order (:func:`_sort_key`), read
-    lazily and merged in (a ``git archive`` stream: never extracted to disk); for a path
+    ``ordered`` are more members (:class:`Entry` tuples) already in archive order
+    (:func:`_sort_key`), read lazily and merged in (a ``git archive`` stream: never extracted to disk); for a path
     in both, ``members`` wins. ``trailer`` receives the records of every file written so
     far and returns members to append in its order (the RO-Crate, ``MANIFEST.json``, a
     signature); their own records are added to the result too. With ``max_size``, a
@@ -507,13 +567,8 @@ def write_archive(
             sink = _Sink(fh, fmt)
             try:
                 framer = _Framer(sink)
-                names: set[str] = set()
-                for m in _merge_ordered(listed, ordered):
-                    names.add(m.path)
-                    if m.kind == "dir":
-                        framer.write(_header(m.path, kind="dir", size=0, mode=0o755, mtime=mtime))
-                    else:
-                        records.append(_write_file(framer, m, mtime))
+                names: dict[str, bool] = {}
+                _write_merged(framer, listed, ordered, mtime, records, names)
                 if trailer is not None:
                     for m in trailer(list(records)):
                         path = check_member_path(m.path)
@@ -521,7 +576,7 @@ def write_archive(
                             raise ArchiveError(
                                 f"trailer member {path!r} is not a new top-level file"
                             )
-                        names.add(path)
+                        names[path] = False
                         records.append(_write_file(framer, m, mtime))
                 framer.write(b"\0" * (2 * BLOCK))
                 framer.write(b"\0" * (-framer.offset % RECORD))

@@ -56,7 +56,7 @@ def _canon(o: Any, nl: str, out: list[str]) -> None:
     of the line ``o`` starts on."""
     t = type(o)
     if t is str:
-        out.append(_enc_str(o))
+        out.append(json_str(o))
     elif t is dict:
         if not o:
             out.append("{}")
@@ -69,11 +69,11 @@ def _canon(o: Any, nl: str, out: list[str]) -> None:
             value = o[key]
             vt = type(value)
             if vt is str:
-                out.append(sep + _enc_str(key) + ": " + _enc_str(value))
+                out.append(sep + json_str(key) + ": " + json_str(value))
             elif vt is int:
-                out.append(sep + _enc_str(key) + ": " + int.__repr__(value))
+                out.append(sep + json_str(key) + ": " + int.__repr__(value))
             else:
-                out.append(sep + _enc_str(key) + ": ")
+                out.append(sep + json_str(key) + ": ")
                 _canon(value, inner, out)
             sep = "," + inner
         out.append(nl + "}")
@@ -96,7 +96,8 @@ def _canon(o: Any, nl: str, out: list[str]) -> None:
         out.append(json.dumps(o, allow_nan=False))
 
 
-_enc_str = json.encoder.encode_basestring
+#: One JSON string as :func:`canonical_json` writes it (non-ASCII kept, quotes escaped).
+json_str = json.encoder.encode_basestring
 
 
 def pae(payload_type: str, payload: bytes) -> bytes:
