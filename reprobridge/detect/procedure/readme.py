@@ -5,7 +5,9 @@ fenced blocks tagged ``bash``/``sh``/``shell``/``console``/``zsh`` or untagged, 
 (four-space) code blocks, and reST
 ``code-block``/``::`` literal blocks. ``$ `` prompts are stripped (in a block with prompts,
 lines without one are program output), ``\\`` continuations joined, ``cd dir`` tracked as
-the working directory (a command after a placeholder ``cd PATH_TO_PROJECT``, ``cd <dir>``
+the working directory (after ``git clone <url> && cd <repo>``, a command whose script is
+not in a folder ``<repo>`` runs from where the block cloned: the clone is this repository;
+a command after a placeholder ``cd PATH_TO_PROJECT``, ``cd <dir>``
 or ``cd path/to/x``, naming no folder of the repository, is a ``rejected`` candidate: its
 working directory is unknown), and ``export NAME=value`` lines recorded in the finding's note.
 Every command :func:`~reprobridge.detect._text.parse_run` recognises (``python x.py``,
@@ -111,6 +113,9 @@ class _Command:
     placeholder: str = ""
     #: The optional requirement sets its block installs before it, with the line of each.
     extras: dict[str, Evidence] = field(default_factory=dict)
+    #: The working directory before a ``cd`` into a folder the block cloned, where the
+    #: clone may be the repository itself (``git clone <url> && cd <repo>``).
+    clone_root: str | None = None
 
 
 #: Section headings that say how to read a README, not which experiment a command is:
@@ -268,6 +273,18 @@ def placeholder_folder(target: str) -> bool:
     return bool(_PLACEHOLDER_RE.search(target) or _PLACEHOLDER_CAPS_RE.search(target))
 
 
+def _clone_folder(words: list[str]) -> str | None:
+    """The folder ``git clone <url> [<folder>]`` clones into (the URL's last part, less
+    ``.git``, without a folder), else None."""
+    if words[:2] != ["git", "clone"]:
+        return None
+    args = [w for w in words[2:] if not w.startswith("-")]
+    if not args:
+        return None
+    folder = args[1] if len(args) > 1 else args[0].rstrip("/").rsplit("/", 1)[-1]
+    return folder.removesuffix(".git").rstrip("/") or None
+
+
 def _commands(block: _Block, base_dir: str, optional_files: Set[str]) -> list[_Command]:
     """The commands of ``block``, each with the working directory, environment and
     optional requirement sets (``optional_files``: the optional requirement files) the
@@ -278,16 +295,25 @@ def _commands(block: _Block, base_dir: str, optional_files: Set[str]) -> list[_C
     comment = ""
     env: list[str] = []
     extras: dict[str, Evidence] = {}
+    clones: set[str] = set()
+    clone_root: str | None = None
     for number, text in _logical_lines(block):
         if text.startswith("#"):
             comment = text.lstrip("#").strip()
             continue
         for segment in split_shell(text):
             words = segment.split()
+            clone = _clone_folder(words)
+            if clone is not None:
+                clones.add(clone)
+                continue
             if words[0] == "cd" and len(words) == 2:
                 target = words[1]
                 if target.startswith(("/", "~", "$")):
                     continue  # outside the repository (or unknowable): keep the last one
+                # `git clone <url> && cd <repo>`: the clone's folder may be the repository
+                # itself (its root), even where a folder of the same name is in it.
+                clone_root = workdir if target.rstrip("/") in clones else None
                 # A placeholder (`cd PATH_TO_PROJECT`) names no folder: what follows it has
                 # no known working directory, so it is a rejected candidate.
                 placeholder = target if placeholder_folder(target) else ""
@@ -311,6 +337,7 @@ def _commands(block: _Block, base_dir: str, optional_files: Set[str]) -> list[_C
                         [*env],
                         placeholder=placeholder,
                         extras=dict(extras),
+                        clone_root=clone_root,
                     )
                 )
         comment = ""
@@ -485,6 +512,22 @@ def _doc_files(index: RepoIndex) -> list[str]:
     return ordered + [d for d in docs if d not in ordered]
 
 
+def _workdir(index: RepoIndex, cmd: _Command, base_dir: str) -> str:
+    """Where ``cmd`` runs when its script is not in its tracked working directory: a
+    subdirectory README's relative script may be meant from the root, and after ``git
+    clone <url> && cd <repo>`` the clone may be this repository (the folder the block
+    cloned from); else its working directory as tracked."""
+    if entry_path(index, cmd.run, cmd.workdir)[1]:
+        return cmd.workdir
+    if base_dir != ".":
+        rooted = _norm(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
+        if entry_path(index, cmd.run, rooted)[1]:
+            return rooted
+    if cmd.clone_root is not None and entry_path(index, cmd.run, cmd.clone_root)[1]:
+        return cmd.clone_root
+    return cmd.workdir
+
+
 class ReadmeCommandsDetector(Detector):
     """Experiments from the shell commands in README and docs code blocks (see module doc)."""
 
@@ -508,11 +551,7 @@ class ReadmeCommandsDetector(Detector):
             base_dir = str(PurePosixPath(path).parent)
             for block in blocks:
                 for cmd in _commands(block, base_dir, optional_files):
-                    # A subdirectory README's relative script may be meant from the root.
-                    if base_dir != "." and not entry_path(index, cmd.run, cmd.workdir)[1]:
-                        rooted = _norm(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
-                        if entry_path(index, cmd.run, rooted)[1]:
-                            cmd.workdir = rooted
+                    cmd.workdir = _workdir(index, cmd, base_dir)
                     key = (" ".join(cmd.run.command.split()), cmd.workdir)
                     if key in seen:
                         seen[key].more.append(Evidence(cmd.path, cmd.line))
