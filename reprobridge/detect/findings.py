@@ -274,13 +274,17 @@ class HardwareValue(FindingValue, kind="hardware"):
 
 class ParamValue(EntryValue, kind="param"):
     """[entry::name]: a parameter of ``entry``; ``flag`` sets it on the command line (None:
-    positional, or a config file's key), ``syntax`` says how (None for a config file's)."""
+    positional, or a config file's key), ``syntax`` says how (None for a config file's).
+    ``every``: a training loop of the file runs ``range(<it>)`` and prints only every this
+    many iterations counted from one (0: no such loop), so a smoke value below it prints
+    nothing."""
 
     name: str
     flag: str | None
     default: Scalar | None
     type: str | None
     syntax: Syntax | None = field(default=None, metadata=ABSENT)
+    every: int = field(default=0, metadata=ABSENT)
 
 
 class SeedValue(EntryValue, kind="seed"):

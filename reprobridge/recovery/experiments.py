@@ -665,7 +665,9 @@ def _one_experiment(
         small = smoke_value(bound)
         value = params[bound]
         if small is not None and isinstance(value, int) and value > 0:
-            small = smoke_of_full(small, value)
+            # At most a tenth of the run, not below its print interval (see _bound_flag).
+            gate = param_f[bound].value.every if bound in param_f else 0
+            small = max(smoke_of_full(small, value), gate)
         # -1 / 0 mean "no limit" to most trainers: the smoke tier sets one.
         if small is not None and isinstance(value, int) and (value > small or value <= 0):
             b.put(
@@ -918,7 +920,9 @@ def _bound_flag(
         default = pf.value.default
         syntax = pf.value.syntax
         if isinstance(default, int) and not isinstance(default, bool) and default > 0:
-            small = smoke_of_full(small, default)
+            # At most a tenth of the run, but not below the interval of a loop over it that
+            # prints only every K iterations: a smoke run that prints nothing has no metric.
+            small = max(smoke_of_full(small, default), pf.value.every)
         if isinstance(default, int) and not isinstance(default, bool) and default > small:
             params[name] = default
             notes.decisions.append(

@@ -315,7 +315,7 @@ def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBou
         found = {(b.line, b.column): b for b in _setting_bounds(src, tree)}
         for b in _loop_bounds(src, tree):
             found.setdefault((b.line, b.column), b)
-        gates = _print_gates(tree)
+        gates = print_gates(tree)
     except RecursionError:
         return []
     return [
@@ -324,10 +324,12 @@ def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBou
     ]
 
 
-def _print_gates(tree: ast.Module) -> dict[str, int]:
+def print_gates(tree: ast.Module) -> dict[str, int]:
     """The print interval of each training loop over ``range(stop)`` that prints only when
     ``(i + 1) % K == 0`` (it needs K iterations to print anything): K by the stop's name
-    (``range(num_epochs)``), or by ``@line:column`` of a literal stop (``range(60)``)."""
+    (``range(num_epochs)``, ``range(args.steps)`` -> ``args.steps``), or by
+    ``@line:column`` of a literal stop (``range(60)``). The ``params`` detector reads it
+    too, for a loop bounded by a command-line flag."""
     gates: dict[str, int] = {}
     for loop in ast.walk(tree):
         if not isinstance(loop, ast.For | ast.AsyncFor):
@@ -340,8 +342,9 @@ def _print_gates(tree: ast.Module) -> dict[str, int]:
         if not every:
             continue
         stop = found[0]
-        if isinstance(stop, ast.Name):
-            gates[stop.id] = max(every, gates.get(stop.id, 0))
+        name = dotted(stop) if isinstance(stop, ast.Name | ast.Attribute) else None
+        if name:
+            gates[name] = max(every, gates.get(name, 0))
         elif isinstance(stop, ast.Constant):
             gates[f"@{stop.lineno}:{stop.col_offset}"] = every
     return gates

@@ -55,6 +55,7 @@ from reprobridge.detect.procedure._config_params import (
 from reprobridge.detect.procedure._hydra import hydra_params
 from reprobridge.detect.procedure._loops import Unbounded, unbounded_loops
 from reprobridge.detect.procedure._param import SEED_NAMES, Param
+from reprobridge.detect.procedure.bounds import print_gates
 
 # -- config sections and loops in imported modules ----------------------------------------
 
@@ -173,6 +174,12 @@ class ParamsDetector(Detector):
         pairs += hydra_params(tree, imports, path, ctx)
         findings: list[Finding] = []
         by_name: dict[str, tuple[Param, Evidence]] = {}
+        # A loop over range(args.steps) that prints every K steps: K, by the parameter.
+        gates: dict[str, int] = {}
+        for stop, every in print_gates(tree).items():
+            if not stop.startswith("@"):
+                name = stop.rsplit(".", 1)[-1]
+                gates[name] = max(every, gates.get(name, 0))
         for param, ev in pairs:
             if param.name in by_name:
                 continue
@@ -184,7 +191,13 @@ class ParamsDetector(Detector):
                     kind="param",
                     key=f"{path}::{param.name}",
                     value=ParamValue(
-                        path, param.name, param.flag, param.default, param.type, param.syntax
+                        path,
+                        param.name,
+                        param.flag,
+                        param.default,
+                        param.type,
+                        param.syntax,
+                        gates.get(param.name, 0),
                     ),
                     evidence=evidence,
                     detector=self.name,
