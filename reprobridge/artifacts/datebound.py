@@ -40,9 +40,12 @@ STEP_DAYS = (90, 182, 365, 547, 730, 1095, 1460, 2190, 3650)
 MAX_ATTEMPTS = 16
 #: uv's words for a package its date bound (global or per package) filtered: the hint of a
 #: fresh resolution, and the cause when a previous lock pinned a release the bound excludes.
+#: A release range uv found only yanked releases in counts too: PyPI's torchvision releases
+#: of 2019 are yanked, so a repository of May 2019 resolves nothing until it moves on.
 _FILTERED = re.compile(
     r"`([A-Za-z0-9][A-Za-z0-9._-]*)` was filtered by `exclude-newer(?:-package)?`"
     r"|\b([A-Za-z0-9][A-Za-z0-9._-]*)==\S+ was published after the exclude newer time"
+    r"|\b([A-Za-z0-9][A-Za-z0-9._-]*)(?:[<>=!~]=?[^\s,]*)? (?:was|were|is|are) yanked"
 )
 _STAMP = "%Y-%m-%dT%H:%M:%SZ"
 
@@ -82,8 +85,9 @@ def release_family(name: str) -> tuple[str, ...]:
 
 
 def filtered_by_bound(stderr: str) -> list[str]:
-    """Canonical names of the packages uv says its date bound filtered, sorted."""
-    return sorted({canonicalize_name(a or b) for a, b in _FILTERED.findall(stderr)})
+    """Canonical names of the packages uv says its date bound filtered (or found yanked in
+    the range it left), sorted."""
+    return sorted({canonicalize_name(next(filter(None, m))) for m in _FILTERED.findall(stderr)})
 
 
 def relaxation_flags(relaxed: Iterable[Relaxation]) -> list[str]:

@@ -101,6 +101,13 @@ def test_uv_hints_are_read_for_the_global_and_the_per_package_bound() -> None:
     # With a previous lock, uv says it in the cause instead of a hint.
     text += "cause: Because ml_dtypes==0.3 was published after the exclude newer time and\n"
     assert datebound.filtered_by_bound(text) == ["jaxlib", "ml-dtypes", "torchdiffeq"]
+    # Every release left under the bound yanked (PyPI's torchvision of 2019): move it too.
+    yanked = (
+        "we can conclude that torchvision<0.1.7 cannot be used.\n"
+        "And because torchvision>=0.1.7 was yanked (reason: So that users won't ...) and\n"
+    )
+    assert datebound.filtered_by_bound(yanked) == ["torchvision"]
+    assert datebound.filtered_by_bound("Because foo==1.0 was yanked (reason: x)") == ["foo"]
     assert datebound.relaxation_flags([Relaxation("jax", BOUND, "x")]) == [
         "--exclude-newer-package",
         f"jax={BOUND}",
