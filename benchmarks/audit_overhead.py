@@ -1,6 +1,7 @@
 """The auditor's fixed cost per run: a trivial experiment audited N times vs. run N times bare.
 
-Usage: python benchmarks/audit_overhead.py [--runs 10] [--sandbox auto|on|off] [--keep DIR]
+Usage: python benchmarks/audit_overhead.py [--runs 10] [--repeats 1] [--sandbox auto|on|off]
+       [--keep DIR]
 
 A tiny committed repository after `rb init` whose one experiment is ``echo acc=0.9``. In
 the same process, first the generated launcher runs N times bare (``bash
@@ -13,6 +14,10 @@ The audit's cost per run includes its share of the per-audit work (fingerprints,
 seal), so it falls as N grows; the workload itself costs nothing, so what is measured is
 all overhead: a clean workspace from ``git archive``, the sandbox, the sampler, redacted and
 capped logs, evidence hashed and fsynced, the judgement.
+
+With ``--repeats K`` the pair (bare, audited) is measured K times, interleaved, and the
+medians of the per-pair ratio and extra cost per run are printed last (the machine's load
+changes between pairs; a median of ratios taken side by side is what survives it).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from __future__ import annotations
 import argparse
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -107,20 +113,7 @@ def audited(repo: Path, runs: int, sandbox: str) -> tuple[Cost, str]:
     return cost, str(result.summary["sandbox"])
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=10, help="runs of each (default 10)")
-    parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto")
-    parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
-    args = parser.parse_args(argv)
-    tmp = Path(tempfile.mkdtemp(prefix="rb-audit-overhead-"))
-    try:
-        repo = make_repo((args.keep or tmp) / "repo")
-        plain = bare(repo, args.runs)
-        audit, where = audited(repo, args.runs, args.sandbox)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    print(f"audit overhead: `echo acc=0.9`, {args.runs} runs each; audited runs: {where}")
+def _print_pair(plain: Cost, audit: Cost) -> None:
     print(f"{'':>8} {'wall s':>8} {'CPU s':>8} {'wall ms/run':>12} {'CPU ms/run':>11}")
     for name, c in (("bare", plain), ("audited", audit)):
         print(
@@ -134,6 +127,42 @@ def main(argv: list[str] | None = None) -> int:
         f"ratio audited/bare: wall {audit.wall / plain.wall:.1f}x, "
         f"CPU {audit.cpu / max(plain.cpu, 1e-9):.1f}x"
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10, help="runs of each (default 10)")
+    parser.add_argument(
+        "--repeats", type=int, default=1, help="interleaved (bare, audited) pairs (default 1)"
+    )
+    parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto")
+    parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
+    args = parser.parse_args(argv)
+    tmp = Path(tempfile.mkdtemp(prefix="rb-audit-overhead-"))
+    pairs: list[tuple[Cost, Cost]] = []
+    where = ""
+    try:
+        repo = make_repo((args.keep or tmp) / "repo")
+        for _ in range(args.repeats):
+            plain = bare(repo, args.runs)
+            audit, where = audited(repo, args.runs, args.sandbox)
+            pairs.append((plain, audit))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    print(f"audit overhead: `echo acc=0.9`, {args.runs} runs each; audited runs: {where}")
+    for i, (plain, audit) in enumerate(pairs, 1):
+        if len(pairs) > 1:
+            print(f"pair {i} of {len(pairs)}:")
+        _print_pair(plain, audit)
+    if len(pairs) > 1:
+        extra = [(a.wall_per_run - p.wall_per_run) * 1e3 for p, a in pairs]
+        extra_cpu = [(a.cpu_per_run - p.cpu_per_run) * 1e3 for p, a in pairs]
+        ratio = [a.wall / p.wall for p, a in pairs]
+        print(
+            f"median of {len(pairs)} pairs: extra per run wall {statistics.median(extra):.1f} ms, "
+            f"CPU {statistics.median(extra_cpu):.1f} ms; ratio audited/bare wall "
+            f"{statistics.median(ratio):.1f}x"
+        )
     return 0
 
 

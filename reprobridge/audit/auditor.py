@@ -72,7 +72,12 @@ from reprobridge.audit.pkglisting import PackageListings
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 from reprobridge.audit.threads import THREAD_VARS, thread_env
 from reprobridge.audit.verdicts import rejudge_run, summarize
-from reprobridge.audit.workspace import WorkspaceInfo, head_commit, prepare_workspace
+from reprobridge.audit.workspace import (
+    SourceArchive,
+    WorkspaceInfo,
+    head_commit,
+    prepare_workspace,
+)
 from reprobridge.constants import (
     EVIDENCE_DIR,
     FLAKE_LOCK_FILE,
@@ -392,6 +397,13 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             tempfile.mkdtemp(prefix=f"rb-cache-{_tmp_tag(bundle.path)}-", dir=opts.work_root)
         )
         stack.callback(shutil.rmtree, cache, ignore_errors=True)
+        # The committed tree, archived once for every run's workspace; in a directory of
+        # the auditor's own, which no sandbox binds (the cache above is a setup step's).
+        source_dir = Path(
+            tempfile.mkdtemp(prefix=f"rb-source-{_tmp_tag(bundle.path)}-", dir=opts.work_root)
+        )
+        stack.callback(shutil.rmtree, source_dir, ignore_errors=True)
+        source = SourceArchive(root, commit, source_dir)
         executor = opts.executor or LocalExecutor(unsandboxed=sandboxed)
         # Runs share a package listing only where a run writes nothing outside its own
         # directory (bubblewrap) and the next run is on this machine.
@@ -419,6 +431,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     interrupt,
                     gpu,
                     cache,
+                    source,
                     executor,
                     listings,
                 )
@@ -625,7 +638,7 @@ def _remove_leftovers(bundle_path: Path, work_root: Path | None = None) -> list[
     for job in (bundle_path.parent / ".slurm" / tag).rglob("job.json"):
         with contextlib.suppress(OSError, ValueError, TypeError, AttributeError):
             keep.add(Path(json.loads(job.read_text()).get("workspace", "")).parent)
-    patterns = [f"rb-run-{tag}-*"]
+    patterns = [f"rb-run-{tag}-*", f"rb-source-{tag}-*"]
     # A job's environment may link into the audit's uv cache: kept while a job's workspace is.
     if not any(p.is_dir() for p in keep):
         patterns.append(f"rb-cache-{tag}-*")
@@ -684,11 +697,13 @@ def _one_run(
     interrupt: _Interrupt,
     gpu: dict[str, Any],
     cache: Path,
+    source: SourceArchive,
     executor: Executor,
     listings: PackageListings,
 ) -> _RunSteps:
     """Execute (or reuse, when resuming) one run; return its RunJudgement. ``cache`` is
-    the audit's private uv cache for sandboxed setup steps; ``listings`` lists the run's
+    the audit's private uv cache for sandboxed setup steps; ``source`` the committed tree
+    every run's workspace is extracted from; ``listings`` lists the run's
     Python packages (once per environment of the audit, see audit/pkglisting.py).
 
     A coroutine, so that an executor can take many prepared runs at once (a job array):
@@ -758,7 +773,7 @@ def _one_run(
     detached = False
     try:
         workspace = Path(tmp) / "repo"
-        info: WorkspaceInfo = prepare_workspace(root, workspace)
+        info: WorkspaceInfo = prepare_workspace(root, workspace, source=source)
         record = record.with_(
             workspace={"commit": info.commit, "overlaid": info.overlaid, "skipped": info.skipped},
             max_processes=opts.max_processes,

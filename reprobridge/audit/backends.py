@@ -583,11 +583,17 @@ class HostBackend:
         self._pinned: list[str] | None = None
 
     def _python(self, state: EnvironmentState) -> str:
+        """The interpreter the runs use: the first candidate that runs, as the executable it
+        reports (a pyenv shim resolved to the interpreter it starts; the fingerprint's
+        ``python_via`` names the shim), else this rb's own interpreter."""
         for candidate in _machine.interpreter_candidates(self.python_version):
-            why = _machine.interpreter_problem(str(candidate))
-            if why is None:
-                return str(candidate)
-            state.warnings.append(f"{candidate} is not used: {why}")
+            probe = _machine.probe_interpreter(str(candidate))
+            if probe.problem is None:
+                if probe.executable is None or probe.executable == str(candidate):
+                    return str(candidate)
+                state.fingerprint["python_via"] = str(candidate)
+                return probe.executable
+            state.warnings.append(f"{candidate} is not used: {probe.problem}")
         mine = f"{sys.version_info.major}.{sys.version_info.minor}"
         if mine != self.python_version:
             state.warnings.append(
@@ -611,6 +617,7 @@ class HostBackend:
         locked = (root / PYTHON_DIR / "uv.lock").is_file()
         index = choose_index(self.install) if self.has_requirements and not locked else None
         state.fingerprint = {
+            **state.fingerprint,  # python_via, from _python
             "python": python,
             "uv": " ".join(self._uv()) if self.has_requirements else None,
             "builds": (

@@ -85,12 +85,46 @@ def overlay_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> WorkspaceInfo:
-    """Fill the new directory ``dest`` with HEAD of ``root`` plus rb's artifacts."""
+def _git_archive(root: Path, commit: str) -> bytes:
+    """``git archive`` of ``commit`` as a tar, the repository's filter drivers off."""
+    safe = _proc.git_filter_overrides(root)
+    return _proc.git(root, *safe, "archive", "--format=tar", commit, timeout=600).stdout
+
+
+class SourceArchive:
+    """The tar of one commit, made by ``git archive`` on first use and kept in
+    ``directory`` for every later workspace of the audit: three git starts per run were
+    a fifth of an audited trivial run's overhead (benchmarks/audit_overhead.py).
+
+    ``directory`` must be the auditor's own, never bound into a run's or a setup step's
+    sandbox (as the audit's uv cache is): what a run could write there, later runs would
+    start from.
+    """
+
+    def __init__(self, root: Path, commit: str, directory: Path) -> None:
+        self.root = root
+        self.commit = commit
+        self.directory = directory
+        self._path: Path | None = None
+
+    def path(self) -> Path:
+        """The tar file (made now if it was not yet)."""
+        if self._path is None:
+            path = self.directory / f"{self.commit}.tar"
+            path.write_bytes(_git_archive(self.root, self.commit))
+            self._path = path
+        return self._path
+
+
+def prepare_workspace(
+    root: Path, dest: Path, *, commit: str | None = None, source: SourceArchive | None = None
+) -> WorkspaceInfo:
+    """Fill the new directory ``dest`` with HEAD of ``root`` (``commit``, or ``source``'s
+    commit, extracted from its tar) plus rb's artifacts from the work tree."""
+    if source is not None:
+        commit = source.commit
     commit = commit or head_commit(root)
     dest.mkdir(parents=True, exist_ok=False)
-    safe = _proc.git_filter_overrides(root)
-    archive = _proc.git(root, *safe, "archive", "--format=tar", commit, timeout=600).stdout
     skipped: dict[str, str] = {}
 
     def refuse_quietly(member: tarfile.TarInfo, why: str) -> None:
@@ -99,7 +133,10 @@ def prepare_workspace(root: Path, dest: Path, *, commit: str | None = None) -> W
         # audit.
         skipped[member.name] = why
 
-    with tarfile.open(fileobj=io.BytesIO(archive), mode="r:") as tar:
+    archive = (
+        source.path().open("rb") if source is not None else io.BytesIO(_git_archive(root, commit))
+    )
+    with archive, tarfile.open(fileobj=archive, mode="r:") as tar:
         extract_all_data(tar, dest, refuse_quietly)
     overlaid: dict[str, str] = {}
     for rel in overlay_files(root):

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from reprobridge._machine import interpreter_problem
+from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.backends import HostBackend
 
 
@@ -41,7 +42,28 @@ def test_a_working_interpreter_is_chosen(tmp_path: Path, monkeypatch: pytest.Mon
     shim = _shim(tmp_path / "bin", "python3.77", f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
     monkeypatch.setenv("PATH", f"{shim.parent}:{os.environ['PATH']}")
     state = HostBackend("3.77", has_requirements=False).prepare(tmp_path)
-    assert state.fingerprint["python"] == str(shim)
+    # The shim is resolved to the interpreter it starts, which the runs then use directly.
+    assert state.fingerprint["python"] == sys.executable
+    assert state.fingerprint["python_via"] == str(shim)
+    assert state.base_env["PATH"].startswith(f"{Path(sys.executable).parent}:")
+
+
+def test_a_shim_is_started_once_per_audit_not_per_run(
+    tiny_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pyenv-style shim costs some twenty processes per start (0.5-1.2 s on a loaded
+    machine). Its directory was the runs' PATH, so the package listing and every `python3`
+    of every run went through it; now only the interpreter check does."""
+    log = tmp_path / "shim.log"
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    body = f'#!/bin/sh\necho "$0" >> "{log}"\nexec "{sys.executable}" "$@"\n'
+    for name in (f"python{version}", "python3"):
+        _shim(tmp_path / "shims", name, body)
+    monkeypatch.setenv("PATH", f"{tmp_path / 'shims'}:{os.environ['PATH']}")
+    root = tiny_repo("python3 -c 'print(\"acc=0.9\")'\n")
+    result = run_audit(root, AuditOptions(runs=2, backend="host"))
+    assert result.passed, result.summary
+    assert log.read_text().splitlines() == [str(tmp_path / "shims" / f"python{version}")]
 
 
 def test_the_check_runs_in_a_cleared_environment(
