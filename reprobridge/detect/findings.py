@@ -298,13 +298,15 @@ class SeedValue(EntryValue, kind="seed"):
 
 class UnboundedValue(EntryValue, kind="unbounded"):
     """[entry]: a loop without an end, and why (``reason``); the parameter that bounds it,
-    where there is one: its ``flag``, ``name``, ``syntax`` and ``default``."""
+    where there is one: its ``flag``, ``name``, ``syntax`` and ``default``; ``budget``: the
+    name the loop's exit tests (``max_steps``), None when the loop has no exit at all."""
 
     reason: str
     flag: str | None
     name: str | None = field(default=None, metadata=ABSENT)
     syntax: Syntax | None = field(default=None, metadata=ABSENT)
     default: Scalar | None = field(default=None, metadata=ABSENT)
+    budget: str | None = field(default=None, metadata=ABSENT)
 
 
 class DatasetValue(FindingValue, kind="dataset"):

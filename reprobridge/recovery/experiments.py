@@ -290,9 +290,9 @@ def merge_experiments(
         bounded,
         lambda f: service_key(f.value, f.key) in services,
         lambda f: f.detector == "readme" and extra_key(f.value) in extras,
-        # A loop with no exit at all (one a budget parameter ends has its flag: the
-        # smoke tier sets it, or the run ends at the parameter's default).
-        frozenset(u.value.entry for u in of_type(by_kind, UnboundedValue) if not u.value.flag),
+        # A loop with no exit at all; one whose exit tests a budget (`max_steps`) ends
+        # at the budget's value, or the smoke tier sets it.
+        frozenset(u.value.entry for u in of_type(by_kind, UnboundedValue) if not u.value.budget),
     )
     for r in others:
         cmd = " ".join(r.finding.value.command.split())

@@ -297,10 +297,16 @@ class ParamsDetector(Detector):
                 reason += " (no flag sets it)"
         if entry is not None and entry != path:
             reason = f"{path}: {reason}"
-        value = UnboundedValue(entry or path, reason, None)
+        value = UnboundedValue(entry or path, reason, None, budget=loop.bound)
         if param is not None:
             value = UnboundedValue(
-                entry or path, reason, param.flag, param.name, param.syntax, param.default
+                entry or path,
+                reason,
+                param.flag,
+                param.name,
+                param.syntax,
+                param.default,
+                budget=loop.bound,
             )
         return Finding(
             kind="unbounded",

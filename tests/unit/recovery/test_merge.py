@@ -93,3 +93,32 @@ def test_a_command_that_names_a_bounded_config_file_ranks_as_bounded(make_repo) 
     assert "no parameter bounds a smoke run" not in why
     (exp,) = merged.manifest.experiments.values()
     assert exp.tiers["smoke"].edits
+
+
+def test_a_loop_that_ends_at_a_budget_is_not_endless(make_repo) -> None:
+    """`while True:` whose only exit tests a step budget (`if step >= max_steps: break`)
+    ends on its own, even when no flag sets the budget: it is not ranked as a loop without
+    end (only a loop with no exit at all is)."""
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.findings import UnboundedValue
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.experiments import MAIN_DECISION
+    from reprobridge.recovery.merge import merge_findings
+
+    loop = (
+        "import os\n\nmax_steps = int(os.environ.get('MAX_STEPS', '500'))\n"
+        "w, step = 0.0, 0\nwhile True:\n    loss = (w - 3.0) ** 2\n    w -= 0.1 * (w - 3.0)\n"
+        "    step += 1\n{exit}    if step % 100 == 0:\n        print(f'loss: {{loss:.4f}}')\n"
+    )
+    files = {
+        "examples/fit_once.py": "loss = 0.5\nprint(f'final loss: {loss}')\n",
+        "README.md": "```bash\npython train.py\npython examples/fit_once.py\n```\n",
+    }
+    for exit_, main in (("    if step >= max_steps:\n        break\n", "train"), ("", "fit_once")):
+        root = make_repo({**files, "train.py": loop.format(exit=exit_)}, git=False)
+        ctx = detect_repo(RepoIndex.from_directory(root))
+        (u,) = [f for f in ctx.findings if isinstance(f.value, UnboundedValue)]
+        assert u.value.budget == ("max_steps" if exit_ else None)
+        merged = merge_findings(ctx, repo_name="x")
+        (why,) = [d for d in merged.notes.decisions if MAIN_DECISION in d]
+        assert why.startswith(f"{main} "), why
