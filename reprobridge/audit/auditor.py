@@ -31,6 +31,7 @@ import signal
 import tempfile
 import threading
 from collections.abc import Generator, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -380,13 +381,17 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 started_event["restarted"] = "the audit was killed before its plan was recorded"
             bundle.journal_append(started_event)
         emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
-        backend, state = choose_backend(opts, manifest, root, sandboxed)
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rb-fingerprint") as pool:
+            # The machine is fingerprinted while the backend is chosen, whose interpreter
+            # check mostly waits on a process (a shim: some twenty): both only read.
+            prints = pool.submit(_machine_fingerprints, root)
+            backend, state = choose_backend(opts, manifest, root, sandboxed)
+            host, gpu, git = prints.result()
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
         bundle.write_json("environment.json", jsonable(dataclasses.replace(state, base_env={})))
-        bundle.write_json("fingerprint/host.json", fp.host_fingerprint())
-        gpu = fp.gpu_fingerprint()
+        bundle.write_json("fingerprint/host.json", host)
         bundle.write_json("fingerprint/gpu.json", gpu)
-        bundle.write_json("fingerprint/git.json", fp.git_fingerprint(root))
+        bundle.write_json("fingerprint/git.json", git)
         if backend.name == "nix":
             bundle.write_json("fingerprint/nix.json", fp.nix_fingerprint(root, nix=opts.nix_binary))
         started = _now()
@@ -492,6 +497,11 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
         emit("audit-done", audit_id=audit_id, passed=passed, verdict=summary.verdict)
         return AuditResult(audit_id, bundle.path, passed, summary)
+
+
+def _machine_fingerprints(root: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """This machine's host, GPU and git fingerprints (each records its own failures)."""
+    return fp.host_fingerprint(), fp.gpu_fingerprint(), fp.git_fingerprint(root)
 
 
 #: One run as a coroutine (:func:`_one_run`): it yields its request once prepared, is sent
