@@ -44,8 +44,15 @@ def nodes_of(tree: ast.AST, *types: type[ast.AST]) -> list[Any]:
     cache: dict[type[ast.AST], list[ast.AST]] | None = getattr(tree, _CACHE_ATTR, None)
     if cache is None:
         cache = {}
-        for node in ast.walk(tree):
+        # ast.walk's breadth-first order, with the children listed by child_nodes: the
+        # generators of ast.walk/iter_child_nodes were most of the cost of bucketing.
+        queue: list[ast.AST] = [tree]
+        at = 0
+        while at < len(queue):
+            node = queue[at]
+            at += 1
             cache.setdefault(type(node), []).append(node)
+            queue.extend(child_nodes(node))
         setattr(tree, _CACHE_ATTR, cache)
     if len(types) == 1:
         return list(cache.get(types[0], []))
@@ -312,14 +319,39 @@ def seed_calls(tree: ast.AST, imports: dict[str, str]) -> Iterator[tuple[ast.Cal
         yield node, value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def walk_shallow(nodes: list[ast.stmt]) -> Iterator[ast.AST]:
-    """Walk ``nodes`` without descending into nested functions, classes or lambdas."""
+#: Nodes whose bodies :func:`walk_shallow` does not enter.
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def walk_shallow(nodes: list[ast.stmt], seen: set[int] | None = None) -> Iterator[ast.AST]:
+    """Walk ``nodes`` without descending into nested functions, classes or lambdas
+    (pre-order, children in field order, as :func:`ast.iter_child_nodes` gives them).
+
+    With ``seen`` (ids of nodes), a node already in it is skipped with everything under it,
+    and each node walked is added: walks of several statements that nest one another
+    then visit each node once. (What lies under a node that is not a start node does not
+    depend on where the walk started, so skipping it loses nothing.)
+    """
     stack: list[ast.AST] = list(reversed(nodes))
     while stack:
         node = stack.pop()
+        if seen is not None:
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
         yield node
-        for child in reversed(list(ast.iter_child_nodes(node))):
-            if not isinstance(
-                child, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
-            ):
-                stack.append(child)
+        stack.extend(c for c in reversed(child_nodes(node)) if not isinstance(c, _SCOPES))
+    return None
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, without its two generator layers per node
+    (they were most of the cost of the detectors' own walks)."""
+    children: list[ast.AST] = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if isinstance(value, ast.AST):
+            children.append(value)
+        elif isinstance(value, list):
+            children.extend(item for item in value if isinstance(item, ast.AST))
+    return children

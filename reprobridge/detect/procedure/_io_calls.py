@@ -31,6 +31,7 @@ from reprobridge.detect._pyast import (
     NotLiteral,
     call_name,
     callee,
+    child_nodes,
     defaults_of,
     import_map,
     kwarg,
@@ -184,15 +185,36 @@ def _switched_on(value: ast.expr | None, assigned: Assigned, depth: int = 0) -> 
     return None if not isinstance(found, NotLiteral) else ast.unparse(value)[:60]
 
 
+@dataclass(frozen=True)
+class _Matched:
+    """The rules a call name matches, in the order :func:`_classify` tries them."""
+
+    downloads: tuple[DownloadRule, ...]
+    write: int | None  # the path argument's position of the first write rule matched
+    read: bool
+
+
+@lru_cache(maxsize=4096)
+def _matched(name: str, imported: bool) -> _Matched:
+    """Which rules ``name`` matches (a pure function of the name and whether its root was
+    imported): a file calls the same few names over and over, and matching every rule's
+    patterns on every call was most of the fetch detector's time."""
+    r = rules()
+    write = next((pos for pattern, pos in r.writes if _matches(name, (pattern,), imported)), None)
+    return _Matched(
+        downloads=tuple(rule for rule in r.downloads if _matches(name, rule.calls, imported)),
+        write=write,
+        read=_matches(name, r.reads, imported),
+    )
+
+
 def _classify(
     node: ast.Call, name: str, imports: dict[str, str], assigned: Assigned
 ) -> tuple[Kind, str, str] | None:
     """(kind, path, what) of one call, or None when it does no I/O the rules know."""
     r = rules()
-    imported = name.split(".", 1)[0] in imports
-    for rule in r.downloads:
-        if not _matches(name, rule.calls, imported):
-            continue
+    matched = _matched(name, name.split(".", 1)[0] in imports)
+    for rule in matched.downloads:
         what = rule.what
         if rule.when is not None:
             why = _switched_on(kwarg(node, rule.when), assigned)
@@ -205,12 +227,12 @@ def _classify(
         if rule.local and isinstance(first, str) and first in rule.local:
             return None
         return "download", "", what
-    for pattern, position in r.writes:
-        if _matches(name, (pattern,), imported):
-            target = node.args[position] if len(node.args) > position else None
-            path = _path_of(target, imports)
-            return ("write", path, name) if path else None
-    if _matches(name, r.reads, imported):
+    if matched.write is not None:
+        position = matched.write
+        target = node.args[position] if len(node.args) > position else None
+        path = _path_of(target, imports)
+        return ("write", path, name) if path else None
+    if matched.read:
         target = node.args[0] if node.args else None
         for key in r.read_keywords:
             target = target if target is not None else kwarg(node, key)
@@ -257,7 +279,7 @@ def io_calls(tree: ast.Module) -> list[IoCall]:
         elif isinstance(node, ast.Call) and id(node) in hits:
             name, (kind, path, what) = hits[id(node)]
             found.append(IoCall(kind, path, node.lineno, name, what, function))
-        stack.extend((child, function) for child in ast.iter_child_nodes(node))
+        stack.extend((child, function) for child in child_nodes(node))
     return sorted(found, key=lambda c: (c.line, c.kind, c.path, c.call))
 
 
@@ -275,7 +297,7 @@ def called_names(tree: ast.Module) -> set[str]:
             name = callee(node)
             if name and name != function:
                 out.add(name)
-        stack.extend((child, function) for child in ast.iter_child_nodes(node))
+        stack.extend((child, function) for child in child_nodes(node))
     return out
 
 

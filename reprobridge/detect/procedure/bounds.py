@@ -42,7 +42,7 @@ import shlex
 from collections.abc import Iterator
 from dataclasses import asdict, replace
 
-from reprobridge.detect._pyast import defaults_of, dotted, walk_shallow
+from reprobridge.detect._pyast import defaults_of, dotted, nodes_of, walk_shallow
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue, ExperimentValue
 from reprobridge.detect.procedure._literal import LiteralBound, Site
@@ -171,33 +171,37 @@ def _run_statements(body: list[ast.stmt]) -> list[ast.stmt]:
     return statements
 
 
-def _settings_code(tree: ast.Module) -> list[ast.stmt]:
-    """The statements that run when the file runs and hold its settings: those outside
-    function bodies, plus the bodies of the module's own functions that this code calls by
-    name (``main()`` under a ``__main__`` guard, a notebook cell's ``train()``)."""
-    statements = _run_statements(tree.body)
-    called = {
-        node.func.id
+def _name_calls(statements: list[ast.stmt]) -> list[ast.Call]:
+    """The calls by plain name (``main()``, ``train(cfg)``) in ``statements``' own code,
+    each once: a statement's walk covers its nested statements, which are in
+    ``statements`` too, so each node is walked once, not once per enclosing statement."""
+    seen: set[int] = set()
+    return [
+        node
         for stmt in statements
-        for node in walk_shallow([stmt])
+        for node in walk_shallow([stmt], seen)
         if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    }
+    ]
+
+
+def _settings_code(tree: ast.Module, run: list[ast.stmt], calls: list[ast.Call]) -> list[ast.stmt]:
+    """The statements that run when the file runs and hold its settings: those outside
+    function bodies (``run``, :func:`_run_statements`), plus the bodies of the module's own
+    functions that this code calls by name (``calls``, :func:`_name_calls`: ``main()``
+    under a ``__main__`` guard, a notebook cell's ``train()``)."""
+    statements = list(run)
+    called = {node.func.id for node in calls if isinstance(node.func, ast.Name)}
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in called:
             statements += _run_statements(stmt.body)
     return statements
 
 
-def _default_settings(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
+def _default_settings(tree: ast.Module, calls: list[ast.Call]) -> Iterator[tuple[str, ast.expr]]:
     """(parameter, default) of the module's own functions that the code outside function
-    bodies calls by name without passing that parameter: ``def main(num_epochs=30)`` run as
-    ``main()`` under a ``__main__`` guard takes its length from the default."""
-    calls = [
-        node
-        for stmt in _run_statements(tree.body)
-        for node in walk_shallow([stmt])
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-    ]
+    bodies calls by name (``calls``, :func:`_name_calls`) without passing that parameter:
+    ``def main(num_epochs=30)`` run as ``main()`` under a ``__main__`` guard takes its
+    length from the default."""
     for fn in tree.body:
         if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
             continue
@@ -219,9 +223,11 @@ def _default_settings(tree: ast.Module) -> Iterator[tuple[str, ast.expr]]:
 def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
     """Named bounds in the code that runs (see the module docstring), and the defaults of
     its functions' parameters that no call passes (:func:`_default_settings`)."""
-    for name, default in _default_settings(tree):
+    run = _run_statements(tree.body)
+    calls = _name_calls(run)
+    for name, default in _default_settings(tree, calls):
         yield from _named(src, name, default)
-    statements = _settings_code(tree)
+    statements = _settings_code(tree, run, calls)
     for stmt in statements:
         if isinstance(stmt, ast.Assign):
             for target in stmt.targets:
@@ -285,10 +291,14 @@ def _range_stop(node: ast.expr) -> tuple[ast.expr, int] | None:
     return None
 
 
+def _loops(tree: ast.Module) -> list[ast.For | ast.AsyncFor]:
+    """Every ``for`` loop of ``tree`` (the tree's cached node buckets, not a walk per
+    caller; what the callers compute does not depend on the loops' order)."""
+    return [*nodes_of(tree, ast.For), *nodes_of(tree, ast.AsyncFor)]
+
+
 def _loop_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
-    for loop in ast.walk(tree):
-        if not isinstance(loop, ast.For | ast.AsyncFor):
-            continue
+    for loop in _loops(tree):
         found = _range_stop(loop.iter)
         if found is None or not _trains(loop.body):
             continue
@@ -331,9 +341,7 @@ def print_gates(tree: ast.Module) -> dict[str, int]:
     ``@line:column`` of a literal stop (``range(60)``). The ``params`` detector reads it
     too, for a loop bounded by a command-line flag."""
     gates: dict[str, int] = {}
-    for loop in ast.walk(tree):
-        if not isinstance(loop, ast.For | ast.AsyncFor):
-            continue
+    for loop in _loops(tree):
         found = _range_stop(loop.iter)
         variable = loop.target.id if isinstance(loop.target, ast.Name) else None
         if found is None or variable is None:

@@ -48,7 +48,7 @@ import re
 import shlex
 from pathlib import PurePosixPath
 
-from reprobridge.detect._pyast import call_name, import_map, main_guard
+from reprobridge.detect._pyast import call_name, import_map, main_guard, nodes_of
 from reprobridge.detect._text import first_line, is_test_path, skip_path, slugify, unique_id
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding, rejected
 from reprobridge.detect.findings import ExperimentKind, ExperimentValue
@@ -127,20 +127,19 @@ def module_of(path: str) -> str | None:
 def _names_parent_paths(tree: ast.Module) -> bool:
     """Whether the module's code (not its docstrings) has a string literal naming a path
     through the folder above its own: ``..`` or one starting ``../``."""
+    # From the tree's cached node buckets (neither answer depends on the walk's order).
     docstrings = {
         id(node.body[0].value)
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
-        and node.body
+        for node in nodes_of(tree, ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+        if node.body
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
     return any(
-        isinstance(node, ast.Constant)
-        and isinstance(node.value, str)
+        isinstance(node.value, str)
         and id(node) not in docstrings
         and (node.value in ("..", "../") or node.value.startswith(("../", "..\\")))
-        for node in ast.walk(tree)
+        for node in nodes_of(tree, ast.Constant)
     )
 
 
@@ -487,10 +486,8 @@ def _top_call(stmt: ast.stmt) -> ast.Call | None:
 
 def _parser_description(tree: ast.Module, imports: dict[str, str]) -> str:
     """The ``description=`` of the file's ``argparse.ArgumentParser``, or ""."""
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and (call_name(node, imports) or "").endswith(
-            "ArgumentParser"
-        ):
+    for node in nodes_of(tree, ast.Call):  # one type: ast.walk's order
+        if (call_name(node, imports) or "").endswith("ArgumentParser"):
             for kw in node.keywords:
                 if kw.arg == "description" and isinstance(kw.value, ast.Constant):
                     return str(kw.value.value) if isinstance(kw.value.value, str) else ""

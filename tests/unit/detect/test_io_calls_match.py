@@ -36,3 +36,23 @@ def test_matches_agrees_with_fnmatch_on_the_shipped_rules_and_random_names() -> 
         assert _io_calls._matches(name, patterns, imported) == _reference(
             name, patterns, imported
         ), (name, patterns, imported)
+
+
+def test_matched_lists_the_rules_classify_would_try_in_order() -> None:
+    """_matched (cached per name) picks the same download rules, first write rule and
+    read rule as matching every rule per call did, in the rules' order."""
+    rules = _io_calls.rules()
+    names = {p.replace("*", "x") for rule in rules.downloads for p in rule.calls}
+    names |= {p.replace("*", "x") for p, _ in rules.writes} | set(rules.reads)
+    names |= {"open", "io.open", "torch.save", "numpy.save", "x.open", "print", "json.dump"}
+    for name in sorted(names):
+        for imported in (False, True):
+            got = _io_calls._matched(name, imported)
+            assert got.downloads == tuple(
+                r for r in rules.downloads if _reference(name, r.calls, imported)
+            )
+            assert got.write == next(
+                (pos for p, pos in rules.writes if _reference(name, (p,), imported)), None
+            )
+            assert got.read == _reference(name, rules.reads, imported)
+    assert _io_calls._matched("torch.save", True).write is not None  # the test sees a hit

@@ -10,11 +10,14 @@ from reprobridge.detect._pyast import (
     NOT_LITERAL,
     call_name,
     callee,
+    child_nodes,
     import_map,
     literal,
     main_guard,
+    nodes_of,
     seed_calls,
     static_path,
+    walk_shallow,
 )
 
 
@@ -80,3 +83,63 @@ def test_seed_calls_literal_and_computed() -> None:
 def test_main_guard_either_order() -> None:
     assert main_guard(ast.parse("if '__main__' == __name__:\n    pass\n")) is not None
     assert main_guard(ast.parse("def f():\n    if __name__ == '__main__':\n        pass\n")) is None
+
+
+_NESTED = """
+import os
+X = [f(i) for i in range(3)]
+class C:
+    y = g(1)
+    def m(self):
+        return h(2)
+for epoch in range(10):
+    if epoch % 2 == 0:
+        try:
+            step(lambda: k(3))
+        except ValueError as exc:
+            log(exc)
+    with open("a") as fh:
+        match fh.read():
+            case "x":
+                train(epoch)
+def main(lr=0.1):
+    run(lr)
+main()
+"""
+
+
+def test_child_nodes_and_nodes_of_keep_the_ast_module_orders() -> None:
+    tree = ast.parse(_NESTED)
+    for node in ast.walk(tree):
+        assert child_nodes(node) == list(ast.iter_child_nodes(node))
+    walked = list(ast.walk(tree))
+    for kind in {type(n) for n in walked}:
+        assert nodes_of(tree, kind) == [n for n in walked if type(n) is kind]
+
+
+def _reference_shallow(nodes: list[ast.stmt]) -> list[ast.AST]:
+    scopes = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.Lambda
+    out: list[ast.AST] = []
+    for node in nodes:
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, scopes):
+                out += _reference_shallow([child])  # type: ignore[list-item]
+    return out
+
+
+def test_walk_shallow_with_seen_walks_nested_statements_once() -> None:
+    """Pre-order without entering functions, classes or lambdas; with ``seen``, walks of
+    statements that nest one another visit each node once and lose none."""
+    tree = ast.parse(_NESTED)
+    statements = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    for stmt in statements:
+        assert list(walk_shallow([stmt])) == _reference_shallow([stmt])
+    seen: set[int] = set()
+    once = [n for stmt in statements for n in walk_shallow([stmt], seen)]
+    assert len(once) == len({id(n) for n in once})
+    every = {id(n) for stmt in statements for n in walk_shallow([stmt])}
+    assert {id(n) for n in once} == every
+    names = {n.func.id for n in once if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    assert {"train", "step", "h", "g", "main"} <= names
+    assert "k" not in names  # in a lambda
