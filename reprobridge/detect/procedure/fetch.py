@@ -15,8 +15,9 @@ download of that notebook and not of its neighbour that only imports the package
 
 * A ``dataset`` finding with evidence in code that runs counts unless it is generated
   (``make_moons``, random arrays), bundled with its library (scikit-learn's
-  ``load_iris``), or a path present in the repository relative to the entry's folder or the
-  root (the entry's own folders are code, not data).
+  ``load_iris``), or a path present in the repository relative to a folder a command of
+  the entry runs from (a relative path is read from there; the root's own code folders
+  are not data).
 * A download call in code that runs (the rules are data: ``reprobridge/data/io_calls.toml``,
   read by :mod:`~reprobridge.detect.procedure._io_calls`) counts where no dataset finding names one.
 * A file the entry reads by a literal relative path (``np.load``, ``torch.load``, ``open``
@@ -84,7 +85,7 @@ class FetchDetector(Detector):
                     (e for e in d.evidence if e.path in closure and runs(e.path, e.line or 0)),
                     None,
                 )
-                if ev is None or not _fetched(d, entry, files | dirs, own):
+                if ev is None or not _fetched(d, files | dirs, own, workdirs[entry]):
                     continue
                 what = d.value.name or d.value.url or d.value.path
                 hits.append((f"{d.key} ({what})", ev))
@@ -189,16 +190,24 @@ def _producer(
     return None
 
 
-def _fetched(d: Finding[DatasetValue], entry: str, present: set[str], own: set[str]) -> bool:
-    """Whether dataset ``d`` is obtained at run time rather than read from the repository."""
+def _fetched(
+    d: Finding[DatasetValue], present: set[str], own: set[str], workdirs: set[str]
+) -> bool:
+    """Whether dataset ``d`` is obtained at run time rather than read from the repository.
+
+    A relative path is read from where the command runs: it is present when it is under
+    one of the entry's commands' ``workdirs`` (the root's own code folders aside: they are
+    not data). Not under the entry's folder when no command runs there: MorvanZhou's
+    ``tutorial-contents/401_CNN.py`` run from the root reads the root's ``./mnist/``, which
+    is missing, whatever ``tutorial-contents/mnist`` holds."""
     if d.value.generated or "bundled" in d.note:
         return False
     path = d.value.path or ""
     if path:
-        here = posixpath.normpath(posixpath.join(str(PurePosixPath(entry).parent), path))
-        root = posixpath.normpath(path)
-        if here in present or (root in present and root not in own):
-            return False
+        for workdir in sorted(workdirs):
+            here = posixpath.normpath(posixpath.join(workdir, path))
+            if here in present and (workdir != "." or here not in own):
+                return False
     return bool(d.value.name or d.value.url or path)
 
 
