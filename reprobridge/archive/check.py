@@ -24,8 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reprobridge.archive import wheels
 from reprobridge.archive.supplement import LOCK_REL
+from reprobridge.archive.verify import verify_archive
 from reprobridge.constants import WHEELS_DIR
+from reprobridge.errors import ArchiveError, ManifestError
+from reprobridge.manifest.io import parse_document, validate_document
 
 Status = Literal["ok", "lacks", "n/a"]
 
@@ -69,8 +73,6 @@ class OfflineReport:
 
 def check_offline(path: Path) -> OfflineReport:
     """See the module doc."""
-    from reprobridge.archive.verify import verify_archive
-
     rep = OfflineReport(Path(path))
     ver = verify_archive(path)
     add = rep.items.append
@@ -111,9 +113,6 @@ def check_offline(path: Path) -> OfflineReport:
 
 
 def _manifest(raw: bytes | None) -> Any:
-    from reprobridge.errors import ManifestError
-    from reprobridge.manifest.io import parse_document, validate_document
-
     if raw is None:
         return None
     try:
@@ -132,9 +131,6 @@ def _check_wheels(
     manifest: Any,
     doc: dict[str, Any],
 ) -> None:
-    from reprobridge.archive import wheels
-    from reprobridge.errors import ArchiveError
-
     add = rep.items.append
     if manifest is None or not manifest.environment.python_requirements:
         add(Item("wheels", "n/a", "the manifest lists no Python package"))

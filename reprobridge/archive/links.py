@@ -29,8 +29,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from reprobridge.archive.verify import ArchiveReport, _scan
 from reprobridge.constants import FLAKE_LOCK_FILE, MANIFEST_FILE
-from reprobridge.errors import ArchiveError
+from reprobridge.errors import ArchiveError, ManifestError
+from reprobridge.manifest.io import parse_document, validate_document
 
 Status = Literal["ok", "broken", "unchecked", "local"]
 TIMEOUT = 10.0
@@ -139,7 +141,6 @@ def _read_sources(path: Path) -> tuple[bytes | None, bytes | None, dict[str, str
             {},
             set(),
         )
-    from reprobridge.archive.verify import ArchiveReport, _scan
 
     report = ArchiveReport(path)
     _scan(path, report)
@@ -162,9 +163,6 @@ def check_links(
     ``offline`` checks nothing on the network (every remote link is ``unchecked``);
     ``prober`` replaces :func:`probe` (tests).
     """
-    from reprobridge.errors import ManifestError
-    from reprobridge.manifest.io import parse_document, validate_document
-
     path = Path(path)
     if not path.exists():
         raise ArchiveError(

@@ -54,8 +54,10 @@ from reprobridge.archive.build import (
 )
 from reprobridge.archive.rocrate import CRATE_FILE
 from reprobridge.constants import MANIFEST_FILE
-from reprobridge.errors import ArchiveError
+from reprobridge.errors import ArchiveError, ManifestError
+from reprobridge.evidence.hashing import sha256_file
 from reprobridge.evidence.verify import VerifyResult
+from reprobridge.manifest.io import parse_document, validate_document
 
 #: Members whose bytes are kept in memory during the scan (all small).
 _KEEP = frozenset(
@@ -257,9 +259,6 @@ def _check_manifest(report: ArchiveReport) -> None:
 
 
 def _check_rb_manifest(report: ArchiveReport) -> None:
-    from reprobridge.errors import ManifestError
-    from reprobridge.manifest.io import parse_document, validate_document
-
     raw = report.kept.get(MANIFEST_FILE)
     if raw is None:
         report.problems.append(f"{MANIFEST_FILE}: missing from the archive")
@@ -469,6 +468,4 @@ def _scan_extract(
 
 
 def _hash_file(path: Path) -> str:
-    from reprobridge.evidence.hashing import sha256_file
-
     return sha256_file(path)[0]

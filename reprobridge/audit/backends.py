@@ -51,6 +51,7 @@ from reprobridge.audit.hostenv import (
     requirement_name,
     step_network_env,
 )
+from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError, ReproBridgeError
 
@@ -655,8 +656,6 @@ class HostBackend:
                 f"backend would run ({'--offline' if self.offline else self.builds.why_not})"
             )
         if self.offline is not None and self.has_requirements:
-            from reprobridge.audit.offline import offline_requirements
-
             # Fail fast, before any run: everything must be in the wheels directory.
             self._offline_lines = offline_requirements(root, self.offline, self.python_version)
             state.fingerprint["offline_wheels"] = str(self.offline)
@@ -898,8 +897,6 @@ class HostBackend:
         self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], python: str
     ) -> None:
         """``--offline``: the venv from the wheels directory only (see audit/offline.py)."""
-        from reprobridge.audit.offline import offline_install_argv
-
         assert self.offline is not None
         reqs = scratch / "offline-requirements.txt"
         reqs.write_text("".join(f"{line}\n" for line in self._offline_lines), encoding="utf-8")

@@ -26,6 +26,7 @@ from reprobridge import _machine, _proc
 from reprobridge._machine import Runner
 from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.errors import CommandFailed, MachineError
+from reprobridge.evidence.redact import scrub_env
 
 #: Untracked files listed in the git fingerprint beyond which only the count is kept.
 MAX_UNTRACKED_LISTED = 1000
@@ -498,6 +499,4 @@ def env_snapshot(env: Mapping[str, str], allowlist: Iterable[str]) -> dict[str, 
     """The run's environment as stored: every name; values only where
     :func:`reprobridge.evidence.redact.scrub_env` keeps them (allowlisted by fnmatch
     pattern, not secret-looking, and with secret patterns redacted inside)."""
-    from reprobridge.evidence.redact import scrub_env
-
     return {"variables": scrub_env(env, tuple(allowlist)), "allowlist": sorted(set(allowlist))}

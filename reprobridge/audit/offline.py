@@ -19,8 +19,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from reprobridge.archive import wheels
 from reprobridge.constants import PYTHON_DIR
 from reprobridge.errors import ArchiveError, AuditError
+from reprobridge.evidence.hashing import sha256_file
 
 HINT = (
     "unpack a supplement made with `rb archive --supplement` (or --with-wheels), or audit "
@@ -31,9 +33,6 @@ HINT = (
 def offline_requirements(root: Path, wheels_dir: Path, python: str) -> list[str]:
     """Pinned lines (``name==version --hash=sha256:H``) for every wheel needed; see the
     module doc."""
-    from reprobridge.archive import wheels
-    from reprobridge.evidence.hashing import sha256_file
-
     lock = root / PYTHON_DIR / "uv.lock"
     if not lock.is_file():
         raise AuditError(

@@ -54,6 +54,7 @@ from reprobridge.audit.executors import (
 )
 from reprobridge.audit.monitor import Peaks
 from reprobridge.errors import AuditError, MachineError
+from reprobridge.sandbox import sandbox_unusable
 
 #: Slurm states after which the job is gone for infrastructure reasons: resubmitted.
 INFRA_STATES = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
@@ -307,8 +308,6 @@ class SlurmExecutor:
         share, with the isolation a local run gets (bubblewrap unless ``sandbox`` is off
         or it cannot work here): they are short, and their network (fetching packages)
         is the login host's."""
-        from reprobridge.sandbox import sandbox_unusable
-
         unsandboxed = None
         if self.sandbox == "off":
             unsandboxed = "not sandboxed (--sandbox off)"

@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from reprobridge.audit.judge import RunJudgement
+from reprobridge.audit.claims import evaluate_claim, references
+from reprobridge.audit.judge import RunJudgement, claim_values, judge_experiment, judge_run
+from reprobridge.audit.verdict import overall_verdict
 from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.records import RunRecord, jsonable
 from reprobridge.manifest.schema import Experiment, Manifest
@@ -24,8 +26,6 @@ __all__ = ["rejudge_run", "summarize"]
 def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) -> RunJudgement:
     """The RunJudgement of a run from its stored evidence alone (``run_dir``'s logs and
     ``files/``, and its record)."""
-    from reprobridge.audit.judge import judge_run
-
     if record.not_started is not None:
         return judge_run(
             exp,
@@ -69,10 +69,6 @@ def summarize(
     (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
     ``incomplete`` lines, and ``passed``, true for PASS only), as the JSON that is the
     judged part of ``audit.json`` (:class:`~reprobridge.evidence.records.AuditSummary`)."""
-    from reprobridge.audit.claims import evaluate_claim, references
-    from reprobridge.audit.judge import claim_values, judge_experiment
-    from reprobridge.audit.verdict import overall_verdict
-
     experiments: dict[str, Any] = {}
     values: dict[str, dict[str, list[float]]] = {}
     for exp_id, maybe_runs in judgements.items():

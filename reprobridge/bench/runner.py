@@ -43,7 +43,7 @@ from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
 from reprobridge.audit.threads import share_per_job, usable_cpus
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
-from reprobridge.errors import VERDICT_EXIT, BenchInterrupted, ReproBridgeError
+from reprobridge.errors import VERDICT_EXIT, BenchInterrupted, ReproBridgeError, SuiteError
 from reprobridge.evidence.records import AuditSummary, RecordError, RunStatus
 
 Progress = Callable[[str, str], None]
@@ -106,8 +106,6 @@ def run_bench(suite: Suite, base: Path, opts: BenchOptions) -> list[RepoRecord]:
     if opts.only:
         unknown = sorted(set(opts.only) - {e.name for e in suite.repos})
         if unknown:
-            from reprobridge.errors import SuiteError
-
             raise SuiteError(f"no repository named {', '.join(unknown)}", field="--only")
     todo = [e for e in entries if load_record(opts.out, e.name) is None]
     say = opts.progress or (lambda _name, _text: None)

@@ -15,6 +15,8 @@ from pathlib import Path
 
 from reprobridge._fs import write_atomic
 from reprobridge.bench.records import LEVEL_TITLES, LEVELS, BenchReport, RepoRecord
+from reprobridge.report.html import Raw, _badge, _table, page
+from reprobridge.report.svg import esc
 from reprobridge.stats import wilson
 
 
@@ -228,8 +230,6 @@ def render_json(report: BenchReport) -> str:
 
 def render_html(report: BenchReport) -> str:
     """One self-contained page (the report module's stylesheet and CSP)."""
-    from reprobridge.report.html import Raw, _badge, _table, page
-    from reprobridge.report.svg import esc
 
     def level_cell(value: bool | None) -> Raw:
         if value is None:

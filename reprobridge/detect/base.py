@@ -54,7 +54,10 @@ from typing import TYPE_CHECKING, Generic, Literal
 # PEP 696 defaults: a bare ``Finding`` is a ``Finding[FindingValue]``.
 from typing_extensions import TypeVar
 
+from reprobridge.detect._text import skip_path
+from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import ExperimentValue, FindingValue, RejectedValue, select
+from reprobridge.errors import DetectionError, UnsafePathError
 
 if TYPE_CHECKING:
     from reprobridge.detect.index import RepoIndex
@@ -187,10 +190,6 @@ class DeclaredFileDetector(Detector):
     filename: str = ""
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
-        from reprobridge.detect._text import skip_path
-        from reprobridge.detect.envscope import env_scope
-        from reprobridge.errors import DetectionError, UnsafePathError
-
         scope = env_scope(ctx.index)
         findings: list[Finding] = []
         for path in ctx.index.named(self.filename):

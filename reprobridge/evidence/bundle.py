@@ -47,6 +47,7 @@ from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.errors import BundleLockedError, EvidenceError, SecretFoundError
 from reprobridge.evidence.hashing import sha256_bytes, sha256_file, sha256_file_digest
 from reprobridge.evidence.records import STATUS_FORMAT, RunRecord
+from reprobridge.evidence.redact import scan_for_secrets
 
 RunState = Literal["missing", "partial", "sealed", "corrupt"]
 
@@ -421,8 +422,6 @@ class Bundle:
                 path=rel,
             )
         if scan_secrets:
-            from reprobridge.evidence.redact import scan_for_secrets
-
             findings: list[str] = []
             for name in sorted(files):
                 findings.extend(f"{rel}/{f}" for f in scan_for_secrets(files[name], display=name))

@@ -14,6 +14,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from reprobridge.data import load_packages
 from reprobridge.detect._pkgmap import RENAMED_REQUIREMENTS
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import (
@@ -389,7 +390,6 @@ def _python_of_date(stamp: int | None) -> str | None:
     the table starts."""
     if stamp is None:
         return None
-    from reprobridge.data import load_packages
 
     year_before = datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
     released = [v for v, day in load_packages()["python_releases"].items() if day <= year_before]

@@ -43,6 +43,7 @@ from reprobridge.evidence.records import (
     RunStatus,
     failed_level,
 )
+from reprobridge.evidence.store import EvidenceStore
 
 #: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
 MAX_TIMELINE_POINTS = 400
@@ -245,8 +246,6 @@ def resolve_bundle(spec: str | Path | None, root: Path) -> Path:
     ``<root>/repro/evidence``; None means the newest finished one there. Raises AuditError
     when there is none or it is not finished (sealed): see
     :class:`~reprobridge.evidence.store.EvidenceStore`, the one definition of finished."""
-    from reprobridge.evidence.store import EvidenceStore
-
     store = EvidenceStore(root / EVIDENCE_DIR)
     if spec is None and store.latest() is None:
         raise AuditError(

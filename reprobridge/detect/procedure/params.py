@@ -42,7 +42,7 @@ from reprobridge.detect._pyast import (
     seed_calls,
     short_source,
 )
-from reprobridge.detect._select import procedure_files
+from reprobridge.detect._select import procedure_files, resolve_import
 from reprobridge.detect._text import normalize_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ParamValue, SeedValue, UnboundedValue
@@ -112,8 +112,6 @@ def _imported_loop(
     """(module, loop) of a budget-bounded infinite loop in a repository module ``path``
     imports, when one of ``path``'s own parameters sets that budget (a Trainer's
     ``while True`` ending on ``config.max_iters``, set by ``--trainer.max_iters``)."""
-    from reprobridge.detect._select import resolve_import
-
     params = [p for p, _ in by_name.values()]
     paths = ctx.index.python_paths()
     for module, names in ctx.index.imported_modules(path):
