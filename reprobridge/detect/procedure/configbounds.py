@@ -17,8 +17,6 @@ import json
 import re
 from collections.abc import Iterator
 
-import yaml
-
 from reprobridge.artifacts.derive import script_lines
 from reprobridge.detect.procedure._literal import LiteralBound
 from reprobridge.detect.runbounds import config_smoke_value
@@ -99,6 +97,10 @@ def _json_bounds(text: str) -> Iterator[LiteralBound]:
 
 
 def _yaml_bounds(text: str) -> Iterator[LiteralBound]:
+    # Loaded only when a command names a YAML config (~20 ms of a small `rb init`; the
+    # bounds detector imports this module on every run).
+    import yaml
+
     try:
         root = yaml.compose(text, Loader=yaml.SafeLoader)
     except (yaml.YAMLError, RecursionError, ValueError):

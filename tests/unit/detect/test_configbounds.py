@@ -55,3 +55,23 @@ def test_bounds_and_their_positions(path: str, text: str, expected: list[object]
 )
 def test_what_is_no_config_bound(path: str, text: str) -> None:
     assert config_bounds(path, text) == []
+
+
+def test_rb_init_imports_yaml_only_for_yaml() -> None:
+    # Issue 14: pyyaml's import was ~20 ms of a small repository's `rb init`, paid through
+    # the bounds detector even where no command names a YAML config.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "import reprobridge.initializer\n"
+        "from reprobridge.detect.registry import detectors\n"
+        "detectors()\n"
+        "print('YAML', 'yaml' in sys.modules)\n"
+        "from reprobridge.detect.procedure.configbounds import config_bounds\n"
+        "print('BOUNDS', [b.value for b in config_bounds('c.yaml', 'epochs: 30\\n')])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert "YAML False" in out.stdout, out.stdout
+    assert "BOUNDS [30]" in out.stdout, out.stdout
