@@ -79,9 +79,11 @@ _SAME_ATTRS = frozenset(
     {"item", "data", "detach", "cpu", "numpy", "tolist", "value", "val", "avg", "mean", "sum"}
 )
 _SAME_CALLS = frozenset({"float", "round", "int", "abs", "mean", "average", "nanmean", "asscalar"})
-#: A value printed as an object: ``tensor(0.25``, ``Value(data=0.25``, ``array(0.25``.
-_WRAP_HEAD = r"(?:[A-Za-z_]\w*\((?:data=)?)?"
-_WRAP_TAIL = r"(?:,[^)\n]*)?\)?"
+#: A value printed as an object: ``tensor(0.25``, ``Value(data=0.25``, ``array(0.25``, or
+#: as a one-element numpy array, ``[11.]`` (a vectorised environment's return); an array of
+#: several values (``[1. 2.]``) is not one number, so the bracket must close after it.
+_WRAP_HEAD = r"(?:[A-Za-z_]\w*\((?:data=)?|\[[ \t]*(?=[-+.\deE]+[ \t]*\]))?"
+_WRAP_TAIL = r"(?:,[^)\n]*)?[)\]]?"
 _LINE_END = r"[ \t\r]*$"
 #: Functions that return a metric (sklearn.metrics: accuracy_score, mean_squared_error).
 _METRIC_FUNC_RE = re.compile(r"(?:_score|_error)$")

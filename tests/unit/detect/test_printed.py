@@ -163,6 +163,25 @@ CASES = [
 ]
 
 
+# cleanrl-style: a vectorised environment's return, a one-element array, printed bare
+CASES.append(
+    (
+        "for r in ([9.0], [11.0]):\n    print(f'global_step=5, episodic_return={r}')\n",
+        "episodic_return",
+        True,
+        11.0,
+    )
+)
+
+
+def test_an_array_of_several_values_is_not_read_as_one(tmp_path: Path) -> None:
+    program = "r = [1.0, 2.0]\nprint(f'episodic_return={r}')\n"
+    (metric,) = [m for m in candidates(program) if m.name == "episodic_return"]
+    log = run(program, tmp_path)
+    with pytest.raises(check.MetricMissing):
+        check.extract_metric({"regex": metric.regex}, log, str(tmp_path))
+
+
 @pytest.mark.parametrize(("program", "name", "labelled", "last"), CASES)
 def test_the_regex_reads_the_last_printed_value(
     program: str, name: str, labelled: bool, last: float, tmp_path: Path
