@@ -376,7 +376,7 @@ class BoundValue(EntryValue, kind="bound"):
     ``cell`` counts a notebook's cells from 1 (None in a script), ``line`` is within the cell
     or the file, ``column`` in characters; ``was`` is the literal's source text and ``value``
     what it denotes; ``name`` the assigned name or the loop variable; ``site`` whether it is
-    a setting or a training loop's ``range``; ``start`` a loop's first value; ``code`` the
+    a setting, a call's keyword or a training loop's ``range``; ``start`` a loop's first value; ``code`` the
     line as it reads."""
 
     cell: int | None
@@ -385,7 +385,7 @@ class BoundValue(EntryValue, kind="bound"):
     was: str
     value: int
     name: str
-    site: Literal["assign", "loop"]
+    site: Literal["assign", "keyword", "loop"]
     start: int
     code: str
     #: The loop prints only every this many iterations counted from one (``if (epoch + 1) %

@@ -858,9 +858,13 @@ def _literal_edits(
     for x in sorted(found, key=lambda x: (x.value.cell or 0, x.value.line, x.value.column)):
         v = x.value
         # At most a tenth of the full run, but not below the loop's print interval: a smoke
-        # run that prints nothing has no metric.
+        # run that prints nothing has no metric. A call's keyword is an argument of some
+        # function rb does not know (`trajectory_plt(..., timesteps=10)` draws 10 points):
+        # lowered to the usual value when above it, never cut to a tenth.
         usual = literal_smoke_value(v.name, v.site)
-        small = v.start + max(smoke_of_full(usual, v.value - v.start), v.every)
+        if v.site != "keyword":
+            usual = smoke_of_full(usual, v.value - v.start)
+        small = v.start + max(usual, v.every)
         if small >= v.value:
             continue  # already small: nothing to lower
         edit: dict[str, Any] = {"file": entry}

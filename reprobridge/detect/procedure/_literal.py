@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-Site = Literal["assign", "loop"]
+#: Where the literal is: a setting (``EPOCHS = 500``, ``{"epochs": 100}``, a parameter's
+#: default, a config file's key), a call's keyword (``fit(x, epochs=10)``), or a training
+#: loop's ``range``.
+Site = Literal["assign", "keyword", "loop"]
 
 
 @dataclass(frozen=True)

@@ -146,9 +146,11 @@ def _bound(
     return LiteralBound(node.lineno, column, was, value, name, site, code, start)
 
 
-def _named(src: _Source, name: str | None, node: ast.expr) -> Iterator[LiteralBound]:
+def _named(
+    src: _Source, name: str | None, node: ast.expr, site: Site = "assign"
+) -> Iterator[LiteralBound]:
     if name and smoke_value(name) is not None:
-        found = _bound(src, node, name, "assign")
+        found = _bound(src, node, name, site)
         if found is not None:
             yield found
 
@@ -251,7 +253,7 @@ def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
                 elif isinstance(node, ast.Call):
                     for kw in node.keywords:
                         if kw.arg not in SOLVER_KEYWORDS:
-                            yield from _named(src, kw.arg, kw.value)
+                            yield from _named(src, kw.arg, kw.value, "keyword")
 
 
 def _trains(body: list[ast.stmt]) -> bool:

@@ -30,7 +30,9 @@ from reprobridge.recovery.smoke import literal_smoke_value
 )
 def test_named_settings_are_bounds(code: str, name: str, was: str) -> None:
     [bound] = literal_bounds(code)
-    assert (bound.name, bound.was, bound.site) == (name, was, "assign")
+    # A call's keyword is told apart: the smoke tier does not cut it to a tenth.
+    site = "keyword" if name in {"max_epochs", "n_epochs"} else "assign"
+    assert (bound.name, bound.was, bound.site) == (name, was, site)
     assert code.splitlines()[bound.line - 1][bound.column :].startswith(was)
 
 
@@ -121,3 +123,27 @@ def test_a_default_no_call_passes_is_a_setting() -> None:
     assert literal_bounds(passed) == []
     uncalled = "def main(num_epochs=30):\n    pass\n"
     assert literal_bounds(uncalled) == []
+
+
+def test_a_small_keyword_is_not_cut_to_a_tenth(make_repo) -> None:
+    """augmented-neural-odes' notebook calls `trajectory_plt(..., timesteps=10)`: 10 points
+    of a plot, named like a bound. A setting under its usual smoke value is cut to a tenth
+    (a run already that short), a call's keyword is not: rb does not know the function."""
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.merge import merge_findings
+
+    root = make_repo(
+        {
+            "README.md": "```bash\npython fit.py\n```\n",
+            "fit.py": (
+                "import random\n\nSTEPS = 60\n\n\ndef draw(w, timesteps=1):\n    return w\n\n\n"
+                "w = 0.0\nfor step in range(STEPS):\n    loss = (w - 1) ** 2\n"
+                "    w -= 0.1 * 2 * (w - 1)\n    print('loss:', loss)\n"
+                "draw(w, timesteps=10)\n"
+            ),
+        }
+    )
+    merged = merge_findings(detect_repo(RepoIndex.from_directory(root)), repo_name="x")
+    edits = merged.manifest.experiments["fit"].tiers["smoke"].edits
+    assert [(e.code, e.value) for e in edits] == [("STEPS = 60", 6)]
