@@ -22,7 +22,9 @@ an f-string / ``os.path.join`` / ``Path /`` whose file name is computed, passed 
   regex of the whole printed line (low confidence).
 * metrics printed by the modules an experiment's entry imports (two levels deep: the
   ``train()`` of another module prints the loss) are declared for the entry too (low
-  confidence; the entry's own metric of a name wins).
+  confidence; the entry's own metric of a name wins), unless every call in the entry's
+  code switches that print off (``Trainer(..., verbose=False)`` around ``if
+  self.verbose: print(...)``: :mod:`~reprobridge.detect.procedure._switched`).
 * keys of a dict dumped with ``json.dump`` to a literal file — a dict literal, or a name
   built in the same function from a literal, ``d["k"] = ...`` or ``d.update(...)`` —
   become ``{"file": path, "key": dotted key}`` sources; within one file such a source is
@@ -70,12 +72,14 @@ from reprobridge.detect.findings import (
     OutputValue,
     select,
 )
+from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.procedure._printed import (
     PrintedMetric,
     keep_metrics,
     line_metrics,
     printed_line,
 )
+from reprobridge.detect.procedure._switched import print_switch, switched_off
 
 #: A file is parsed only when its bytes show a write call or a printed ``label<sep>value``
 #: (``acc: {``, ``loss=%``, ``"test_acc", x``); ``print(`` and ``logging`` alone are in
@@ -232,19 +236,24 @@ def _reached_modules(ctx: DetectContext) -> dict[str, list[str]]:
     return reach
 
 
-def _inherited_metrics(findings: list[Finding], reach: dict[str, list[str]]) -> list[Finding]:
+def _inherited_metrics(
+    findings: list[Finding], reach: dict[str, list[str]], index: RepoIndex
+) -> list[Finding]:
     """Metrics printed by a module an entry imports, declared for the entry too (the merge
     attaches metrics to an experiment by its entry): a ``train()`` in another module
-    prints the loss. The entry's own metric of a name wins, then the nearest module's."""
+    prints the loss. The entry's own metric of a name wins, then the nearest module's. A
+    print that every call in the entry's code switches off (``Trainer(..., verbose=False)``
+    around ``if self.verbose: print(...)``: :mod:`._switched`) is no metric of it."""
     by_file: dict[str, list[Finding[MetricValue]]] = {}
     for f in select(findings, MetricValue):
         by_file.setdefault(f.value.entry, []).append(f)
     out: list[Finding] = []
     for entry, modules in sorted(reach.items()):
         have = {f.key for f in by_file.get(entry, [])}
+        trees = [t for p in [entry, *modules] if (t := index.parse_python(p)) is not None]
         for module in modules:
             for f in by_file.get(module, []):
-                if f.key in have:
+                if f.key in have or _off_in(f, index, trees):
                     continue
                 have.add(f.key)
                 out.append(
@@ -260,6 +269,14 @@ def _inherited_metrics(findings: list[Finding], reach: dict[str, list[str]]) -> 
                     )
                 )
     return out
+
+
+def _off_in(f: Finding[MetricValue], index: RepoIndex, trees: list[ast.Module]) -> bool:
+    """Whether the print behind metric ``f`` is switched off by every call in ``trees``."""
+    line = f.evidence[0].line if f.evidence else None
+    tree = index.parse_python(f.value.entry) if line else None
+    switch = print_switch(tree, line) if tree is not None and line else None
+    return switch is not None and switched_off(switch, trees)
 
 
 class OutputsMetricsDetector(Detector):
@@ -280,7 +297,7 @@ class OutputsMetricsDetector(Detector):
                 findings.extend(self._file(path, tree))
             except RecursionError:  # pathologically nested expressions (generated code)
                 ctx.warn("skipped: expressions nested too deeply to analyse", path)
-        return findings + _inherited_metrics(findings, reach)
+        return findings + _inherited_metrics(findings, reach, index)
 
     def _file(self, path: str, tree: ast.Module) -> list[Finding]:
         imports = import_map(tree)
