@@ -22,8 +22,10 @@ file name the repository chose is never read as a pattern or an option.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime, time
 
 from reprobridge import _proc
+from reprobridge.data import load_packages
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.findings import (
@@ -33,7 +35,14 @@ from reprobridge.detect.findings import (
     of_type,
 )
 
-__all__ = ["CodeDate", "code_date"]
+__all__ = [
+    "CodeDate",
+    "EnvironmentDate",
+    "WheelFloor",
+    "code_date",
+    "environment_date",
+    "wheel_floor",
+]
 
 #: At most this many files of one experiment's import closure are followed.
 _CLOSURE_LIMIT = 400
@@ -104,3 +113,62 @@ def code_date(
     if newest is None or newest[0] // 86400 >= head[1] // 86400:
         return None
     return CodeDate(commit=newest[1], stamp=newest[0], files=len(files))
+
+
+@dataclass(frozen=True)
+class WheelFloor:
+    """The earliest date a bound may have: a year after ``python`` (the oldest Python rb
+    provides) was released (``released``, ``YYYY-MM-DD``), when packages had wheels for it."""
+
+    stamp: int
+    python: str
+    released: str
+
+
+def wheel_floor(pythons: list[str]) -> WheelFloor | None:
+    """The :class:`WheelFloor` of the oldest of ``pythons`` (``X.Y``, ascending) that
+    ``packages.toml``'s ``python_releases`` dates; None when none is dated.
+
+    Code older than that meets, as of its own date, packages with no wheels for any Python
+    rb can give it (numpy and matplotlib of 2018-05 have none for 3.7, the oldest): uv
+    builds them from source, which fails or outlasts a smoke audit. A year after the oldest
+    Python's release its packages have wheels, so the bound is raised to that day (and the
+    Python of that date is chosen); the guide says the code is older."""
+    released = load_packages()["python_releases"]
+    for python in pythons:
+        day = released.get(python)
+        if day is not None:
+            floor = datetime.combine(day.replace(year=day.year + 1), time(), UTC)
+            return WheelFloor(int(floor.timestamp()), python, day.isoformat())
+    return None
+
+
+@dataclass(frozen=True)
+class EnvironmentDate:
+    """The date the environment is resolved as of: ``stamp``, from ``commit``; ``files``
+    is None for HEAD's date, else how many files the chosen experiments' date came from
+    (:class:`CodeDate`); ``floor`` is set when that commit's own date (``commit_stamp``)
+    was older than the :class:`WheelFloor` and the date was raised to it."""
+
+    commit: str
+    stamp: int
+    commit_stamp: int
+    files: int | None = None
+    floor: WheelFloor | None = None
+
+
+def environment_date(
+    head: tuple[str, int] | None, code: CodeDate | None, pythons: list[str]
+) -> EnvironmentDate | None:
+    """The :class:`EnvironmentDate` from the chosen experiments' ``code`` date (else HEAD's,
+    ``head``), raised to the :func:`wheel_floor` of ``pythons``; None without a commit."""
+    if code is not None:
+        commit, stamp, files = code.commit, code.stamp, code.files
+    elif head is not None:
+        commit, stamp, files = head[0], head[1], None
+    else:
+        return None
+    floor = wheel_floor(pythons)
+    if floor is not None and stamp < floor.stamp:
+        return EnvironmentDate(commit, floor.stamp, stamp, files, floor)
+    return EnvironmentDate(commit, stamp, stamp, files)

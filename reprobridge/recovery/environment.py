@@ -35,6 +35,7 @@ from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
 from reprobridge.recovery._common import Builder, best
+from reprobridge.recovery.dating import EnvironmentDate
 
 _REQ_PRIORITY = {
     "requirements": 0,
@@ -218,19 +219,16 @@ def add_run_tooling(b: Builder, notes: RecoveryNotes) -> None:
 _EARLIEST_BOUND = 1262304000  # 2010-01-01
 
 
-def merge_exclude_newer(
-    b: Builder, head: tuple[str, int] | None, notes: RecoveryNotes, files: int | None = None
-) -> None:
-    """``environment.exclude_newer``: the end (UTC) of the day of commit ``head``, so the
-    lock resolves the versions that existed when the authors last changed the code (a 2022
-    repository does not get a 2025 torch). ``head`` is the repository's last commit, or,
-    with ``files`` given, the last one that changed one of those ``files`` files the chosen
-    experiments run or declare their environment in (:mod:`reprobridge.recovery.dating`).
-    Nothing without a commit."""
-    if head is None:
+def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: RecoveryNotes) -> None:
+    """``environment.exclude_newer``: the end (UTC) of the day of ``dated`` (see
+    :mod:`reprobridge.recovery.dating`: the last commit that changed what the chosen
+    experiments run, else HEAD's, raised to the wheel floor), so the lock resolves the
+    versions that existed when the authors last changed the code (a 2022 repository does
+    not get a 2025 torch). Nothing without a commit."""
+    if dated is None:
         return
-    commit, stamp = head
-    if stamp < _EARLIEST_BOUND or stamp > time.time() + 86400:
+    commit, stamp = dated.commit, dated.stamp
+    if dated.commit_stamp < _EARLIEST_BOUND or stamp > time.time() + 86400:
         notes.warnings.append(
             f"HEAD ({commit[:12]}) has an implausible commit date; packages are resolved "
             "without a date bound"
@@ -239,17 +237,26 @@ def merge_exclude_newer(
     day_end = (stamp // 86400 + 1) * 86400
     bound = datetime.fromtimestamp(day_end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     day = datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d")
-    if files is None:
-        source = f"git: committer date of HEAD {commit[:12]} ({day}), end of that day (UTC)"
+    own = datetime.fromtimestamp(dated.commit_stamp, UTC).strftime("%Y-%m-%d")
+    if dated.files is None:
+        source = f"git: committer date of HEAD {commit[:12]} ({own})"
         what = "the last commit"
     else:
         source = (
-            f"git: committer date of {commit[:12]} ({day}), the last commit that changed one "
-            f"of the {files} files the chosen experiments run or declare their environment "
-            "in (later commits change other files), end of that day (UTC)"
+            f"git: committer date of {commit[:12]} ({own}), the last commit that changed one "
+            f"of the {dated.files} files the chosen experiments run or declare their "
+            "environment in (later commits change other files)"
         )
         what = "the last change to the chosen experiments' code and requirements"
-    b.put("environment.exclude_newer", bound, [source], "medium")
+    if dated.floor is not None:
+        floor = dated.floor
+        source += (
+            f"; raised to {day}: packages of {own} have no wheels for Python {floor.python}, "
+            f"the oldest rb provides (released {floor.released}); a year after its release "
+            "they do"
+        )
+        what += f" was {own}, older than any Python rb provides: raised to {day}"
+    b.put("environment.exclude_newer", bound, [source + ", end of that day (UTC)"], "medium")
     notes.decisions.append(
         f"Python packages are resolved as of {day} ({what}): uv's exclude-newer = "
         f"{bound}; edit environment.exclude_newer to move it"

@@ -59,8 +59,9 @@ from reprobridge.detect.findings import ExperimentValue, ProjectValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import Derivation, Manifest
+from reprobridge.recovery import pins
 from reprobridge.recovery._common import Builder, MergeResult, best
-from reprobridge.recovery.dating import CodeDate, code_date
+from reprobridge.recovery.dating import CodeDate, code_date, environment_date
 from reprobridge.recovery.environment import (
     add_run_tooling,
     merge_cuda,
@@ -104,14 +105,15 @@ def merge_findings(
         by_kind[f.kind].append(f)
 
     _project(b, by_kind, repo_name, paper_path)
-    dated = _scope_environment(ctx, by_kind, notes)
-    head = (dated.commit, dated.stamp) if dated else ctx.index.head
+    code = _scope_environment(ctx, by_kind, notes)
+    dated = environment_date(ctx.index.head, code, pins.available_pythons())
+    head = (dated.commit, dated.stamp) if dated else None
     requirements = merge_requirements(b, by_kind, notes)
     merge_optional_imports(b, by_kind, requirements, notes)
     python = merge_python(b, by_kind, requirements, notes, head)
     cuda = merge_cuda(b, by_kind, notes)
     merge_environment(b, by_kind, python, cuda, python_lock, notes)
-    merge_exclude_newer(b, head, notes, dated.files if dated else None)
+    merge_exclude_newer(b, dated, notes)
     merge_pythonpath(b, ctx.index, notes)
     datasets = merge_datasets(b, by_kind, ctx.index)
     merge_experiments(b, by_kind, datasets, cuda, notes)

@@ -7,6 +7,7 @@ import subprocess
 from reprobridge.detect.index import RepoIndex
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.recovery._common import Builder
+from reprobridge.recovery.dating import EnvironmentDate, environment_date
 from reprobridge.recovery.environment import merge_exclude_newer
 
 
@@ -27,7 +28,9 @@ def test_repository_without_commits_has_no_head(make_repo) -> None:
 
 def test_bound_is_the_end_of_the_commit_day_with_provenance() -> None:
     b, notes = Builder(), RecoveryNotes()
-    merge_exclude_newer(b, ("a" * 40, 1700000000), notes)  # 2023-11-14T22:13:20Z
+    merge_exclude_newer(
+        b, EnvironmentDate("a" * 40, 1700000000, 1700000000), notes
+    )  # 2023-11-14T22:13:20Z
     assert b.data["environment"]["exclude_newer"] == "2023-11-15T00:00:00Z"
     sources, confidence = b.prov["environment.exclude_newer"]
     assert sources == [
@@ -40,9 +43,27 @@ def test_bound_is_the_end_of_the_commit_day_with_provenance() -> None:
 def test_implausible_dates_give_no_bound() -> None:
     for stamp in (0, 4102444800):  # 1970, 2100
         b, notes = Builder(), RecoveryNotes()
-        merge_exclude_newer(b, ("b" * 40, stamp), notes)
+        merge_exclude_newer(b, EnvironmentDate("b" * 40, stamp, stamp), notes)
         assert "environment" not in b.data
         assert "implausible commit date" in notes.warnings[0]
     b = Builder()
     merge_exclude_newer(b, None, RecoveryNotes())
     assert b.data == {}
+
+
+def test_code_older_than_every_python_is_raised_to_the_wheel_floor() -> None:
+    # 2018-05-11: numpy and matplotlib of that day have no wheels for Python 3.7, the
+    # oldest rb provides (released 2018-06-27); a year after its release they do.
+    dated = environment_date(("c" * 40, 1526040000), None, ["3.7", "3.8", "3.11"])
+    assert dated is not None and dated.floor is not None
+    assert dated.commit_stamp == 1526040000 and dated.floor.python == "3.7"
+    b, notes = Builder(), RecoveryNotes()
+    merge_exclude_newer(b, dated, notes)
+    assert b.data["environment"]["exclude_newer"] == "2019-06-28T00:00:00Z"
+    (source,) = b.prov["environment.exclude_newer"][0]
+    assert "(2018-05-11)" in source and "raised to 2019-06-27" in source
+    assert "no wheels for Python 3.7" in source
+    assert "older than any Python rb provides" in notes.decisions[0]
+    # a date after the floor is kept as it is
+    kept = environment_date(("d" * 40, 1700000000), None, ["3.7", "3.11"])
+    assert kept is not None and kept.floor is None and kept.stamp == 1700000000
