@@ -40,6 +40,7 @@ from reprobridge.constants import (
     REPRO_DIR,
 )
 from reprobridge.errors import ArchiveError
+from reprobridge.evidence.layout import AUDIT_FILE, PLAN_FILE
 from reprobridge.evidence.store import EvidenceStore
 
 if TYPE_CHECKING:
@@ -173,8 +174,8 @@ def select_audits(root: Path, evidence: Sequence[str]) -> list[Audit]:
             Audit(
                 audit_id,
                 path,
-                _record(AuditSummary.from_json, path / "audit.json"),
-                _record(Plan.from_json, path / "plan.json"),
+                _record(AuditSummary.from_json, path / AUDIT_FILE),
+                _record(Plan.from_json, path / PLAN_FILE),
             )
         )
     return audits

@@ -89,6 +89,7 @@ from reprobridge.constants import (
 from reprobridge.errors import AuditError, MachineError
 from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE
 from reprobridge.evidence.records import (
     AuditSummary,
     NotStarted,
@@ -348,13 +349,13 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         audit_id = bundle.path.name
         # A bundle killed before its plan.json was written holds no evidence yet: resuming
         # it starts it afresh, with the options given now.
-        restart = bool(opts.resume) and not (bundle.path / "plan.json").is_file()
+        restart = bool(opts.resume) and not (bundle.path / PLAN_FILE).is_file()
         if opts.resume and not restart:
-            previous = Plan.from_json(bundle.read_json("plan.json"))
+            previous = Plan.from_json(bundle.read_json(PLAN_FILE))
             if previous.manifest_sha256 != hashlib.sha256(manifest_bytes).hexdigest():
                 raise AuditError(
                     "the manifest changed since this audit started; start a new audit",
-                    path=str(bundle.path / "plan.json"),
+                    path=str(bundle.path / PLAN_FILE),
                 )
             plan = list(previous.runs)
             opts.tier = previous.tier  # type: ignore[assignment]
@@ -365,7 +366,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             if lock_file.is_file() and not lock_file.is_symlink():  # never a host file
                 bundle.write_bytes("inputs/flake.lock", (root / FLAKE_LOCK_FILE).read_bytes())
             bundle.write_json(
-                "plan.json",
+                PLAN_FILE,
                 Plan(
                     audit_id=audit_id,
                     rb_version=__version__,
@@ -388,7 +389,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             backend, state = choose_backend(opts, manifest, root, sandboxed)
             host, gpu, git = prints.result()
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
-        bundle.write_json("environment.json", jsonable(dataclasses.replace(state, base_env={})))
+        bundle.write_json(ENVIRONMENT_FILE, jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", host)
         bundle.write_json("fingerprint/gpu.json", gpu)
         bundle.write_json("fingerprint/git.json", git)
@@ -488,7 +489,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             threads=opts.threads,
         )
         passed = summary.passed is True
-        bundle.write_json("audit.json", summary.to_json())
+        bundle.write_json(AUDIT_FILE, summary.to_json())
         bundle.journal_append(
             {"event": "finished", "at": _now(), "passed": passed, "verdict": summary.verdict}
         )

@@ -20,6 +20,7 @@ from typing import Any
 from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
+from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE, STATUS_FILE
 from reprobridge.evidence.records import Plan, RecordError, RunRecord, jsonable
 from reprobridge.evidence.store import bundle_state
 from reprobridge.evidence.verify import VerifyResult, verify_bundle
@@ -111,7 +112,7 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
         out.problems.append(f"inputs/reprobridge.toml: cannot be used ({exc})")
         return None
     docs: dict[str, dict[str, object]] = {}
-    for name in ("plan.json", "audit.json", "environment.json"):
+    for name in (PLAN_FILE, AUDIT_FILE, ENVIRONMENT_FILE):
         try:
             doc: object = json.loads((path / name).read_bytes())
         except (OSError, ValueError) as exc:
@@ -121,7 +122,7 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
             out.problems.append(f"{name}: not a JSON object")
             return None
         docs[name] = doc
-    raw_plan, env = docs["plan.json"], docs["environment.json"]
+    raw_plan, env = docs[PLAN_FILE], docs[ENVIRONMENT_FILE]
     if not isinstance(raw_plan.get("tier"), str):
         out.problems.append("plan.json: no tier")
         return None
@@ -143,14 +144,14 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
         out.problems.append(f"plan.json: malformed ({exc.message})")
         return None
     return _Records(
-        manifest, plan, docs["audit.json"], bool(env.get("ok")), str(env.get("reason", ""))
+        manifest, plan, docs[AUDIT_FILE], bool(env.get("ok")), str(env.get("reason", ""))
     )
 
 
 def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> RunRecord | None:
     """The ``record`` of a run's status.json, or None after recording why it is unusable
     (a corrupt status.json is a finding, never a traceback)."""
-    status_file = run_dir / "status.json"
+    status_file = run_dir / STATUS_FILE
     if not status_file.is_file():
         out.problems.append(f"{rel}: not sealed")
         return None
@@ -177,7 +178,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
     path is not a bundle at all; everything wrong inside a bundle (a corrupt or forged
     record included) is a problem in the outcome, never an exception."""
     path = path.resolve()
-    if not (path / "plan.json").is_file():
+    if not (path / PLAN_FILE).is_file():
         raise AuditError("is not an evidence bundle (no plan.json)", path=str(path))
     report = verify_bundle(path, public_key)
     out = VerifyOutcome(path, list(report.problems), report.signature, dict(report.runs))
@@ -189,7 +190,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             f"rb audit --resume {path.name}"
         )
         return out
-    if not (path / "audit.json").is_file():
+    if not (path / AUDIT_FILE).is_file():
         out.problems.append("audit.json: missing (removed after the bundle was sealed)")
         return out
     records = _read_records(path, out)

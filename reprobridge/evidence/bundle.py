@@ -46,19 +46,22 @@ from reprobridge.evidence import faults
 from reprobridge.evidence.dsse import canonical_json
 from reprobridge.evidence.errors import BundleLockedError, EvidenceError, SecretFoundError
 from reprobridge.evidence.hashing import sha256_bytes, sha256_file, sha256_file_digest
+from reprobridge.evidence.layout import (
+    AUDIT_ID,
+    JOURNAL_FILE,
+    LOCK_FILE,
+    LOCK_OWNER_FILE,
+    RUNS_DIR,
+    SIGNER_PUB_FILE,
+    STATEMENT_FILE,
+    STATUS_FILE,
+    SUMS_FILE,
+)
 from reprobridge.evidence.records import STATUS_FORMAT, RunRecord
 from reprobridge.evidence.redact import scan_for_secrets
 
 RunState = Literal["missing", "partial", "sealed", "corrupt"]
 
-JOURNAL_FILE = "journal.jsonl"
-SUMS_FILE = "SHA256SUMS"
-STATUS_FILE = "status.json"
-RUNS_DIR = "runs"
-LOCK_FILE = ".lock"
-LOCK_OWNER_FILE = ".lock.owner"
-STATEMENT_FILE = "statement.dsse.json"
-SIGNER_PUB_FILE = "signer.pub"
 #: Files at the bundle top that SHA256SUMS does not cover: itself, the signature over it,
 #: and the lock (machinery, not evidence).
 UNSUMMED_FILES = frozenset({SUMS_FILE, STATEMENT_FILE, SIGNER_PUB_FILE, LOCK_FILE, LOCK_OWNER_FILE})
@@ -67,7 +70,6 @@ _POST_SEAL_WRITABLE = frozenset({STATEMENT_FILE, SIGNER_PUB_FILE})
 
 GENESIS_SHA256 = "0" * 64
 
-_AUDIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
 # Experiment ids become directory names (reliability.md case 3).
 _EXP_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -159,7 +161,7 @@ class Bundle:
         and a ``root`` that is, or sits in, a symlink (``repro -> /elsewhere``), so evidence
         is never written outside the repository through a link.
         """
-        if not _AUDIT_ID.match(audit_id) or audit_id in (".", ".."):
+        if not AUDIT_ID.match(audit_id) or audit_id in (".", ".."):
             raise EvidenceError(
                 "audit id must match [A-Za-z0-9][A-Za-z0-9_.-]{0,127}", field="audit_id"
             )

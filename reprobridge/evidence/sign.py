@@ -27,10 +27,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from reprobridge import __version__
 from reprobridge._fs import write_atomic
 from reprobridge.evidence import dsse
-from reprobridge.evidence.bundle import SIGNER_PUB_FILE, STATEMENT_FILE, SUMS_FILE, Bundle
+from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.dsse import keyid_of
 from reprobridge.evidence.errors import SignatureError
 from reprobridge.evidence.hashing import sha256_file
+from reprobridge.evidence.layout import SIGNER_PUB_FILE, STATEMENT_FILE, SUMS_FILE
 
 PREDICATE_TYPE = "https://reprobridge.dev/audit/v1"
 #: verify_signature's entry when it had no trusted key (verify.py maps it to a status).

@@ -18,18 +18,13 @@ These checks look at which files exist, nothing more: whether their bytes are in
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Literal
 
 from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.layout import AUDIT_FILE, AUDIT_ID, PLAN_FILE, SUMS_FILE
 
 BundleState = Literal["finished", "unfinished", "broken"]
-
-_AUDIT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-PLAN_FILE = "plan.json"
-AUDIT_FILE = "audit.json"
-SUMS_FILE = "SHA256SUMS"
 
 
 def bundle_state(path: Path) -> BundleState:
@@ -79,7 +74,7 @@ class EvidenceStore:
         return sorted(
             p
             for p in self.root.iterdir()
-            if _AUDIT_ID.match(p.name) and not p.is_symlink() and p.is_dir()
+            if AUDIT_ID.match(p.name) and not p.is_symlink() and p.is_dir()
         )
 
     def state(self, path: Path) -> BundleState:
@@ -104,7 +99,7 @@ class EvidenceStore:
         None when there is none. The state is not checked (see :meth:`resolve`)."""
         as_path = Path(spec)
         candidates = [as_path] if as_path.is_dir() and (as_path / PLAN_FILE).exists() else []
-        if as_path.name == str(spec) and _AUDIT_ID.match(str(spec)):  # a bare id
+        if as_path.name == str(spec) and AUDIT_ID.match(str(spec)):  # a bare id
             candidates.append(self.root / str(spec))
         for candidate in candidates:
             if candidate.is_dir() and not candidate.is_symlink():

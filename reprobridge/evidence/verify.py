@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from reprobridge.evidence.bundle import STATEMENT_FILE, Bundle
+from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.layout import STATEMENT_FILE
 
 
 @dataclass

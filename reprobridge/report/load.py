@@ -31,6 +31,13 @@ from reprobridge.artifacts.check import tier_metrics
 from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.constants import EVIDENCE_DIR
 from reprobridge.errors import AuditError
+from reprobridge.evidence.layout import (
+    AUDIT_FILE,
+    ENVIRONMENT_FILE,
+    PLAN_FILE,
+    RUNS_DIR,
+    STATUS_FILE,
+)
 from reprobridge.evidence.records import (
     LEVELS,
     AuditSummary,
@@ -262,20 +269,20 @@ def resolve_bundle(spec: str | Path | None, root: Path) -> Path:
 def load_audit(path: Path) -> AuditData:
     """Read the bundle at ``path`` (see the module docstring for what is trusted)."""
     try:
-        summary = AuditSummary.from_json(_json(path / "audit.json"))
+        summary = AuditSummary.from_json(_json(path / AUDIT_FILE))
     except RecordError as exc:
         raise AuditError(
             f"not a finished audit: audit.json is missing or unusable ({exc.message})",
             path=str(path),
         ) from None
     try:
-        plan: Plan | None = Plan.from_json(_json(path / "plan.json"))
+        plan: Plan | None = Plan.from_json(_json(path / PLAN_FILE))
     except RecordError:
         plan = None
     manifest = _manifest(path / "inputs" / "reprobridge.toml")
     tier = summary.tier or (plan.tier if plan else "") or "full"
     runs_by_exp: dict[str, list[RunData]] = {}
-    runs_root = path / "runs"
+    runs_root = path / RUNS_DIR
     for exp_dir in sorted(runs_root.iterdir() if runs_root.is_dir() else []):
         if not exp_dir.is_dir():
             continue
@@ -302,7 +309,7 @@ def load_audit(path: Path) -> AuditData:
         paper_title=_str(_dict(project.get("paper")).get("title")),
         experiments=experiments,
         claims=[_claim(c, i) for i, c in enumerate(_list(summary.judged.get("claims")))],
-        environment=_dict(_json(path / "environment.json")),
+        environment=_dict(_json(path / ENVIRONMENT_FILE)),
         host=_dict(_json(path / "fingerprint" / "host.json")),
         gpu=_dict(_json(path / "fingerprint" / "gpu.json")),
         git=git,
@@ -402,7 +409,7 @@ def band_of(spec: Mapping[str, Any], applied: bool = True) -> Band | None:
 def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
     sealed = False
     try:
-        status = RunStatus.from_json(_json(run_dir / "status.json"))
+        status = RunStatus.from_json(_json(run_dir / STATUS_FILE))
         record, sealed = status.record, status.sealed
     except RecordError:  # unsealed or malformed: the run is shown without its record
         record = RunRecord(experiment, k, None, "", "", None, "")
