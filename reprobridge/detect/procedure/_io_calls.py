@@ -287,18 +287,31 @@ def called_names(tree: ast.Module) -> set[str]:
     """The last component of every called name (``f()``, ``mod.f()``, ``obj.f()`` -> f),
     except a function's calls of its own name (``def from_pretrained(): ...
     Other.from_pretrained()`` says nothing about whether anyone calls it)."""
-    out: set[str] = set()
-    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    # The calls come from the tree's cached buckets (io_calls reads the same ones); only the
+    # bodies of functions named like some call are walked, to find the calls whose
+    # innermost function has their name, instead of walking the whole tree.
+    calls = nodes_of(tree, ast.Call)
+    names = {name for call in calls if (name := callee(call))}
+    own: set[int] = set()
+    for fn in nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef):
+        if fn.name in names:
+            own |= _own_calls(fn)
+    return {name for call in calls if (name := callee(call)) and id(call) not in own}
+
+
+def _own_calls(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[int]:
+    """Ids of the calls named ``fn.name`` whose innermost function is ``fn`` (its body,
+    decorators and defaults, not the functions nested in it)."""
+    found: set[int] = set()
+    stack = child_nodes(fn)
     while stack:
-        node, function = stack.pop()
+        node = stack.pop()
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            function = node.name
-        elif isinstance(node, ast.Call):
-            name = callee(node)
-            if name and name != function:
-                out.add(name)
-        stack.extend((child, function) for child in child_nodes(node))
-    return out
+            continue
+        if isinstance(node, ast.Call) and callee(node) == fn.name:
+            found.add(id(node))
+        stack.extend(child_nodes(node))
+    return found
 
 
 def _is_main_guard(node: ast.AST) -> bool:

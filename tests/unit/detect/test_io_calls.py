@@ -174,3 +174,51 @@ def test_a_download_switch_that_may_be_true_downloads(src: str, why: str) -> Non
 )
 def test_a_download_switch_that_is_off_or_unknown_does_not(src: str) -> None:
     assert [c for c in io_calls(ast.parse(src)) if c.kind == "download"] == []
+
+
+def _reference_called_names(tree: ast.Module) -> set[str]:
+    """The definition: every call's name unless it is its innermost function's name."""
+    out: set[str] = set()
+    stack: list[tuple[ast.AST, str | None]] = [(tree, None)]
+    while stack:
+        node, function = stack.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            function = node.name
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", None)
+            if name and name != function:
+                out.add(name)
+        stack.extend((child, function) for child in ast.iter_child_nodes(node))
+    return out
+
+
+def test_called_names_leaves_out_only_calls_of_their_own_function() -> None:
+    source = """
+class Model:
+    @classmethod
+    def from_pretrained(cls, path=load(default())):
+        return Other.from_pretrained(path)
+    def __init__(self):
+        super().__init__()
+        def helper():
+            return __init__() + run()
+        self.helper = lambda: helper()
+def train(n):
+    if n:
+        train(n - 1)
+    evaluate()
+def evaluate():
+    return train(0)
+async def fetch():
+    await fetch()
+    class Inner:
+        x = fetch()
+if __name__ == "__main__":
+    Model.from_pretrained("x")
+"""
+    tree = ast.parse(source)
+    got = called_names(tree)
+    assert got == _reference_called_names(tree)
+    assert {"train", "evaluate", "__init__", "helper", "from_pretrained", "load"} <= got
+    assert "fetch" not in got  # only ever called inside fetch itself (a class body there too)
