@@ -70,6 +70,8 @@ def test_the_flag_reaches_the_run_and_the_evidence(tiny_repo, tmp_path: Path, sa
     assert json.loads((bundle / "audit.json").read_text())["threads"] == 3
     report = _rb(root, tmp_path, "report", "--format", "md", "-o", "-")
     assert "3 CPU thread(s) per run" in report.stdout, report.stderr
+    html = _rb(root, tmp_path, "report", "--format", "html", "-o", "-")
+    assert "<dt>threads</dt><dd>3 CPU thread(s) per run</dd>" in html.stdout, html.stderr
 
 
 def test_without_a_setting_the_hosts_values_pass_and_nothing_is_recorded(
