@@ -436,17 +436,15 @@ def _head_commit(root: Path) -> tuple[str, int] | None:
     bound derived from it nor makes `rb check` report the manifest stale.
     """
     own = sorted({*_OWN_OUTPUTS, REPRO_DIR})
+    return last_commit(root, [".", *(f":(exclude,top){name}" for name in own)])
+
+
+def last_commit(root: Path, pathspecs: Iterable[str]) -> tuple[str, int] | None:
+    """(id, committer time) of the last commit of HEAD that changed a path ``pathspecs``
+    match (git's pathspec syntax: the caller quotes literal paths with ``:(literal)``),
+    through the hardened git helper; None when there is none or git fails."""
     got = _proc.git(
-        root,
-        "log",
-        "-1",
-        "--format=%H %ct",
-        "HEAD",
-        "--",
-        ".",
-        *(f":(exclude,top){name}" for name in own),
-        check=False,
-        timeout=60,
+        root, "log", "-1", "--format=%H %ct", "HEAD", "--", *pathspecs, check=False, timeout=60
     )
     parts = got.text.split() if got.returncode == 0 else []
     if len(parts) == 2 and parts[1].isdigit():

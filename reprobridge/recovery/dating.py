@@ -14,7 +14,7 @@ that no chosen experiment runs, though its ``pip install`` line is a declaration
 Makefile target, which run what they name; no commit touches those files), HEAD's date
 stands, as before.
 
-git runs through the hardened helper (:func:`reprobridge._proc.git`: no hooks, the
+git runs through :func:`reprobridge.detect.index.last_commit` (the hardened helper: no hooks, the
 repository's config neutralised), and every path is passed as a literal pathspec, so a
 file name the repository chose is never read as a pattern or an option.
 """
@@ -24,7 +24,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 
-from reprobridge import _proc
 from reprobridge.data import load_packages
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Finding
@@ -34,6 +33,7 @@ from reprobridge.detect.findings import (
     RequirementValue,
     of_type,
 )
+from reprobridge.detect.index import last_commit
 
 __all__ = [
     "CodeDate",
@@ -95,20 +95,9 @@ def code_date(
     ordered = sorted(files)
     for start in range(0, len(ordered), _CHUNK):
         chunk = ordered[start : start + _CHUNK]
-        got = _proc.git(
-            ctx.index.root,
-            "log",
-            "-1",
-            "--format=%H %ct",
-            "HEAD",
-            "--",
-            *(f":(literal){p}" for p in chunk),
-            check=False,
-            timeout=60,
-        )
-        parts = got.text.split() if got.returncode == 0 else []
-        if len(parts) == 2 and parts[1].isdigit():
-            found = (int(parts[1]), parts[0])
+        last = last_commit(ctx.index.root, (f":(literal){p}" for p in chunk))
+        if last is not None:
+            found = (last[1], last[0])
             newest = found if newest is None or found > newest else newest
     if newest is None or newest[0] // 86400 >= head[1] // 86400:
         return None
