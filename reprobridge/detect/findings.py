@@ -375,9 +375,10 @@ class BoundValue(EntryValue, kind="bound"):
 
     ``cell`` counts a notebook's cells from 1 (None in a script), ``line`` is within the cell
     or the file, ``column`` in characters; ``was`` is the literal's source text and ``value``
-    what it denotes; ``name`` the assigned name or the loop variable; ``site`` whether it is
-    a setting, a call's keyword or a training loop's ``range``; ``start`` a loop's first value; ``code`` the
-    line as it reads."""
+    what it denotes; ``name`` the assigned name, the loop variable or the parameter an
+    argument is passed to; ``site`` whether it is a setting, a call's keyword, a training
+    loop's ``range`` or an argument passed by position to a function of the repository;
+    ``start`` a loop's first value; ``code`` the line as it reads."""
 
     cell: int | None
     line: int
@@ -385,7 +386,7 @@ class BoundValue(EntryValue, kind="bound"):
     was: str
     value: int
     name: str
-    site: Literal["assign", "keyword", "loop"]
+    site: Literal["assign", "keyword", "loop", "argument"]
     start: int
     code: str
     #: The loop prints only every this many iterations counted from one (``if (epoch + 1) %

@@ -858,11 +858,12 @@ def _literal_edits(
     for x in sorted(found, key=lambda x: (x.value.cell or 0, x.value.line, x.value.column)):
         v = x.value
         # At most a tenth of the full run, but not below the loop's print interval: a smoke
-        # run that prints nothing has no metric. A call's keyword is an argument of some
-        # function rb does not know (`trajectory_plt(..., timesteps=10)` draws 10 points):
-        # lowered to the usual value when above it, never cut to a tenth.
+        # run that prints nothing has no metric. A call's argument, by keyword or by
+        # position, is known only by its parameter's name, which may count something other
+        # than the run (`trajectory_plt(..., timesteps=10)` draws 10 points): lowered to the
+        # usual value when above it, never cut to a tenth.
         usual = literal_smoke_value(v.name, v.site)
-        if v.site != "keyword":
+        if v.site not in ("keyword", "argument"):
             usual = smoke_of_full(usual, v.value - v.start)
         small = v.start + max(usual, v.every)
         if small >= v.value:

@@ -7,9 +7,10 @@ from dataclasses import dataclass
 from typing import Literal
 
 #: Where the literal is: a setting (``EPOCHS = 500``, ``{"epochs": 100}``, a parameter's
-#: default, a config file's key), a call's keyword (``fit(x, epochs=10)``), or a training
-#: loop's ``range``.
-Site = Literal["assign", "keyword", "loop"]
+#: default, a config file's key), a call's keyword (``fit(x, epochs=10)``), a training
+#: loop's ``range``, or an argument a call passes by position to a parameter of one of the
+#: repository's own functions (``train(model, 100)`` for ``def train(model, epochs)``).
+Site = Literal["assign", "keyword", "loop", "argument"]
 
 
 @dataclass(frozen=True)

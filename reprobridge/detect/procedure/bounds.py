@@ -19,6 +19,14 @@ What counts (never executing anything):
   (``epochs: int = 10``), a dict literal's entry (``{"epochs": 100}``) or a call's keyword
   (``Trainer(max_epochs=100)``, ``model.fit(x, y, epochs=10)``; not a solver's iteration
   cap such as scikit-learn's ``max_iter=``, :data:`SOLVER_KEYWORDS`);
+* in that same code, a positive ``int`` constant passed by position to a function of the
+  repository whose parameter in that position has such a name: ``optimize(f, 200, bounds)``
+  for ``def optimize(func, num_iter, bounds)``. The function is one the file (a notebook's
+  cells together) defines at its top level, or one a repository module it imports does
+  (``from utils import train``, ``import utils`` then ``utils.train(...)``); a name defined
+  twice, or rebound, is left alone, since which function the call reaches is then unknown
+  (:func:`definitions`, :func:`imported_definitions`). By keyword the rule above already
+  holds (``optimize(f, num_iter=200)``);
 * anywhere in the file, a ``for`` loop over ``range(N)`` (also ``range(1, N)``,
   ``trange(N)``, ``tqdm(range(N))``, ``enumerate(range(N))``) with a literal ``N`` whose body
   takes a training step: calls ``backward``/``step``/``zero_grad``/``apply_gradients``/...,
@@ -39,10 +47,11 @@ import json
 import posixpath
 import re
 import shlex
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, replace
 
 from reprobridge.detect._pyast import defaults_of, dotted, nodes_of, walk_shallow
+from reprobridge.detect._select import resolve_import
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue, ExperimentValue
 from reprobridge.detect.procedure._literal import LiteralBound, Site
@@ -222,9 +231,76 @@ def _default_settings(tree: ast.Module, calls: list[ast.Call]) -> Iterator[tuple
                 yield arg.arg, default
 
 
-def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
-    """Named bounds in the code that runs (see the module docstring), and the defaults of
-    its functions' parameters that no call passes (:func:`_default_settings`)."""
+#: The parameters of the functions a call may reach, by the name the call uses (``train``,
+#: ``utils.train``).
+Signatures = Mapping[str, ast.arguments]
+
+
+def _rebound(tree: ast.Module) -> set[str]:
+    """The names ``tree`` binds otherwise than by a top-level ``def``: imports anywhere
+    (``import a.b`` binds ``a``), and top-level assignments and classes."""
+    names: set[str] = set()
+    for node in nodes_of(tree, ast.Import, ast.ImportFrom):
+        for alias in node.names:
+            names.add(alias.asname or alias.name.split(".")[0])
+    for stmt in tree.body:
+        if isinstance(stmt, ast.ClassDef):
+            names.add(stmt.name)
+        elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+    return names
+
+
+def definitions(trees: Iterable[ast.Module]) -> dict[str, ast.arguments]:
+    """The signatures of the functions ``trees`` (a file, or a notebook's cells in order)
+    define at their top level, by name. A name defined twice, or also bound otherwise (an
+    import, an assignment: :func:`_rebound`), is left out: which function a call of it
+    reaches cannot be told without running the code."""
+    found: dict[str, ast.arguments] = {}
+    dropped: set[str] = set()
+    for tree in trees:
+        dropped |= _rebound(tree)
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef):
+                if stmt.name in found:
+                    dropped.add(stmt.name)
+                found[stmt.name] = stmt.args
+    return {name: args for name, args in found.items() if name not in dropped}
+
+
+def _argument_bounds(
+    src: _Source, call: ast.Call, signatures: Signatures
+) -> Iterator[LiteralBound]:
+    """The ``int`` constants ``call`` passes by position to a parameter of a known function
+    (``signatures``) whose name bounds a run (see the module docstring). Arguments after a
+    ``*args`` are not matched to parameters: their positions are unknown."""
+    name = dotted(call.func)
+    args = signatures.get(name) if name else None
+    if args is None:
+        return
+    positional = [*args.posonlyargs, *args.args]
+    for arg, param in zip(call.args, positional, strict=False):
+        if isinstance(arg, ast.Starred):
+            return
+        if (
+            isinstance(arg, ast.Constant)
+            and type(arg.value) is int
+            and param.arg not in SOLVER_KEYWORDS
+            and smoke_value(param.arg) is not None
+        ):
+            found = _bound(src, arg, param.arg, "argument")
+            if found is not None:
+                yield found
+
+
+def _setting_bounds(
+    src: _Source, tree: ast.Module, signatures: Signatures
+) -> Iterator[LiteralBound]:
+    """Named bounds in the code that runs (see the module docstring), the literal arguments
+    its calls pass to known functions' run-bounding parameters (``signatures``:
+    :func:`_argument_bounds`), and the defaults of its functions' parameters that no call
+    passes (:func:`_default_settings`)."""
     run = _run_statements(tree.body)
     calls = _name_calls(run)
     for name, default in _default_settings(tree, calls):
@@ -254,6 +330,7 @@ def _setting_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
                     for kw in node.keywords:
                         if kw.arg not in SOLVER_KEYWORDS:
                             yield from _named(src, kw.arg, kw.value, "keyword")
+                    yield from _argument_bounds(src, node, signatures)
 
 
 def _trains(body: list[ast.stmt]) -> bool:
@@ -313,10 +390,13 @@ def _loop_bounds(src: _Source, tree: ast.Module) -> Iterator[LiteralBound]:
             yield bound
 
 
-def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBound]:
+def literal_bounds(
+    code: str, tree: ast.Module | None = None, signatures: Signatures | None = None
+) -> list[LiteralBound]:
     """The run-bounding literals of the Python ``code`` (a file, or a cell's code), in
     source order; none when it does not parse. ``tree`` is ``code`` already parsed (the
-    index's cached AST of a file)."""
+    index's cached AST of a file); ``signatures`` the functions its calls may reach (by
+    default those ``code`` defines: :func:`definitions`)."""
     if tree is None:
         try:
             tree = ast.parse(code)
@@ -324,7 +404,9 @@ def literal_bounds(code: str, tree: ast.Module | None = None) -> list[LiteralBou
             return []
     src = _Source(code)
     try:
-        found = {(b.line, b.column): b for b in _setting_bounds(src, tree)}
+        if signatures is None:
+            signatures = definitions([tree])
+        found = {(b.line, b.column): b for b in _setting_bounds(src, tree, signatures)}
         for b in _loop_bounds(src, tree):
             found.setdefault((b.line, b.column), b)
         gates = print_gates(tree)
@@ -412,6 +494,54 @@ def config_files(ctx: DetectContext) -> list[str]:
     return sorted(found)
 
 
+def imported_definitions(
+    ctx: DetectContext, path: str, trees: Iterable[ast.Module]
+) -> dict[str, ast.arguments]:
+    """The signatures of the functions that the repository's own modules define at their
+    top level (:func:`definitions`) and ``path`` imports (``trees``: its code, a notebook's
+    cells), by the name its calls use: ``from utils import train`` -> ``train``, ``import
+    utils as u`` -> ``u.train``. A module is found as Python would from the repository's
+    root, ``src/`` or ``path``'s folder (:func:`~reprobridge.detect._select.resolve_import`);
+    a name that reaches two different functions is left out."""
+    paths = ctx.index.python_paths()
+    found: dict[str, ast.arguments] = {}
+    dropped: set[str] = set()
+
+    def module_defs(module: str) -> Iterator[dict[str, ast.arguments]]:
+        for file in sorted(resolve_import(paths, path, module, ())):
+            tree = ctx.index.parse_python(file)
+            if tree is not None:
+                yield definitions([tree])
+
+    def add(name: str, args: ast.arguments) -> None:
+        if found.setdefault(name, args) is not args:
+            dropped.add(name)
+
+    for tree in trees:
+        for node in nodes_of(tree, ast.Import, ast.ImportFrom):
+            if isinstance(node, ast.ImportFrom):
+                module = "." * node.level + (node.module or "")
+                for defs in module_defs(module):
+                    for alias in node.names:
+                        if alias.name in defs:
+                            add(alias.asname or alias.name, defs[alias.name])
+            else:
+                for alias in node.names:
+                    for defs in module_defs(alias.name):
+                        for name, args in defs.items():
+                            add(f"{alias.asname or alias.name}.{name}", args)
+    return {name: args for name, args in found.items() if name not in dropped}
+
+
+def _signatures(ctx: DetectContext, path: str, trees: list[ast.Module]) -> Signatures:
+    """The functions ``path``'s calls may reach: its own (:func:`definitions`) and those it
+    imports from the repository (:func:`imported_definitions`); a name in both is left out."""
+    own = definitions(trees)
+    imported = imported_definitions(ctx, path, trees)
+    both = own.keys() & imported.keys()
+    return {k: v for k, v in (*own.items(), *imported.items()) if k not in both}
+
+
 class BoundsDetector(Detector):
     """Literal run bounds in the entry files of the experiments found so far, and in the
     JSON or YAML config files their commands name (:mod:`.configbounds`)."""
@@ -426,13 +556,16 @@ class BoundsDetector(Detector):
             if text is None:
                 continue
             if entry.endswith(".ipynb"):
-                findings += self._notebook(entry, text)
+                findings += self._notebook(ctx, entry, text)
             else:
                 # The index's cached tree: the other procedure detectors parse entries too.
                 tree = ctx.index.parse_python(entry)
+                if tree is None:
+                    continue
+                signatures = _signatures(ctx, entry, [tree])
                 findings += [
                     self._finding(entry, None, b, Evidence(entry, b.line))
-                    for b in (literal_bounds(text, tree) if tree is not None else [])
+                    for b in literal_bounds(text, tree, signatures)
                 ]
         findings += [
             self._finding(path, None, b, Evidence(path, b.line))
@@ -441,7 +574,7 @@ class BoundsDetector(Detector):
         ]
         return findings
 
-    def _notebook(self, entry: str, text: str) -> list[Finding]:
+    def _notebook(self, ctx: DetectContext, entry: str, text: str) -> list[Finding]:
         try:
             nb = json.loads(text)
         except (ValueError, RecursionError):
@@ -450,7 +583,7 @@ class BoundsDetector(Detector):
         if not isinstance(cells, list):
             return []
         raw_lines = text.splitlines()
-        out: list[Finding] = []
+        parsed: list[tuple[int, str, ast.Module]] = []
         for number, cell in enumerate(cells, 1):
             if not isinstance(cell, dict) or cell.get("cell_type") != "code":
                 continue
@@ -460,9 +593,13 @@ class BoundsDetector(Detector):
             # the cell's own, as repro/derive.py counts them (str.splitlines).
             code = cell_code(source)
             tree = parsed_cell(code)  # shared with the notebooks detector: parsed once
-            if not isinstance(tree, ast.Module):
-                continue
-            for b in literal_bounds(code, tree):
+            if isinstance(tree, ast.Module):
+                parsed.append((number, code, tree))
+        # A function one cell defines is called from later cells: the cells are one program.
+        signatures = _signatures(ctx, entry, [tree for _, _, tree in parsed])
+        out: list[Finding] = []
+        for number, code, tree in parsed:
+            for b in literal_bounds(code, tree, signatures):
                 out.append(
                     self._finding(entry, number, b, Evidence(entry, _json_line(raw_lines, b)))
                 )
@@ -472,7 +609,9 @@ class BoundsDetector(Detector):
         self, entry: str, cell: int | None, b: LiteralBound, evidence: Evidence
     ) -> Finding[BoundValue]:
         where = f"cell {cell} line {b.line}" if cell is not None else f"line {b.line}"
-        what = "training loop over range()" if b.site == "loop" else f"`{b.name}`"
+        what = {"loop": "training loop over range()", "argument": f"argument `{b.name}`"}.get(
+            b.site, f"`{b.name}`"
+        )
         # The finding's value is the literal's record, placed in its entry (and cell).
         value = BoundValue(entry=entry, cell=cell, **asdict(b))
         return Finding(

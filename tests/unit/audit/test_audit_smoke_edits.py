@@ -1,6 +1,7 @@
 """A smoke audit of an experiment bounded in its code, not on its command line (issue 9,
 item 3): a notebook's config cell (`train_config.max_iters = 2000`), a notebook's training
-loop (`for k in range(2000):`), a script's module constant (`EPOCHS = 500`), a JSON or YAML
+loop (`for k in range(2000):`), a script's module constant (`EPOCHS = 500`), a literal
+argument of the script's own function (`search(bowl, 400, box)`), a JSON or YAML
 config file the command passes (`python train.py config.json`, `"epochs": 60`).
 
 `rb init` lists the literals as the smoke tier's `edits`; the launcher has
@@ -113,6 +114,22 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "train_rb_smoke.py",
             "epochs run: 1",
             "EPOCHS = 1\n",
+        ),
+        # The bound is a literal argument of the script's own function (3 x 400 evaluations,
+        # 24 s of sleeping) or of one it imports (300 epochs, 30 s).
+        (
+            "zero-literal-argument-bound",
+            "search",
+            "search_rb_smoke.py",
+            "evaluations run: 20",
+            "search(bowl, 20, box, batch)",
+        ),
+        (
+            "zero-literal-argument-bound",
+            "fit",
+            "fit_rb_smoke.py",
+            "epochs run: 1",
+            "descend(starts[0], 1, 0.05)",
         ),
         # The bound is in the config file the command passes (60 epochs x 10 repetitions,
         # 30 s of sleeping; 400 epochs, 20 s): the command runs a lowered copy of the file.

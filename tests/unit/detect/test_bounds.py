@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from reprobridge.detect.procedure.bounds import literal_bounds
+from reprobridge.detect.base import DetectContext
+from reprobridge.detect.index import RepoIndex
+from reprobridge.detect.procedure.bounds import imported_definitions, literal_bounds
 from reprobridge.recovery.smoke import literal_smoke_value
 
 
@@ -119,8 +123,13 @@ def test_a_default_no_call_passes_is_a_setting() -> None:
     assert [(b.name, b.was, b.code) for b in literal_bounds(code)] == [
         ("num_epochs", "30", "def main(num_epochs=30, lr=0.1):")
     ]
-    passed = "def main(num_epochs=30):\n    pass\n\nmain(3)\n"
+    passed = "def main(num_epochs=30):\n    pass\n\nmain(epochs_from_file)\n"
     assert literal_bounds(passed) == []
+    # A literal passed instead is the bound, at the call (test_literal_arguments_...).
+    passed = "def main(num_epochs=30):\n    pass\n\nmain(3)\n"
+    assert [(b.was, b.site, b.code) for b in literal_bounds(passed)] == [
+        ("3", "argument", "main(3)")
+    ]
     uncalled = "def main(num_epochs=30):\n    pass\n"
     assert literal_bounds(uncalled) == []
 
@@ -140,10 +149,105 @@ def test_a_small_keyword_is_not_cut_to_a_tenth(make_repo) -> None:
                 "import random\n\nSTEPS = 60\n\n\ndef draw(w, timesteps=1):\n    return w\n\n\n"
                 "w = 0.0\nfor step in range(STEPS):\n    loss = (w - 1) ** 2\n"
                 "    w -= 0.1 * 2 * (w - 1)\n    print('loss:', loss)\n"
-                "draw(w, timesteps=10)\n"
+                "draw(w, timesteps=10)\ndraw(w, 10)\ndraw(w, 5000)\n"
             ),
         }
     )
     merged = merge_findings(detect_repo(RepoIndex.from_directory(root)), repo_name="x")
     edits = merged.manifest.experiments["fit"].tiers["smoke"].edits
-    assert [(e.code, e.value) for e in edits] == [("STEPS = 60", 6)]
+    # Nor is the same argument passed by position; one above the usual value is lowered.
+    assert [(e.code, e.value) for e in edits] == [("STEPS = 60", 6), ("draw(w, 5000)", 2000)]
+
+
+_OPTIMIZE = "def optimize(func, num_iter, bounds, workers=0):\n    pass\n\n"
+
+
+@pytest.mark.parametrize(
+    ("code", "name", "was"),
+    [
+        # Issue 9 (bayesian-optimization): the run's length is a literal argument.
+        (_OPTIMIZE + "for w in [1, 2]:\n    res = optimize(rosen, 200, b, w)", "num_iter", "200"),
+        (_OPTIMIZE + "optimize(rosen, num_iter=200, bounds=b)", "num_iter", "200"),  # keyword
+        (
+            "def fit(model, epochs, lr):\n    pass\n\ndef main():\n    fit(net, 30, 0.1)\n\n"
+            "if __name__ == '__main__':\n    main()",
+            "epochs",
+            "30",
+        ),
+        ("async def run(n_steps):\n    pass\n\nasyncio.run(run(500))", "n_steps", "500"),
+        ("def train(*, epochs):\n    pass\n\ntrain(epochs=10)", "epochs", "10"),
+    ],
+)
+def test_literal_arguments_of_own_functions_are_bounds(code: str, name: str, was: str) -> None:
+    [bound] = literal_bounds(code)
+    assert (bound.name, bound.was) == (name, was)
+    assert code.splitlines()[bound.line - 1][bound.column :].startswith(was)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "optimize(rosen, 200.0, b)",  # not an int constant
+        "optimize(rosen, 2 * 100, b)",
+        "optimize(rosen, True, b)",
+        "optimize(rosen, -1, b)",
+        "optimize(rosen, 0, b)",
+        "optimize(200, rosen, b)",  # `func` bounds nothing
+        "optimize(*args, 200)",  # positions after *args are unknown
+        "opt.optimize(rosen, 200, b)",  # a method of some object, not this function
+        "other(rosen, 200, b)",  # a function the file does not define
+    ],
+)
+def test_literal_arguments_that_are_not_bounds(call: str) -> None:
+    assert literal_bounds(_OPTIMIZE + call) == []
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "def solve(A, max_iter):\n    pass\n\nsolve(A, 1000)",  # a solver's cap
+        "def f(x):\n    pass\n\nf(100)\n\ndef f(n_steps):\n    pass",  # defined twice
+        "def f(n_steps):\n    pass\n\nfrom lib import f\nf(100)",  # rebound by an import
+        "def f(n_steps):\n    pass\n\nf = jit(g)\nf(100)",  # rebound by an assignment
+        "def f(n_steps):\n    pass\n\ndef g():\n    f(100)",  # in code nothing runs
+        "class T:\n    def f(self, n_steps):\n        pass\n\nf(100)",  # a method
+    ],
+)
+def test_arguments_of_unknown_or_ambiguous_functions_are_not_bounds(code: str) -> None:
+    assert literal_bounds(code) == []
+
+
+def _imported(tmp_path: Path, files: dict[str, str], entry: str) -> dict[str, list[str]]:
+    """What ``entry``'s calls reach in the repository ``files``: name -> parameters."""
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    ctx = DetectContext(RepoIndex.from_directory(tmp_path))
+    tree = ctx.index.parse_python(entry)
+    assert tree is not None
+    found = imported_definitions(ctx, entry, [tree])
+    return {name: [a.arg for a in args.args] for name, args in found.items()}
+
+
+def test_functions_of_imported_repository_modules_are_known_by_the_name_called(
+    tmp_path: Path,
+) -> None:
+    helpers = "def descend(w, epochs):\n    pass\n\nclass Model:\n    pass\n"
+    files = {
+        "lib/helpers.py": helpers,
+        "lib/__init__.py": "",
+        "lib/run.py": "from .helpers import descend as d\nimport lib.helpers\nimport numpy as np\n",
+    }
+    assert _imported(tmp_path, files, "lib/run.py") == {
+        "d": ["w", "epochs"],
+        "lib.helpers.descend": ["w", "epochs"],
+    }
+
+
+def test_an_imported_name_that_reaches_two_functions_is_left_out(tmp_path: Path) -> None:
+    files = {
+        "a.py": "def fit(x, epochs):\n    pass\n",
+        "b.py": "def fit(epochs, x):\n    pass\n",
+        "run.py": "from a import fit\nif cond:\n    from b import fit\n",
+    }
+    assert _imported(tmp_path, files, "run.py") == {}
