@@ -238,18 +238,36 @@ Signatures = Mapping[str, ast.arguments]
 
 def _rebound(tree: ast.Module) -> set[str]:
     """The names ``tree`` binds otherwise than by a top-level ``def``: imports anywhere
-    (``import a.b`` binds ``a``), and top-level assignments and classes."""
-    names: set[str] = set()
+    (``import a.b`` binds ``a``), and top-level assignments and classes (:func:`_assigned`)."""
+    names = _assigned(tree)
     for node in nodes_of(tree, ast.Import, ast.ImportFrom):
         for alias in node.names:
             names.add(alias.asname or alias.name.split(".")[0])
+    return names
+
+
+def _assigned(tree: ast.Module) -> set[str]:
+    """The names ``tree``'s top-level assignments and classes bind (``train = jit(train)``)."""
+    names: set[str] = set()
     for stmt in tree.body:
         if isinstance(stmt, ast.ClassDef):
             names.add(stmt.name)
         elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-            names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            for target in targets:
+                names |= _bound_names(target)
     return names
+
+
+def _bound_names(target: ast.expr) -> set[str]:
+    """The names an assignment to ``target`` binds (``a``, ``a, *b``; not ``a.x``, ``a[0]``)."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, ast.Starred):
+        return _bound_names(target.value)
+    if isinstance(target, ast.Tuple | ast.List):
+        return set().union(*(_bound_names(e) for e in target.elts))
+    return set()
 
 
 def definitions(trees: Iterable[ast.Module]) -> dict[str, ast.arguments]:
@@ -533,12 +551,15 @@ def imported_definitions(
     return {name: args for name, args in found.items() if name not in dropped}
 
 
-def _signatures(ctx: DetectContext, path: str, trees: list[ast.Module]) -> Signatures:
+def call_signatures(ctx: DetectContext, path: str, trees: list[ast.Module]) -> Signatures:
     """The functions ``path``'s calls may reach: its own (:func:`definitions`) and those it
-    imports from the repository (:func:`imported_definitions`); a name in both is left out."""
+    imports from the repository (:func:`imported_definitions`); a name in both, or that
+    ``path`` also assigns (``train = jit(train)``), is left out."""
     own = definitions(trees)
     imported = imported_definitions(ctx, path, trees)
     both = own.keys() & imported.keys()
+    assigned: set[str] = set().union(*(_assigned(tree) for tree in trees))
+    imported = {k: v for k, v in imported.items() if k.split(".")[0] not in assigned}
     return {k: v for k, v in (*own.items(), *imported.items()) if k not in both}
 
 
@@ -562,7 +583,7 @@ class BoundsDetector(Detector):
                 tree = ctx.index.parse_python(entry)
                 if tree is None:
                     continue
-                signatures = _signatures(ctx, entry, [tree])
+                signatures = call_signatures(ctx, entry, [tree])
                 findings += [
                     self._finding(entry, None, b, Evidence(entry, b.line))
                     for b in literal_bounds(text, tree, signatures)
@@ -596,7 +617,7 @@ class BoundsDetector(Detector):
             if isinstance(tree, ast.Module):
                 parsed.append((number, code, tree))
         # A function one cell defines is called from later cells: the cells are one program.
-        signatures = _signatures(ctx, entry, [tree for _, _, tree in parsed])
+        signatures = call_signatures(ctx, entry, [tree for _, _, tree in parsed])
         out: list[Finding] = []
         for number, code, tree in parsed:
             for b in literal_bounds(code, tree, signatures):

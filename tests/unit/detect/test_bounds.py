@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 
 from reprobridge.detect.base import DetectContext
 from reprobridge.detect.index import RepoIndex
-from reprobridge.detect.procedure.bounds import imported_definitions, literal_bounds
+from reprobridge.detect.procedure.bounds import (
+    call_signatures,
+    imported_definitions,
+    literal_bounds,
+)
 from reprobridge.recovery.smoke import literal_smoke_value
 
 
@@ -208,7 +213,7 @@ def test_literal_arguments_that_are_not_bounds(call: str) -> None:
         "def solve(A, max_iter):\n    pass\n\nsolve(A, 1000)",  # a solver's cap
         "def f(x):\n    pass\n\nf(100)\n\ndef f(n_steps):\n    pass",  # defined twice
         "def f(n_steps):\n    pass\n\nfrom lib import f\nf(100)",  # rebound by an import
-        "def f(n_steps):\n    pass\n\nf = jit(g)\nf(100)",  # rebound by an assignment
+        "def f(n_steps):\n    pass\n\nf, g = jit(f), 1\nf(100)",  # rebound by an assignment
         "def f(n_steps):\n    pass\n\ndef g():\n    f(100)",  # in code nothing runs
         "class T:\n    def f(self, n_steps):\n        pass\n\nf(100)",  # a method
     ],
@@ -251,3 +256,21 @@ def test_an_imported_name_that_reaches_two_functions_is_left_out(tmp_path: Path)
         "run.py": "from a import fit\nif cond:\n    from b import fit\n",
     }
     assert _imported(tmp_path, files, "run.py") == {}
+
+
+def test_an_imported_function_the_entry_rebinds_is_not_known(tmp_path: Path) -> None:
+    """``train = jit(train)`` may change the signature: the call's positions are unknown.
+    Assigning an attribute or an item of the name rebinds nothing."""
+    (tmp_path / "utils.py").write_text("def train(model, epochs):\n    pass\n")
+    (tmp_path / "run.py").write_text(
+        "from utils import train\ntrain, lr = jit(train), 0.1\ntrain(net, 100)\n"
+    )
+    ctx = DetectContext(RepoIndex.from_directory(tmp_path))
+    assert (
+        dict(call_signatures(ctx, "run.py", [ast.parse((tmp_path / "run.py").read_text())])) == {}
+    )
+    (tmp_path / "run.py").write_text("from utils import train\ntrain.x = 1\ntrain(net, 100)\n")
+    ctx = DetectContext(RepoIndex.from_directory(tmp_path))
+    assert list(call_signatures(ctx, "run.py", [ast.parse((tmp_path / "run.py").read_text())])) == [
+        "train"
+    ]
