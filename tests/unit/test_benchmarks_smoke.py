@@ -62,3 +62,13 @@ def test_verify_smoke():
     )
     assert "rb verify" in out and "sha256sum -c" in out
     assert "target <= 2.5x" in out and "peak" in out
+
+
+def test_archive_source_smoke():
+    # issue 14's archive rows: rb archive --with-source against tar in the same run.
+    out = _run(
+        str(BENCH / "archive_source.py"),
+        *("--files", "30", "--repeat", "1", "--no-unpack", "--formats", "gz"),
+    )
+    assert "fixed cost" in out and "rb archive" in out
+    assert "ratio rb/tar" in out and "size rb/tar" in out
