@@ -274,3 +274,36 @@ def test_an_imported_function_the_entry_rebinds_is_not_known(tmp_path: Path) -> 
     assert list(call_signatures(ctx, "run.py", [ast.parse((tmp_path / "run.py").read_text())])) == [
         "train"
     ]
+
+
+def test_a_notebook_cell_calls_a_function_an_earlier_cell_defines(make_repo) -> None:
+    """A notebook's cells are one program: `descend(w0, 10000, 0.001)` in one cell reaches
+    `def descend(w, n_steps, lr)` of another; the edit is placed in the calling cell."""
+    import json
+
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.findings import BoundValue
+
+    def cell(source: str) -> dict[str, object]:
+        return {"cell_type": "code", "metadata": {}, "outputs": [], "source": source}
+
+    nb = {
+        "cells": [
+            cell("def descend(w, n_steps, lr):\n    for _ in range(n_steps):\n        w -= lr\n"),
+            cell("w0 = 1.0\npath = descend(w0, 10000, 0.001)\nprint('final loss:', path)\n"),
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    root = make_repo(
+        {
+            "README.md": "```bash\njupyter nbconvert --to notebook --execute demo.ipynb\n```\n",
+            "demo.ipynb": json.dumps(nb, indent=1),
+        }
+    )
+    ctx = detect_repo(RepoIndex.from_directory(root))
+    bounds = [f.value for f in ctx.of(BoundValue)]
+    assert [(b.cell, b.line, b.name, b.was, b.site) for b in bounds] == [
+        (2, 2, "n_steps", "10000", "argument")
+    ]
