@@ -79,7 +79,15 @@ def _pax(data: bytes) -> dict[str, str]:
 
 def _fill(pipe: IO[bytes], buf: bytes, pos: int, n: int) -> bytes:
     """``buf[pos:]`` plus enough of ``pipe`` to hold at least ``n`` bytes (read in chunks
-    of at least CHUNK, so a header or a small file is a slice, not a read)."""
+    of at least CHUNK, so a header or a small file is a slice, not a read). A ``pos``
+    past the end of ``buf`` (a directory entry's data, skipped unread) is skipped in
+    ``pipe`` first."""
+    skip = pos - len(buf)
+    while skip > 0:
+        data = pipe.read(min(skip, CHUNK))
+        if not data:
+            raise ArchiveError("the `git archive` stream ended early")
+        skip -= len(data)
     parts = [buf[pos:]]
     have = len(parts[0])
     while have < n:
@@ -113,10 +121,15 @@ def parse_tar(pipe: IO[bytes]) -> Iterator[Entry]:
                 pass
             return
         typ = buf[pos + 156]
-        try:  # digits and a NUL, as git and tarfile write them; else the careful parse
-            size = int(buf[pos + 124 : pos + 135], 8)
-        except ValueError:
-            size = _octal(buf[pos + 124 : pos + 136])
+        if pax and "size" in pax and typ != 0x67 and typ != 0x78:
+            size = int(pax["size"])  # the ustar field may be 0 or base-256 then
+        else:
+            try:  # digits and a NUL, as git and tarfile write them; else the careful parse
+                size = int(buf[pos + 124 : pos + 135], 8)
+            except ValueError:
+                size = _octal(buf[pos + 124 : pos + 136])
+        if size < 0:  # int() takes a sign; the offsets below must only move forward
+            raise ArchiveError("the `git archive` stream has an entry of negative size")
         if typ == 0x67 or typ == 0x78:  # g (global PAX: git's commit id), x (next entry)
             stored = size + (-size % BLOCK)
             if len(buf) - end < stored:
@@ -125,8 +138,6 @@ def parse_tar(pipe: IO[bytes]) -> Iterator[Entry]:
                 pax.update(_pax(buf[end : end + size]))
             pos = end + stored
             continue
-        if pax and "size" in pax:
-            size = int(pax["size"])
         stored = size + (-size % BLOCK)
         nul = buf.find(b"\0", pos, pos + 100)
         name = buf[pos : nul if nul >= 0 else pos + 100]

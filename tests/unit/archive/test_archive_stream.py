@@ -202,3 +202,41 @@ def test_source_size_counts_blobs_only(tmp_path: Path) -> None:
     subprocess.run([*GIT, "-C", str(root), "add", "-A"], check=True)
     subprocess.run([*GIT, "-C", str(root), "commit", "-qm", "c"], check=True)
     assert source_size(root, "HEAD") == (3, 5 + 1000 + len("a.txt"))
+
+
+def _header(name: str, *, typ: bytes = b"0", size: bytes = b"%011o" % 0) -> bytes:
+    """A ustar header block with a raw size field (11 bytes) and a valid checksum."""
+    block = bytearray(512)
+    block[0 : len(name)] = name.encode()
+    block[100:108] = b"0000644\0"
+    block[124:135] = size
+    block[156:157] = typ
+    block[257:265] = b"ustar\x0000"
+    block[148:156] = b" " * 8
+    block[148:156] = b"%06o\0 " % sum(block)
+    return bytes(block)
+
+
+def test_parse_tar_refuses_a_negative_size() -> None:
+    # int() takes a sign: "-0000001000" would have moved the parser backwards, forever.
+    data = _header("a.txt", size=b"-0000001000") + b"\0" * 1024
+    with pytest.raises(ArchiveError, match="negative size"):
+        list(parse_tar(io.BytesIO(data)))
+
+
+def test_parse_tar_skips_a_directorys_data_and_takes_a_pax_size() -> None:
+    # A directory entry with data: skipped, even past what the parser has buffered.
+    dir_data = b"d" * 5000
+    pax_rec = b"%d size=3\n" % (len(b" size=3\n") + 2)
+    data = (
+        _header("d/", typ=b"5", size=b"%011o" % len(dir_data))
+        + dir_data.ljust(5120, b"\0")
+        + _header("pax", typ=b"x", size=b"%011o" % len(pax_rec))
+        + pax_rec.ljust(512, b"\0")
+        # The ustar size field is not octal: the PAX size record stands for it.
+        + _header("d/f", size=b"\x80" + b"\0" * 10)
+        + b"abc".ljust(512, b"\0")
+        + b"\0" * 1024
+    )
+    got = [(e.path, e.kind, e.data) for e in parse_tar(_Trickle(data, 700))]
+    assert got == [("d", "dir", None), ("d/f", "file", b"abc")]
