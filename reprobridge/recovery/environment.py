@@ -263,6 +263,52 @@ def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: Recove
     )
 
 
+def merge_metadata_floors(b: Builder, notes: RecoveryNotes) -> None:
+    """For each package of ``packages.toml``'s ``[metadata_floors]`` whose first release
+    uv can read came after the date bound: ``environment.python_constraints`` +=
+    ``NAME>=VERSION`` and ``environment.exclude_newer_package[NAME]`` = the day PyPI had
+    it. uv skips releases whose metadata it cannot parse, and under such a bound would
+    resolve an ancient release that builds from source. A package the repository's own lock
+    constrains is left to it. Nothing without a date bound."""
+    env = b.data.get("environment", {})
+    bound = env.get("exclude_newer")
+    if not bound:
+        return
+    constraints: list[str] = list(env.get("python_constraints", []))
+    constrained = {canonicalize_name(Requirement(c).name) for c in constraints}
+    floors = load_packages().get("metadata_floors", {})
+    added = [
+        name
+        for name, floor in sorted(floors.items())
+        if canonicalize_name(name) not in constrained
+        and bound[:10] < floor["available"].isoformat()
+    ]
+    if not added:
+        return
+    sources, confidence = b.prov.get("environment.python_constraints", ([], "medium"))
+    why = [f"rb rule: {floors[n]['why']} (data/packages.toml [metadata_floors])" for n in added]
+    b.put(
+        "environment.python_constraints",
+        [*constraints, *(f"{n}>={floors[n]['version']}" for n in added)],
+        [*sources, *why],
+        confidence,
+    )
+    for name, reason in zip(added, why, strict=True):
+        b.put(
+            f"environment.exclude_newer_package.{canonicalize_name(name)}",
+            f"{floors[name]['available'].isoformat()}T00:00:00Z",
+            [reason],
+            "medium",
+        )
+    notes.decisions.append(
+        "constrained "
+        + ", ".join(f"{n}>={floors[n]['version']}" for n in added)
+        + f" and moved its date bound to when PyPI had that release: under {bound[:10]} uv "
+        "cannot read the metadata of the releases before, and would resolve an ancient one "
+        "that builds from source"
+    )
+
+
 def _apply_pins(
     b: Builder,
     pins_found: list[Finding[PinValue]],

@@ -67,6 +67,7 @@ from reprobridge.recovery.environment import (
     merge_cuda,
     merge_environment,
     merge_exclude_newer,
+    merge_metadata_floors,
     merge_optional_imports,
     merge_python,
     merge_pythonpath,
@@ -114,6 +115,7 @@ def merge_findings(
     cuda = merge_cuda(b, by_kind, notes)
     merge_environment(b, by_kind, python, cuda, python_lock, notes)
     merge_exclude_newer(b, dated, notes)
+    merge_metadata_floors(b, notes)
     merge_pythonpath(b, ctx.index, notes)
     datasets = merge_datasets(b, by_kind, ctx.index)
     merge_experiments(b, by_kind, datasets, cuda, notes)

@@ -8,7 +8,7 @@ from reprobridge.detect.index import RepoIndex
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.recovery._common import Builder
 from reprobridge.recovery.dating import EnvironmentDate, environment_date
-from reprobridge.recovery.environment import merge_exclude_newer
+from reprobridge.recovery.environment import merge_exclude_newer, merge_metadata_floors
 
 
 def test_head_commit_date_is_read_with_the_hardened_git(make_repo) -> None:
@@ -67,3 +67,27 @@ def test_code_older_than_every_python_is_raised_to_the_wheel_floor() -> None:
     # a date after the floor is kept as it is
     kept = environment_date(("d" * 40, 1700000000), None, ["3.7", "3.11"])
     assert kept is not None and kept.floor is None and kept.stamp == 1700000000
+
+
+def test_a_bound_before_a_metadata_floor_constrains_the_package() -> None:
+    # pandas 0.18-0.24 declare `pytz (>=2011k)`: uv skips them and, under a 2019-06 bound,
+    # resolved pandas 0.11 (2013), which builds from source and failed.
+    b, notes = Builder(), RecoveryNotes()
+    merge_exclude_newer(b, EnvironmentDate("e" * 40, 1561680000, 1561680000), notes)  # 2019-06-28
+    merge_metadata_floors(b, notes)
+    assert b.data["environment"]["python_constraints"] == ["pandas>=0.25.0"]
+    assert b.data["environment"]["exclude_newer_package"] == {"pandas": "2019-07-25T00:00:00Z"}
+    sources, _ = b.prov["environment.python_constraints"]
+    assert any("2011k" in s and "[metadata_floors]" in s for s in sources)
+    assert any("pandas>=0.25.0" in d for d in notes.decisions)
+    # after the floor's release: nothing to add
+    later = Builder()
+    merge_exclude_newer(later, EnvironmentDate("f" * 40, 1700000000, 1700000000), RecoveryNotes())
+    merge_metadata_floors(later, RecoveryNotes())
+    assert "python_constraints" not in later.data["environment"]
+    # the repository's own lock constrains pandas: left to it
+    locked = Builder()
+    locked.put("environment.python_constraints", ["pandas==0.23.4"], ["uv.lock"])
+    merge_exclude_newer(locked, EnvironmentDate("g" * 40, 1561680000, 1561680000), RecoveryNotes())
+    merge_metadata_floors(locked, RecoveryNotes())
+    assert locked.data["environment"]["python_constraints"] == ["pandas==0.23.4"]
