@@ -474,8 +474,8 @@ class Tier(StrictModel):
         default_factory=list,
         description="Literals of the notebook, script or config file the command names that "
         "this tier replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20, "
-        '`"epochs": 30` -> 1), in a copy written next to it when the tier runs; the command '
-        "names the copy. For loops bounded in code or a config file rather than on the "
+        '`"epochs": 30` -> 1, `optimize(f, 200, b)` for `def optimize(func, num_iter, bounds)` '
+        "-> 20), in a copy written next to it when the tier runs; the command names the copy. For loops bounded in code or a config file rather than on the "
         "command line. One file per tier.",
     )
     metrics: dict[MetricName, Metric] | None = Field(

@@ -397,6 +397,14 @@ def test_detach_submits_an_array_and_attach_collects_it_later(tiny_repo) -> None
     assert all(len(r["placement"]["attempts"]) == 1 for r in records)  # type: ignore[index]
 
 
+def _node_ready() -> bool:
+    """The one node takes work again: idle or mixed/allocated, not down, drained or
+    responding late (a node resumed by the previous test can lag for seconds)."""
+    proc = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True, check=False)
+    states = proc.stdout.split()
+    return bool(states) and all(s in {"idle", "mix", "alloc"} for s in states)
+
+
 def _set_node(state: str) -> None:
     node = subprocess.run(
         ["sinfo", "-h", "-o", "%N"], capture_output=True, text=True, check=True
@@ -421,6 +429,8 @@ def test_a_run_the_node_lost_is_resubmitted_and_both_attempts_are_recorded(tiny_
         finally:
             _set_node("resume")
         _, err = proc.communicate(timeout=_START_S)
+        # the next test submits to this node: leave it taking work again
+        _wait_for(_node_ready, _START_S)
     assert proc.returncode == 0, err
     assert "ended NODE_FAIL; resubmitting" in err
     (record,) = _records(root)
@@ -433,6 +443,9 @@ def test_a_run_the_node_lost_is_resubmitted_and_both_attempts_are_recorded(tiny_
 @needs_slurm
 def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     root = tiny_repo("sleep 6; echo acc=0.9\n")
+    # A node the node-down test resumed can lag; a job lost to it before the resume looks
+    # is resubmitted, not found (CI once saw job 15 lost, job 17 run, no "found").
+    _wait_for(_node_ready, _START_S)
     proc = subprocess.Popen(
         audit_argv(root),
         stdout=subprocess.DEVNULL,
