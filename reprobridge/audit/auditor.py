@@ -30,6 +30,7 @@ import shutil
 import signal
 import tempfile
 import threading
+import time
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -214,6 +215,20 @@ def _new_audit_id(manifest_bytes: bytes, commit: str) -> str:
     return f"{stamp}-{hashlib.sha256(manifest_bytes + commit.encode()).hexdigest()[:6]}"
 
 
+def _fresh_audit_id(evidence_root: Path, manifest_bytes: bytes, commit: str) -> str:
+    """A :func:`_new_audit_id` no bundle under ``evidence_root`` has yet. The id is the
+    second and the inputs' digest, so a second audit of the same inputs within the same
+    second (a short audit run twice by a script) waits for the next second rather than
+    failing with "evidence bundle already exists"; two audits started at once still meet
+    that error from the atomic mkdir in ``Bundle.create``."""
+    for _ in range(3):
+        audit_id = _new_audit_id(manifest_bytes, commit)
+        if not (evidence_root / audit_id).exists():
+            return audit_id
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
+    return _new_audit_id(manifest_bytes, commit)
+
+
 def build_policy(opts: AuditOptions, sandbox_off: str | None) -> BuildPolicy:
     """Builds of packages without a wheel run in the run's sandbox, which exposes nothing
     the experiment's own code could not reach: allowed when runs are sandboxed, unless
@@ -343,7 +358,9 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         bundle_path = _resume_path(evidence_root, opts.resume)
         bundle = Bundle.open(bundle_path)
     else:
-        bundle = Bundle.create(evidence_root, _new_audit_id(manifest_bytes, commit))
+        bundle = Bundle.create(
+            evidence_root, _fresh_audit_id(evidence_root, manifest_bytes, commit)
+        )
     interrupt = _Interrupt()
     with bundle.lock(), interrupt.installed(), contextlib.ExitStack() as stack:
         audit_id = bundle.path.name
