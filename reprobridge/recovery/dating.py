@@ -21,18 +21,13 @@ file name the repository chose is never read as a pattern or an option.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime, time
 
 from reprobridge.data import load_packages
-from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Finding
-from reprobridge.detect.findings import (
-    ExperimentValue,
-    PythonVersionValue,
-    RequirementValue,
-    of_type,
-)
+from reprobridge.detect.findings import PythonVersionValue, RequirementValue, of_type
 from reprobridge.detect.index import last_commit
 
 __all__ = [
@@ -44,8 +39,6 @@ __all__ = [
     "wheel_floor",
 ]
 
-#: At most this many files of one experiment's import closure are followed.
-_CLOSURE_LIMIT = 400
 #: Paths per ``git log`` call (the command line stays well under the kernel's limit).
 _CHUNK = 200
 
@@ -70,21 +63,17 @@ class CodeDate:
 
 
 def code_date(
-    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding[ExperimentValue]]
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], closure: Collection[str] | None
 ) -> CodeDate | None:
-    """The :class:`CodeDate` of the ``chosen`` experiments, or None when HEAD's date
-    stands: no commit (``ctx.index.head`` is None), no chosen experiment, one that is not
-    a Python script or notebook, no commit touching those files, or that commit is HEAD's
-    date (or younger)."""
+    """The :class:`CodeDate` of the files the chosen experiments run (``closure``, from
+    :func:`reprobridge.recovery.scope.run_closure`), or None when HEAD's date stands: no
+    commit (``ctx.index.head`` is None), no closure (no chosen experiment, or one that is
+    not a Python script or notebook), no commit touching those files, or that commit is
+    HEAD's date (or younger)."""
     head = ctx.index.head
-    entries = [f.value.entry for f in chosen]
-    if head is None or not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+    if head is None or closure is None:
         return None
-    py_paths = set(ctx.index.python_paths())
-    files: set[str] = set()
-    for entry in entries:
-        files.update(path for path, _ in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT))
-    closure = set(files)
+    files = set(closure)
     declaring = [*of_type(by_kind, RequirementValue), *of_type(by_kind, PythonVersionValue)]
     for f in declaring:
         if isinstance(f.value, RequirementValue) and not f.value.declared:

@@ -80,6 +80,7 @@ from reprobridge.recovery.scope import (
     drop_support_only,
     drop_unreached_imports,
     experiment_folder,
+    run_closure,
     scope_findings,
     subproject,
 )
@@ -148,13 +149,14 @@ def _scope_environment(
             # since the experiments left out are not in the final merge's decision.
             notes.decisions.append(f"chosen before the scoping, among all sub-projects: {main_why}")
         chosen, _ = _chosen_experiments(by_kind)  # other experiments take the places left
-    unreached = drop_unreached_imports(ctx, by_kind, chosen)
+    closure = run_closure(ctx, chosen)
+    unreached = drop_unreached_imports(ctx, by_kind, closure)
     if unreached:
         notes.decisions.append(
             "imported only by code no chosen experiment runs, so not run requirements "
             "(listed for the experiments left in the guide): " + ", ".join(unreached)
         )
-    return code_date(ctx, by_kind, chosen)
+    return code_date(ctx, by_kind, closure)
 
 
 def _chosen_experiments(

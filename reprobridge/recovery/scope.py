@@ -269,8 +269,28 @@ _DYNAMIC_IMPORT = re.compile(r"\bimport_module\s*\(|\b__import__\s*\(|\bimportli
 _CLOSURE_LIMIT = 400
 
 
+def run_closure(
+    ctx: DetectContext, chosen: list[Finding[ExperimentValue]]
+) -> dict[str, str] | None:
+    """Path -> code of each file the ``chosen`` experiments run: each script or notebook
+    (a notebook's code cells) and the repository modules it imports, transitively, in the
+    order :func:`~reprobridge.detect._select.import_closure` reaches them, at most
+    ``_CLOSURE_LIMIT`` per experiment. None when no experiment was chosen or one is not a
+    Python script or notebook (a shell script or Makefile runs what it names). Computed
+    once per merge: the import reach and the environment's date both read it."""
+    entries = [f.value.entry for f in chosen]
+    if not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+        return None
+    py_paths = set(ctx.index.python_paths())
+    closure: dict[str, str] = {}
+    for entry in entries:
+        for path, code in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT):
+            closure.setdefault(path, code)
+    return closure
+
+
 def drop_unreached_imports(
-    ctx: DetectContext, by_kind: dict[str, list[Finding]], chosen: list[Finding[ExperimentValue]]
+    ctx: DetectContext, by_kind: dict[str, list[Finding]], closure: dict[str, str] | None
 ) -> list[str]:
     """Drop, in place, requirements known only from imports (declared in no file) that no
     file the ``chosen`` experiments run imports, and those declared only in an optional
@@ -282,26 +302,24 @@ def drop_unreached_imports(
     imports, transitively; a file that loads modules by name (``importlib``) adds its
     folder's files. A repository of single-file algorithms (sixty scripts, one per method)
     needs for its few chosen experiments what those import, not what every other script
-    does (envpool, isaacgym, a JAX stack). Nothing is dropped when a chosen experiment is
-    not a Python script or notebook (a shell script or Makefile runs what it names), or
-    when no experiment was chosen."""
-    entries = [f.value.entry for f in chosen]
-    if not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+    does (envpool, isaacgym, a JAX stack). ``closure`` is :func:`run_closure`'s; nothing
+    is dropped when it is None (a chosen experiment is not a Python script or notebook, or
+    no experiment was chosen)."""
+    if closure is None:
         return []
     py_paths = set(ctx.index.python_paths())
     reached: set[str] = set()
     names: set[str] = set()  # the top-level names the reached files import
-    for entry in entries:
-        for path, code in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT):
-            reached.add(path)
-            names |= scan_imports(code.encode("utf-8", "surrogateescape"))
-            if _DYNAMIC_IMPORT.search(code):
-                folder = path.rpartition("/")[0]
-                for sibling in sorted(py_paths - reached):
-                    if sibling.rpartition("/")[0] == folder:
-                        reached.add(sibling)
-                        text = ctx.index.try_read_text(sibling) or ""
-                        names |= scan_imports(text.encode("utf-8", "surrogateescape"))
+    for path, code in closure.items():
+        reached.add(path)
+        names |= scan_imports(code.encode("utf-8", "surrogateescape"))
+        if _DYNAMIC_IMPORT.search(code):
+            folder = path.rpartition("/")[0]
+            for sibling in sorted(py_paths - reached):
+                if sibling.rpartition("/")[0] == folder:
+                    reached.add(sibling)
+                    text = ctx.index.try_read_text(sibling) or ""
+                    names |= scan_imports(text.encode("utf-8", "surrogateescape"))
 
     required = {
         canonicalize_name(f.key) for f in of_type(by_kind, RequirementValue) if not f.value.optional
