@@ -229,9 +229,14 @@ def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: Recove
         return
     commit, stamp = dated.commit, dated.stamp
     if dated.commit_stamp < _EARLIEST_BOUND or stamp > time.time() + 86400:
+        # Name the commit the date came from: HEAD, or the last change to the chosen code.
+        which = (
+            f"HEAD ({commit[:12]})"
+            if dated.files is None
+            else f"the last commit that changed the chosen experiments' code ({commit[:12]})"
+        )
         notes.warnings.append(
-            f"HEAD ({commit[:12]}) has an implausible commit date; packages are resolved "
-            "without a date bound"
+            f"{which} has an implausible commit date; packages are resolved without a date bound"
         )
         return
     day_end = (stamp // 86400 + 1) * 86400
@@ -454,13 +459,14 @@ def merge_python(
     by_kind: dict[str, list[Finding]],
     reqs: dict[str, Requirement],
     notes: RecoveryNotes,
-    head: tuple[str, int] | None = None,
+    dated: EnvironmentDate | None = None,
 ) -> str:
     """The Python ``X.Y`` of the environment: exact version files first, then the
     specifiers (framework pins included), the newest admitted, at most the default, and
-    at most the newest Python released a year before the code's date (``head``: the last
-    commit, or that of the chosen experiments' code): a 2022 repository resolved as of its
-    date has no wheels for a Python of late 2022."""
+    at most the newest Python released a year before the code's date (``dated.stamp``:
+    HEAD's, or that of the chosen experiments' code, raised to the wheel floor; see
+    :mod:`reprobridge.recovery.dating`): a 2022 repository resolved as of its date has no
+    wheels for a Python of late 2022."""
     found = of_type(by_kind, PythonVersionValue)
     exact = [(f, v) for f in found if (v := f.value.exact) is not None]
     specs: list[tuple[SpecifierSet, Finding | str]] = []
@@ -519,11 +525,11 @@ def merge_python(
         admitted = [
             v for v in candidates if all(s.contains(f"{v}.0", prereleases=True) for s, _ in specs)
         ]
-        dated = _python_of_date(head[1]) if head else None
-        if dated is not None and admitted:
-            by_date = [v for v in admitted if _py_key(v) <= _py_key(dated)]
-            day = datetime.fromtimestamp(head[1], UTC).strftime("%Y-%m-%d") if head else ""
-            why = f"git: code of {day}; Python {dated} is the newest released a year before it"
+        of_date = _python_of_date(dated.stamp) if dated else None
+        if dated is not None and of_date is not None and admitted:
+            by_date = [v for v in admitted if _py_key(v) <= _py_key(of_date)]
+            day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d")
+            why = f"git: code of {day}; Python {of_date} is the newest released a year before it"
             # Older than every Python rb can provide: no date rule. The oldest (3.7) would
             # meet the packages of its date without wheels for it (numpy and matplotlib of
             # 2018-05 have none for 3.7, so the environment built them from source and a

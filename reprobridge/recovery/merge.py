@@ -109,10 +109,9 @@ def merge_findings(
     _project(b, by_kind, repo_name, paper_path)
     code = _scope_environment(ctx, by_kind, notes)
     dated = environment_date(ctx.index.head, code, pins.available_pythons())
-    head = (dated.commit, dated.stamp) if dated else None
     requirements = merge_requirements(b, by_kind, notes)
     merge_optional_imports(b, by_kind, requirements, notes)
-    python = merge_python(b, by_kind, requirements, notes, head)
+    python = merge_python(b, by_kind, requirements, notes, dated)
     cuda = merge_cuda(b, by_kind, notes)
     merge_environment(b, by_kind, python, cuda, python_lock, notes)
     merge_exclude_newer(b, dated, notes)

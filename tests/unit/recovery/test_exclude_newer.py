@@ -45,10 +45,21 @@ def test_implausible_dates_give_no_bound() -> None:
         b, notes = Builder(), RecoveryNotes()
         merge_exclude_newer(b, EnvironmentDate("b" * 40, stamp, stamp), notes)
         assert "environment" not in b.data
-        assert "implausible commit date" in notes.warnings[0]
+        assert notes.warnings[0].startswith("HEAD (bbbbbbbbbbbb) has an implausible commit date")
     b = Builder()
     merge_exclude_newer(b, None, RecoveryNotes())
     assert b.data == {}
+
+
+def test_implausible_code_date_names_the_commit_it_came_from() -> None:
+    # The date came from the last change to the chosen code, not HEAD: the warning says so.
+    b, notes = Builder(), RecoveryNotes()
+    merge_exclude_newer(b, EnvironmentDate("d" * 40, 0, 0, files=3), notes)
+    assert "environment" not in b.data
+    assert notes.warnings == [
+        "the last commit that changed the chosen experiments' code (dddddddddddd) has an "
+        "implausible commit date; packages are resolved without a date bound"
+    ]
 
 
 def test_code_older_than_every_python_is_raised_to_the_wheel_floor() -> None:
