@@ -132,7 +132,10 @@ class _Found:
     notes: list[str] = field(default_factory=list)
 
 
-def _norm_path(path: str) -> str | None:
+def _dataset_path(path: str) -> str | None:
+    """A dataset's path literal, tidied (:func:`~reprobridge.detect._text.tidy_path`); None
+    when it cannot name a place in the run's tree: absolute, in a home, from a variable,
+    above the root, several lines, or with a blank (prose rather than a path)."""
     path = tidy_path(path)
     if not path or path.startswith(("/", "~", "$", "..")) or "\n" in path or " " in path:
         return None
@@ -338,7 +341,7 @@ class DatasetsDetector(Detector):
         generator_file = bool(re.search(r"generat|synth|make_data|simulat|toy", stem))
         if randomness:
             for node, saved in saves:
-                norm = _norm_path(saved)
+                norm = _dataset_path(saved)
                 if norm and (norm.startswith(_DATA_PREFIXES) or generator_file):
                     col.add_path(
                         norm,
@@ -357,7 +360,7 @@ class DatasetsDetector(Detector):
             return
         root_node = kwarg(node, "root") or (node.args[0] if node.args else None)
         where = static_path(root_node, imports) if root_node is not None else None
-        root = _norm_path(where[0]) if where else None
+        root = _dataset_path(where[0]) if where else None
         if cls in _FOLDER_CLASSES:
             if root:
                 ident, _ = path_dataset(root)
@@ -390,7 +393,7 @@ class DatasetsDetector(Detector):
                 candidates = [files]
             for cand in candidates:
                 where = static_path(cand, imports)
-                norm = _norm_path(where[0]) if where else None
+                norm = _dataset_path(where[0]) if where else None
                 if norm:
                     col.add_path(norm, ev, "high", f"read with load_dataset({ds!r})")
             return
@@ -434,7 +437,7 @@ class DatasetsDetector(Detector):
     def _paths(self, path: str, tree: ast.Module, imports: dict[str, str], col: _Collector) -> None:
         for param in argparse_params(tree, imports):
             if _DATA_DIR_FLAG_RE.match(param.name) and isinstance(param.default, str):
-                norm = _norm_path(param.default)
+                norm = _dataset_path(param.default)
                 if norm:
                     col.add_path(
                         norm,
@@ -449,7 +452,7 @@ class DatasetsDetector(Detector):
             if len(text) > 200 or not text.lstrip("./").startswith(_DATA_PREFIXES):
                 continue
             text = re.split(r"[{%*]", text, maxsplit=1)[0]
-            norm = _norm_path(text)
+            norm = _dataset_path(text)
             if not norm or norm.endswith(".py") or "/" not in norm:
                 continue
             col.add_path(norm, Evidence(path, node.lineno), "low", "path literal in the code")

@@ -148,7 +148,10 @@ def _parse(ctx: DetectContext, path: str, code: str) -> ast.Module | None:
         return None
 
 
-def _norm(path: str) -> str:
+def _lexical(path: str) -> str:
+    """``path`` normalised lexically (:func:`posixpath.normpath`), a leading ``..`` kept:
+    unlike :func:`~reprobridge.detect._text.normalize_path`, which stops at the root, a
+    read above the entry's folder must stay visibly outside the repository."""
     return posixpath.normpath(path.strip())
 
 
@@ -157,17 +160,17 @@ def _missing_reads(
 ) -> list[tuple[str, IoCall]]:
     """(path, first read) of each relative file ``entry`` reads that is in none of its
     folder, the root and its commands' workdirs, and that it does not write itself."""
-    written = {_norm(c.path) for c in calls if c.kind == "write"}
+    written = {_lexical(c.path) for c in calls if c.kind == "write"}
     folder = str(PurePosixPath(entry).parent)
     out: dict[str, IoCall] = {}
     for c in calls:
         if c.kind != "read" or c.path.startswith(("/", "~", "$")) or "{" in c.path:
             continue
-        path = _norm(c.path)
+        path = _lexical(c.path)
         if path.startswith("..") or path in written or path in out:
             continue
         bases = {folder, ".", *workdirs}
-        if any(_norm(posixpath.join(b, path)) in present for b in bases):
+        if any(_lexical(posixpath.join(b, path)) in present for b in bases):
             continue
         out[path] = c
     return list(out.items())
@@ -185,7 +188,7 @@ def _producer(
             continue
         tree = ctx.index.parse_python(sib)
         for c in io_calls(tree) if tree is not None else []:
-            if c.kind == "write" and _norm(c.path) == path:
+            if c.kind == "write" and _lexical(c.path) == path:
                 return sib, Evidence(sib, c.line)
     return None
 

@@ -109,7 +109,10 @@ class _Metric:
     note: str = ""
 
 
-def _norm(path: str) -> str | None:
+def _output_path(path: str) -> str | None:
+    """A written file's path literal, tidied (:func:`~reprobridge.detect._text.tidy_path`);
+    None when it is not a file of the run's tree: absolute, in a home, above the root,
+    ``-`` (stdout), holding a variable, several lines, or the folder itself (``.``)."""
     path = tidy_path(path)
     if not path or path.startswith(_NOT_OUTPUT) or "$" in path or "\n" in path or path == ".":
         return None
@@ -201,7 +204,7 @@ def _tensorboard_dirs(calls: list[ast.Call], imports: dict[str, str]) -> set[str
             dirs.add("runs")
             continue
         where = static_path(arg, imports)
-        norm = _norm(where[0]) if where else None
+        norm = _output_path(where[0]) if where else None
         if norm:
             dirs.add(norm)
     return dirs
@@ -477,7 +480,7 @@ class OutputsMetricsDetector(Detector):
             where = static_path(target, imports)
             if where is None:
                 return None
-            norm = _norm(where[0])
+            norm = _output_path(where[0])
             return (norm, where[1]) if norm else None
         return None
 
@@ -519,7 +522,7 @@ class OutputsMetricsDetector(Detector):
         where = static_path(target, imports)
         if where is None:
             return
-        norm = _norm(where[0])
+        norm = _output_path(where[0])
         if norm:
             outputs.setdefault(norm, (node.lineno, where[1]))
 

@@ -225,8 +225,9 @@ def _rst_blocks(path: str, text: str) -> list[_Block]:
     return blocks
 
 
-def _norm(path: str) -> str:
-    """:func:`~reprobridge.detect._text.normalize_path`, with ``.`` for the root."""
+def _repo_path(path: str) -> str:
+    """A path inside the repository: :func:`~reprobridge.detect._text.normalize_path` (a
+    ``cd ..`` never climbs above the root), with ``.`` for the root."""
     return normalize_path(path) or "."
 
 
@@ -317,7 +318,7 @@ def _commands(block: _Block, base_dir: str, optional_files: Set[str]) -> list[_C
                 # A placeholder (`cd PATH_TO_PROJECT`) names no folder: what follows it has
                 # no known working directory, so it is a rejected candidate.
                 placeholder = target if placeholder_folder(target) else ""
-                workdir = _norm(f"{workdir}/{target}") if target != "-" else base_dir
+                workdir = _repo_path(f"{workdir}/{target}") if target != "-" else base_dir
                 continue
             if words[0] == "export" and len(words) >= 2:
                 env.extend(w for w in words[1:] if "=" in w)
@@ -364,14 +365,14 @@ def entry_path(index: RepoIndex, run: RunCommand, workdir: str) -> tuple[str, bo
             f"src/{stem}/__main__.py",
         ]
         for cand in candidates:
-            full = _norm(f"{workdir}/{cand}")
+            full = _repo_path(f"{workdir}/{cand}")
             if full in index:
                 return full, True
-        return _norm(f"{workdir}/{candidates[0]}"), False
+        return _repo_path(f"{workdir}/{candidates[0]}"), False
     if run.kind == "make":
-        full = _norm(f"{workdir}/Makefile")
+        full = _repo_path(f"{workdir}/Makefile")
         return full, full in index
-    full = _norm(f"{workdir}/{run.entry}")
+    full = _repo_path(f"{workdir}/{run.entry}")
     return full, full in index
 
 
@@ -437,12 +438,12 @@ def _mentions(index: RepoIndex) -> list[Finding]:
     found: dict[str, int] = {}
     for number, line in enumerate(text.splitlines(), 1):
         for ref in _FILE_REF_RE.findall(line):
-            ref = _norm(ref.removeprefix("./"))
+            ref = _repo_path(ref.removeprefix("./"))
             paths = [ref] if ref in index else by_name.get(PurePosixPath(ref).name, [])
             if len(paths) == 1:  # an ambiguous bare name names nothing in particular
                 found.setdefault(paths[0], number)
         for ref in _DIR_REF_RE.findall(line):
-            script = _folder_script(_norm(ref.removeprefix("./").rstrip("/")), by_dir)
+            script = _folder_script(_repo_path(ref.removeprefix("./").rstrip("/")), by_dir)
             if script is not None:
                 found.setdefault(script, number)
     return [
@@ -520,7 +521,7 @@ def _workdir(index: RepoIndex, cmd: _Command, base_dir: str) -> str:
     if entry_path(index, cmd.run, cmd.workdir)[1]:
         return cmd.workdir
     if base_dir != ".":
-        rooted = _norm(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
+        rooted = _repo_path(cmd.workdir.removeprefix(base_dir).lstrip("/") or ".")
         if entry_path(index, cmd.run, rooted)[1]:
             return rooted
     if cmd.clone_root is not None and entry_path(index, cmd.run, cmd.clone_root)[1]:
