@@ -22,20 +22,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from reprobridge.detect.base import (
-    Confidence,
-    DeclaredFileDetector,
-    DetectContext,
-    Evidence,
-    Finding,
-)
-from reprobridge.detect.declared.requirements import (
-    declared_python,
-    declared_requirement,
-    index_finding,
-    is_default_index,
-    read_deferred,
-)
+from reprobridge.detect.base import Confidence, DeclaredFileDetector, DetectContext, Finding
+from reprobridge.detect.declared.requirements import DeclaredFile
 from reprobridge.detect.findings import IndexRole
 from reprobridge.errors import DetectionError
 
@@ -160,32 +148,14 @@ class PyprojectDetector(DeclaredFileDetector):
         return run.findings
 
 
-class _Run:
-    """The findings of one pyproject.toml (keeps path, lines and confidence together)."""
+class _Run(DeclaredFile):
+    """The findings of one pyproject.toml, with its ``lines`` to find each value's line."""
 
     def __init__(
         self, ctx: DetectContext, detector: str, path: str, lines: _Lines, conf: Confidence
     ) -> None:
-        self.ctx = ctx
-        self.detector = detector
-        self.path = path
+        super().__init__(ctx, detector, path, conf)
         self.lines = lines
-        self.confidence: Confidence = conf
-        self.findings: list[Finding] = []
-
-    def requirement(self, text: str, line: int, note: str = "") -> None:
-        self.findings.append(
-            declared_requirement(
-                text, self.path, line, self.detector, confidence=self.confidence, note=note
-            )
-        )
-
-    def python(self, spec: str, line: int, note: str, key: str) -> None:
-        self.findings.append(declared_python(spec, self.path, line, self.detector, note, key=key))
-
-    def index(self, url: Any, role: IndexRole, line: int) -> None:
-        if isinstance(url, str) and url and not is_default_index(url):
-            self.findings.append(index_finding(url, role, Evidence(self.path, line), self.detector))
 
     def strings(self, value: Any, what: str) -> list[str]:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -205,11 +175,9 @@ class _Run:
             dynamic = _table(data, "tool", "setuptools", "dynamic")
             spec = dynamic.get("dependencies", {})
             files = spec.get("file", []) if isinstance(spec, dict) else []
-            source = Evidence(self.path, self.lines.find("tool.setuptools.dynamic"))
+            line = self.lines.find("tool.setuptools.dynamic")
             for target in [files] if isinstance(files, str) else files:
-                self.findings += read_deferred(
-                    self.ctx, self.detector, source, str(target), "dynamic dependencies"
-                )
+                self.deferred(line, str(target), "dynamic dependencies")
 
     # -- Poetry ---------------------------------------------------------------------------
     def poetry(self, poetry: dict[str, Any]) -> None:

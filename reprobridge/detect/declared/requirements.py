@@ -531,3 +531,46 @@ def read_deferred(
     parser = RequirementsParser(ctx, detector, note=f"{what} of {source} reads this file")
     parser.parse_file(resolved)
     return parser.result()
+
+
+class DeclaredFile:
+    """The findings of one file that declares a project (``pyproject.toml``, ``setup.cfg``,
+    ``setup.py``), in the order they are added: each requirement, Python bound, index and
+    requirements file it defers to carries the file's ``path``, the ``detector``'s name and,
+    for requirements, the file's ``confidence`` (see
+    :class:`~reprobridge.detect.base.DeclaredFileDetector`). Each method raises what the
+    function it calls raises (DetectionError naming the path and the line)."""
+
+    def __init__(
+        self, ctx: DetectContext, detector: str, path: str, confidence: Confidence = "high"
+    ) -> None:
+        self.ctx = ctx
+        self.detector = detector
+        self.path = path
+        self.confidence: Confidence = confidence
+        self.findings: list[Finding] = []
+
+    def requirement(self, text: str, line: int, note: str = "") -> None:
+        """The PEP 508 string ``text`` at ``line`` (:func:`declared_requirement`)."""
+        self.findings.append(
+            declared_requirement(
+                text, self.path, line, self.detector, confidence=self.confidence, note=note
+            )
+        )
+
+    def python(self, spec: str, line: int, note: str, key: str) -> None:
+        """The Python specifier ``spec`` declared as ``key`` at ``line``
+        (:func:`declared_python`)."""
+        self.findings.append(declared_python(spec, self.path, line, self.detector, note, key=key))
+
+    def index(self, url: object, role: IndexRole, line: int) -> None:
+        """The package index ``url`` at ``line``; nothing when it is not a non-empty string
+        or is PyPI itself (:func:`is_default_index`)."""
+        if isinstance(url, str) and url and not is_default_index(url):
+            self.findings.append(index_finding(url, role, Evidence(self.path, line), self.detector))
+
+    def deferred(self, line: int, target: str, what: str) -> None:
+        """The requirements file ``target`` that ``what`` at ``line`` reads at build time
+        (:func:`read_deferred`: relative to this file's folder)."""
+        source = Evidence(self.path, line)
+        self.findings += read_deferred(self.ctx, self.detector, source, target, what)

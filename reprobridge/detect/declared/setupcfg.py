@@ -9,18 +9,8 @@ from __future__ import annotations
 
 import re
 
-from reprobridge.detect.base import (
-    Confidence,
-    DeclaredFileDetector,
-    DetectContext,
-    Evidence,
-    Finding,
-)
-from reprobridge.detect.declared.requirements import (
-    declared_python,
-    declared_requirement,
-    read_deferred,
-)
+from reprobridge.detect.base import Confidence, DeclaredFileDetector, DetectContext, Finding
+from reprobridge.detect.declared.requirements import DeclaredFile
 from reprobridge.errors import DetectionError
 
 _SECTION_RE = re.compile(r"^\s*\[([^\]]+)\]")
@@ -75,37 +65,23 @@ class SetupCfgDetector(DeclaredFileDetector):
         if not parser.has_section("options"):
             return []
         lines = _option_lines(text, "options")
-        findings: list[Finding] = []
+        out = DeclaredFile(ctx, self.name, path, confidence)
         python = parser.get("options", "python_requires", fallback="").strip()
         if python:
             line = lines.get("python_requires", 1)
-            findings.append(
-                declared_python(
-                    python,
-                    path,
-                    line,
-                    self.name,
-                    "setup.cfg python_requires",
-                    key="python_requires",
-                )
-            )
+            out.python(python, line, "setup.cfg python_requires", "python_requires")
         raw = parser.get("options", "install_requires", fallback="")
         start = lines.get("install_requires", 1)
         if raw.strip().startswith("file:"):
-            source = Evidence(path, start)
             for target in raw.strip()[len("file:") :].replace(",", " ").split():
-                findings += read_deferred(ctx, self.name, source, target, "install_requires")
-            return findings
+                out.deferred(start, target, "install_requires")
+            return out.findings
         text_lines = text.splitlines()
         for value in raw.splitlines():
             value = re.split(r"(?:^|\s)[#;]", value, maxsplit=1)[0].strip()
-            if not value:
-                continue
-            line = _find_line(text_lines, value, start)
-            findings.append(
-                declared_requirement(value, path, line, self.name, confidence=confidence)
-            )
-        return findings
+            if value:
+                out.requirement(value, _find_line(text_lines, value, start))
+        return out.findings
 
 
 def _find_line(lines: list[str], value: str, start: int) -> int:

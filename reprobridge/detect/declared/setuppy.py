@@ -14,18 +14,8 @@ import re
 from dataclasses import dataclass
 
 from reprobridge.detect._pyast import callee
-from reprobridge.detect.base import (
-    Confidence,
-    DeclaredFileDetector,
-    DetectContext,
-    Evidence,
-    Finding,
-)
-from reprobridge.detect.declared.requirements import (
-    declared_python,
-    declared_requirement,
-    read_deferred,
-)
+from reprobridge.detect.base import Confidence, DeclaredFileDetector, DetectContext, Finding
+from reprobridge.detect.declared.requirements import DeclaredFile
 from reprobridge.errors import DetectionError
 
 _FILE_RE = re.compile(r"^[\w./-]+\.(?:txt|in)$")
@@ -192,36 +182,22 @@ class SetupPyDetector(DeclaredFileDetector):
             return []
         ev = _Evaluator(tree)
         kws = _keywords(call, ev)
-        findings: list[Finding] = []
+        out = DeclaredFile(ctx, self.name, path, confidence)
         if "python_requires" in kws:
-            node = kws["python_requires"]
-            values = ev.strings(node)
+            values = ev.strings(kws["python_requires"])
             if values and len(values) == 1:
-                findings.append(
-                    declared_python(
-                        values[0].text,
-                        path,
-                        values[0].line,
-                        self.name,
-                        "setup.py python_requires",
-                        key="python_requires",
-                    )
-                )
+                value = values[0]
+                out.python(value.text, value.line, "setup.py python_requires", "python_requires")
         if "install_requires" in kws:
             node = kws["install_requires"]
             items = ev.strings(node)
             if items is not None:
                 for item in items:
-                    findings.append(
-                        declared_requirement(
-                            item.text, path, item.line, self.name, confidence=confidence
-                        )
-                    )
+                    out.requirement(item.text, item.line)
             else:
-                source = Evidence(path, node.lineno)
                 files = ev.files_read(node)
                 for target in files:
-                    findings += read_deferred(ctx, self.name, source, target, "install_requires")
+                    out.deferred(node.lineno, target, "install_requires")
                 if not files:
                     ctx.warn(
                         f"line {node.lineno}: install_requires is computed at build time and "
@@ -236,4 +212,4 @@ class SetupPyDetector(DeclaredFileDetector):
                     "included in the environment",
                     path,
                 )
-        return findings
+        return out.findings
