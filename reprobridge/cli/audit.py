@@ -20,6 +20,7 @@ from reprobridge.cli.options import (
     parse_overrides,
     print_json,
     repo_option,
+    runs_option,
     sign_option,
     state,
     threads_option,
@@ -240,7 +241,7 @@ def run_and_render(
 
 _common = [
     tier_option("full"),
-    backend_option,
+    backend_option(),
     click.option(
         "--sandbox",
         type=click.Choice(["auto", "on", "off"]),
@@ -290,13 +291,7 @@ def _apply(f: Any) -> Any:
 
 @click.command("audit")
 @click.argument("experiments", nargs=-1)
-@click.option(
-    "--runs",
-    type=click.IntRange(1, 1000),
-    default=3,
-    show_default=True,
-    help="Runs per experiment.",
-)
+@runs_option(3, most=1000)
 @click.option(
     "--resume",
     "resume",

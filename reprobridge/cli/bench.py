@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from reprobridge.cli.options import common_options, state, threads_option, tier_option
+from reprobridge.cli.options import (
+    agent_option,
+    backend_option,
+    common_options,
+    runs_option,
+    state,
+    threads_option,
+    tier_option,
+)
 
 
 @click.command("bench")
@@ -26,21 +34,9 @@ from reprobridge.cli.options import common_options, state, threads_option, tier_
     help="Seconds per repository for init and audit together (default: the suite's, else 600).",
 )
 @tier_option("smoke")
-@click.option("--runs", type=click.IntRange(1, 100), default=1, show_default=True)
-@click.option(
-    "--backend",
-    type=click.Choice(["host", "auto", "nix"]),
-    default="host",
-    show_default=True,
-    help="The audit's backend (host: this machine's Python; not hermetic).",
-)
-@click.option(
-    "--agent",
-    type=click.Choice(["static", "claude", "auto"]),
-    default="static",
-    show_default=True,
-    help="How `rb init` recovers (claude costs money; the cost is tabulated).",
-)
+@runs_option(1)
+@backend_option("The audit's backend (host: this machine's Python; not hermetic).", default="host")
+@agent_option("static", "How `rb init` recovers (claude costs money; the cost is tabulated).")
 @click.option(
     "--reuse",
     type=click.Path(file_okay=False, exists=True, path_type=Path),
@@ -61,7 +57,7 @@ def bench_command(
     tier: str,
     runs: int,
     backend: str,
-    agent: str,
+    agent_mode: str,
     reuse: Path | None,
     only: tuple[str, ...],
     threads: int | None,
@@ -94,7 +90,7 @@ def bench_command(
         tier=tier,
         runs=runs,
         backend=backend,
-        agent=agent,
+        agent=agent_mode,
         reuse=reuse.resolve() if reuse else None,
         only=only,
         threads=st.operator.threads(threads),

@@ -11,7 +11,14 @@ import click
 
 from reprobridge._log import sink
 from reprobridge.cli._render import print_init_summary, progress_sink
-from reprobridge.cli.options import backend_option, common_options, print_json, state, tier_option
+from reprobridge.cli.options import (
+    backend_option,
+    common_options,
+    print_json,
+    runs_option,
+    state,
+    tier_option,
+)
 
 
 @click.command("demo")
@@ -21,10 +28,8 @@ from reprobridge.cli.options import backend_option, common_options, print_json, 
     type=click.Path(path_type=Path),
     help="Where to put the example's copy (must not exist). Default: a new temporary directory.",
 )
-@backend_option
-@click.option(
-    "--runs", type=click.IntRange(1, 100), default=3, show_default=True, help="Runs per experiment."
-)
+@backend_option()
+@runs_option(3)
 @click.option("--no-run", is_flag=True, help="Only recover and write the artifacts; run nothing.")
 @tier_option("full")
 @common_options

@@ -9,7 +9,7 @@ import click
 
 from reprobridge._log import sink
 from reprobridge.cli._render import print_init_summary, progress_sink
-from reprobridge.cli.options import common_options, print_json, state
+from reprobridge.cli.options import agent_option, common_options, print_json, state
 
 if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays fast
     from reprobridge.initializer import InitResult
@@ -34,13 +34,8 @@ if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays f
     is_flag=True,
     help="Do not `git add -N` new files (a flake only sees files git knows).",
 )
-@click.option(
-    "--agent",
-    "agent_mode",
-    type=click.Choice(["static", "claude", "auto"]),
-    default="auto",
-    show_default=True,
-    help="Recovery: static only, a Claude agent, or auto (Claude when ANTHROPIC_API_KEY is set).",
+@agent_option(
+    "auto", "Recovery: static only, a Claude agent, or auto (Claude when ANTHROPIC_API_KEY is set)."
 )
 @click.option("--model", default=None, help="Claude model id (default claude-sonnet-4-5).")
 @click.option(

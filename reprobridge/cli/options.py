@@ -215,15 +215,44 @@ def tier_option(default: str) -> Callable[[F], F]:
     )
 
 
-def backend_option(f: F) -> F:
-    """``--backend``; without it ``RB_BACKEND``, then the user config, then ``auto``."""
+def runs_option(default: int, most: int = 100) -> Callable[[F], F]:
+    """``--runs N``: how many times each experiment runs (1 to ``most``)."""
+    return click.option(
+        "--runs",
+        type=click.IntRange(1, most),
+        default=default,
+        show_default=True,
+        help="Runs per experiment.",
+    )
+
+
+def backend_option(
+    help_text: str = "auto: nix when it can materialize the pinned devShell, else the host "
+    "(not hermetic). Default: RB_BACKEND, else `backend` in the user config, else auto.",
+    *,
+    default: str | None = None,
+) -> Callable[[F], F]:
+    """``--backend auto|nix|host``; without it (``default`` None) ``RB_BACKEND``, then the
+    user config, then ``auto``: the caller reads it with ``state().operator.backend``."""
     return click.option(
         "--backend",
         type=click.Choice(["auto", "nix", "host"]),
-        default=None,
-        help="auto: nix when it can materialize the pinned devShell, else the host (not "
-        "hermetic). Default: RB_BACKEND, else `backend` in the user config, else auto.",
-    )(f)
+        default=default,
+        show_default=default is not None,
+        help=help_text,
+    )
+
+
+def agent_option(default: str, help_text: str) -> Callable[[F], F]:
+    """``--agent static|claude|auto`` (read as ``agent_mode``): how `rb init` recovers."""
+    return click.option(
+        "--agent",
+        "agent_mode",
+        type=click.Choice(["static", "claude", "auto"]),
+        default=default,
+        show_default=True,
+        help=help_text,
+    )
 
 
 def _threads(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
