@@ -57,6 +57,7 @@ from typing_extensions import TypeVar
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.envscope import env_scope
 from reprobridge.detect.findings import ExperimentValue, FindingValue, RejectedValue, select
+from reprobridge.detect.index import MAX_TEXT_BYTES
 from reprobridge.errors import DetectionError, UnsafePathError
 
 if TYPE_CHECKING:
@@ -156,6 +157,16 @@ class DetectContext:
     def warn(self, message: str, path: str | None = None) -> None:
         """Record a non-fatal problem (skipped file, ambiguous value)."""
         self.warnings.append(Warning_(message, path))
+
+    def text_or_warn(self, path: str, what: str = "", *, limit: int = MAX_TEXT_BYTES) -> str | None:
+        """``path``'s text (:meth:`~reprobridge.detect.index.RepoIndex.try_read_text`), or
+        None after warning ``skipped <what>: not readable as text (binary, too large or
+        unsafe)``: a detector skips such a file, it does not fail."""
+        text = self.index.try_read_text(path, limit=limit)
+        if text is None:
+            skipped = f"skipped {what}" if what else "skipped"
+            self.warn(f"{skipped}: not readable as text (binary, too large or unsafe)", path)
+        return text
 
 
 class Detector(ABC):

@@ -16,7 +16,6 @@ from reprobridge.detect._pyast import (
 )
 from reprobridge.detect._text import key_line, normalize_path, param_name
 from reprobridge.detect.base import DetectContext, Evidence
-from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.procedure._param import Param, type_of
 
 _YAML11_FLOAT = re.compile(r"^[-+]?(?:\d+\.?\d*|\.\d+)[eE][-+]?\d+$")
@@ -40,12 +39,11 @@ def flatten(data: Any, prefix: str = "") -> list[tuple[str, Any]]:
     return out
 
 
-def _load_yaml(index: RepoIndex, path: str, ctx: DetectContext) -> Any:
+def _load_yaml(ctx: DetectContext, path: str) -> Any:
     import yaml  # loaded only when a repository has YAML to read (~20 ms of a small `rb init`)
 
-    text = index.try_read_text(path, limit=1024 * 1024)
+    text = ctx.text_or_warn(path, limit=1024 * 1024)
     if text is None:
-        ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
         return None
     try:
         return yaml.safe_load(text)
@@ -88,7 +86,7 @@ def hydra_params(
 def _hydra_file(
     ctx: DetectContext, file: str, base: str, prefix: str, line: int
 ) -> list[tuple[Param, Evidence]]:
-    data = _load_yaml(ctx.index, file, ctx)
+    data = _load_yaml(ctx, file)
     if not isinstance(data, dict):
         return []
     text = ctx.index.try_read_text(file)

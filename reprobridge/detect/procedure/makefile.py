@@ -159,9 +159,8 @@ class MakefileDetector(Detector):
         for path in ctx.index.named("Makefile", "makefile", "GNUmakefile"):
             if skip_path(path):
                 continue
-            text = ctx.index.try_read_text(path)
+            text = ctx.text_or_warn(path)
             if text is None:
-                ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
                 continue
             variables, phony, rules = parse_makefile(text)
             directory = str(PurePosixPath(path).parent)

@@ -299,11 +299,8 @@ class NotebooksDetector(Detector):
         for path in ctx.index.with_suffix(".ipynb"):
             if skip_path(path):
                 continue
-            text = ctx.index.try_read_text(path)
+            text = ctx.text_or_warn(path, "notebook")
             if text is None:
-                ctx.warn(
-                    "skipped notebook: not readable as text (binary, too large or unsafe)", path
-                )
                 continue
             try:
                 nb = json.loads(text)

@@ -540,9 +540,8 @@ class ReadmeCommandsDetector(Detector):
         seen: dict[tuple[str, str], _Command] = {}
         optional_files = optional_run_sets(f.path for f in index.files)
         for path in _doc_files(index):
-            text = index.try_read_text(path)
+            text = ctx.text_or_warn(path)
             if text is None:
-                ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
                 continue
             blocks = (
                 _rst_blocks(path, text)

@@ -86,9 +86,8 @@ class ShellScriptsDetector(Detector):
             stem = PurePosixPath(path).stem
             if _NOT_EXPERIMENT.match(stem.lower()):
                 continue
-            text = ctx.index.try_read_text(path)
+            text = ctx.text_or_warn(path)
             if text is None:
-                ctx.warn("skipped: not readable as text (binary, too large or unsafe)", path)
                 continue
             runs = runs_in(text)
             if not runs:

@@ -42,3 +42,22 @@ def test_subdirectory_makefile_and_skipped_targets(make_repo) -> None:
 def test_target_without_python_is_not_an_experiment(make_repo) -> None:
     ctx = run(make_repo, {"Makefile": "data:\n\twget http://x/y.zip\nbuild:\n\tgcc a.c\n"})
     assert ctx.findings == []
+
+
+def test_unreadable_files_are_skipped_with_one_warning_each(make_repo) -> None:
+    # A Makefile, shell script and notebook that are not text (a NUL byte) are skipped, each
+    # with the same warning naming it (DetectContext.text_or_warn); nothing fails.
+    root = make_repo(
+        {"Makefile": b"run:\x00\n", "run.sh": b"python x.py\x00\n", "nb.ipynb": b"{\x00}"},
+        git=False,
+    )
+    ctx = detect_repo(
+        RepoIndex.from_directory(root), only=detectors({"makefile", "shell", "notebooks"})
+    )
+    assert ctx.findings == []
+    why = "not readable as text (binary, too large or unsafe)"
+    assert sorted((w.path, w.message) for w in ctx.warnings) == [
+        ("Makefile", f"skipped: {why}"),
+        ("nb.ipynb", f"skipped notebook: {why}"),
+        ("run.sh", f"skipped: {why}"),
+    ]
