@@ -6,7 +6,9 @@ Contracts:
   (``^[a-z0-9][a-z0-9_-]{0,63}$``) or ``None``; :func:`unique_id` makes it unique among ids
   already taken, deterministically (``train``, ``train-2``, ...).
 * :func:`metric_name` / :func:`param_name` return names matching ``METRIC_PATTERN`` /
-  ``PARAM_PATTERN`` or ``None``.
+  ``PARAM_PATTERN`` or ``None``; :func:`result_name` is the metric name of a label that
+  names a result, ``None`` for a counter or setting (one rule for printed code and for a
+  notebook's stored output).
 * :data:`NUMBER` is the one capturing group every metric regex ends with: it matches
   integers, decimals, negatives and exponents (``-1.5e-3``), so a regex written for
   ``acc=0.91`` still works when the run prints ``loss=-2e-05``.
@@ -208,6 +210,15 @@ def looks_like_metric(label: str) -> bool:
 def is_counter_label(label: str) -> bool:
     """True when ``label`` is a progress counter or setting (epoch, step, lr, time...)."""
     return bool(NOT_METRIC_WORDS.match(label.strip().lower()))
+
+
+def result_name(label: str) -> str | None:
+    """The metric name (:func:`metric_name`) of a label that names a result
+    (:func:`looks_like_metric`); None for a progress counter or setting
+    (:func:`is_counter_label`: ``epoch``, ``lr``), whose value is no result."""
+    if is_counter_label(label) or not looks_like_metric(label):
+        return None
+    return metric_name(label)
 
 
 def label_regex(label: str, sep: str, *, value: str = NUMBER) -> str:

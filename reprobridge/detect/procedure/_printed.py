@@ -50,10 +50,9 @@ from reprobridge.detect._pyast import call_name, dotted, kwarg, literal
 from reprobridge.detect._text import (
     NUMBER,
     count_of_total,
-    is_counter_label,
     label_regex,
     looks_like_metric,
-    metric_name,
+    result_name,
 )
 
 _PRINTF_RE = re.compile(
@@ -334,10 +333,7 @@ def expression_name(node: ast.expr | None) -> str | None:
         return None
     if not name:
         return None
-    name = _singular(name)
-    if is_counter_label(name) or not looks_like_metric(name):
-        return None
-    return metric_name(name)
+    return result_name(_singular(name))
 
 
 # -- metrics of a line -------------------------------------------------------------------
@@ -522,9 +518,7 @@ def line_metrics(printed: Printed) -> list[PrintedMetric]:
         if labelled is not None:
             label, sep = labelled
             # A counter or a setting (block_size: 8) labels a value that is no result.
-            if is_counter_label(label) or not looks_like_metric(label):
-                continue
-            labelled_name = metric_name(label)
+            labelled_name = result_name(label)
             if labelled_name:
                 found.append(_labelled(labelled_name, label, sep, printed, i))
             continue

@@ -40,10 +40,8 @@ from reprobridge.detect._pyast import call_name, import_map, import_map_of, node
 from reprobridge.detect._text import (
     NUMBER,
     count_of_total,
-    is_counter_label,
     label_regex,
-    looks_like_metric,
-    metric_name,
+    result_name,
     skip_path,
     slugify,
     unique_id,
@@ -172,10 +170,8 @@ def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
             # Keep only the last words after a separator ("Epoch 3 | val acc" -> "val acc").
             label = re.split(r"[|,;()\[\]]", label)[-1].strip()
             label = " ".join(label.split()[-4:])  # "the net gave ... accuracy" -> its tail
-            if not label or is_counter_label(label) or not looks_like_metric(label):
-                continue
-            name = metric_name(label)
-            if name is None:
+            name = result_name(label)
+            if name is None:  # no label, or a counter or setting: no result
                 continue
             value, shown = NUMBER, match.group("value")
             # A count out of a total (the rule of _printed.py): its percentage, or ``_count``.
