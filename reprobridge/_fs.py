@@ -49,8 +49,14 @@ def safe_target(root: Path, rel: str) -> Path:
     return cur
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
-    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename)."""
+def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, sync_dir: bool = True) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same directory, fsync, rename,
+    then fsync the directory so the new name survives a power cut too).
+
+    ``sync_dir=False`` leaves the directory fsync to the caller, who fsyncs it once after
+    several writes (the evidence bundle does, at a run's seal): the rename is as atomic (a
+    reader, or a process killed at any point, sees the old bytes or the new ones) and the
+    bytes are on disk, only the name is not durable until then."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -64,6 +70,8 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o644) -> None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    if not sync_dir:
+        return
     with contextlib.suppress(OSError):
         dirfd = os.open(path.parent, os.O_DIRECTORY)
         try:

@@ -760,7 +760,10 @@ def _one_run(
             {"event": f"set-aside-{run_state}", "run": run.key, "to": moved.name, "at": _now()}
         )
     run_dir = bundle.run_dir(run.experiment, run.k)
-    bundle.journal_append({"event": "run-started", "run": run.key, "seed": run.seed, "at": _now()})
+    # Not fsynced on its own (nothing depends on it): the run's seal event carries it.
+    bundle.journal_append(
+        {"event": "run-started", "run": run.key, "seed": run.seed, "at": _now()}, sync=False
+    )
     emit(
         "run-start",
         run=run.key,

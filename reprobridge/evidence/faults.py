@@ -5,7 +5,8 @@ environment can never kill a real audit. Points (in the order a write passes the
 
     before_write               nothing of this file is on disk yet
     after_fsync_before_rename  the temp file is complete and fsynced, the target untouched
-    after_rename               the target holds the new bytes (parent dir fsync done)
+    after_rename               the target holds the new bytes (parent dir fsynced, but
+                               for a file of an unsealed run: its seal does that)
     mid_journal_append         half a journal line is on disk, without its newline
 
 Hits are counted per process and per point. SIGKILL (not an exception) is the point: no

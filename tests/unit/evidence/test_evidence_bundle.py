@@ -146,6 +146,56 @@ def test_run_states_and_seal(tmp_path: Path) -> None:
     assert bundle.runs() == [("train", 1)]
 
 
+def test_seal_puts_every_file_and_directory_of_the_run_on_disk_before_status(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's writes leave its directories to the seal (one fsync per directory per run
+    instead of one per file, issue 14), so the seal must fsync, before status.json's
+    rename, every file it lists (also those the bundle did not write: the sampler's
+    timeline, copied outputs) and every directory from the deepest up to the bundle."""
+    bundle = Bundle.create(tmp_path, AUDIT_ID)
+    log: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        log.append(("fsync", str(Path(f"/proc/self/fd/{fd}").readlink())))
+        real_fsync(fd)
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        log.append(("rename", str(dst)))
+        real_replace(src, dst)
+
+    with bundle.lock():
+        bundle.write_json("runs/e/0/datasets.json", [])  # the first write makes the run dir
+        run = bundle.path / "runs" / "e" / "0"
+        monkeypatch.setattr(os, "fsync", fsync)
+        monkeypatch.setattr(os, "replace", replace)
+        bundle.write_json("runs/e/0/env.json", {"A": "1"})
+        bundle.write_json("runs/e/0/metrics.json", {"acc": 0.9})
+        (run / "timeline.jsonl").write_bytes(b"{}\n")  # not written through the bundle
+        (run / "files" / "out" / "deep").mkdir(parents=True)
+        (run / "files" / "out" / "deep" / "result.txt").write_bytes(b"acc=0.9\n")
+        # The run's own writes fsync their data, never a directory.
+        written = [p for kind, p in log if kind == "fsync"]
+        assert not any(Path(p).is_dir() for p in written), written
+        log.clear()
+        bundle.seal_run("e", 0, {"exit": 0})
+    renames = [i for i, (kind, p) in enumerate(log) if kind == "rename"]
+    assert [log[i][1] for i in renames] == [str(run / "status.json")]
+    before = {p for kind, p in log[: renames[0]] if kind == "fsync"}
+    listed = json.loads((run / "status.json").read_bytes())["files"]
+    assert {str(run / name) for name in listed} <= before
+    dirs = [run / "files" / "out" / "deep", run / "files" / "out", run / "files", run]
+    dirs += [run.parent, run.parent.parent, bundle.path]
+    assert {str(d) for d in dirs} <= before
+    # Deepest first: a directory's entry is durable after what it names.
+    order = [p for kind, p in log[: renames[0]] if kind == "fsync" and Path(p).is_dir()]
+    assert order == [str(d) for d in dirs]
+    # status.json itself, then its directory, after the rename.
+    assert log[renames[0] + 1 :] == [("fsync", str(run))]
+    assert log[renames[0] - 1][0] == "fsync" and ".status.json." in log[renames[0] - 1][1]
+
+
 @pytest.mark.parametrize("bad", [("../x", 1), ("Train", 1), ("a/b", 1), ("e", -1), ("e", True)])
 def test_run_ids_are_validated(tmp_path: Path, bad: tuple[str, int]) -> None:
     bundle = Bundle.create(tmp_path, AUDIT_ID)
@@ -229,6 +279,29 @@ def test_journal_chain(tmp_path: Path) -> None:
     with bundle.lock():
         rec = bundle.journal_append({"event": "more"})
     assert rec["seq"] == 5 and rec["prev_sha256"] == sha256_bytes(lines[3])
+
+
+def test_unsynced_journal_line_is_whole_and_the_next_append_syncs_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = Bundle.create(tmp_path, AUDIT_ID)
+    synced: list[str] = []
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    journal = str(bundle.path / "journal.jsonl")
+    with bundle.lock():
+        bundle.journal_append({"event": "first"}, sync=False)  # a new file is always synced
+        assert synced.count(journal) == 1
+        bundle.journal_append({"event": "run-started"}, sync=False)
+        assert synced.count(journal) == 1
+        bundle.journal_append({"event": "run-sealed"})
+        assert synced.count(journal) == 2
+    assert [r["event"] for r in bundle.journal_records()] == ["first", "run-started", "run-sealed"]
 
 
 def test_journal_rejects_reserved_keys(tmp_path: Path) -> None:
