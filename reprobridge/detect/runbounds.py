@@ -2,9 +2,11 @@
 
 A smoke tier must finish in minutes on a CPU. It lowers the one parameter that bounds the
 training loop — epochs, steps, iterations, episodes — to :data:`SMOKE_VALUES`' value for
-its name, and never to more than about a tenth of the full run (:func:`smoke_of_full`). Names are matched on their last component, normalised (``--trainer.max_iters``
--> ``max_iters``, ``--num-epochs`` -> ``num_epochs``), so the vocabulary holds leaf names
-only. It is data: add a spelling here (and to its test), not a special case in code.
+its name, and never to more than about a tenth of the full run (:func:`smoke_of_full`),
+but never to fewer than :data:`MIN_COUNT` iterations: one is a degenerate run. Names are
+matched on their last component, normalised (``--trainer.max_iters`` -> ``max_iters``,
+``--num-epochs`` -> ``num_epochs``), so the vocabulary holds leaf names only. It is data:
+add a spelling here (and to its test), not a special case in code.
 
 It lives with the detectors because both sides read it: the merge
 (:mod:`reprobridge.recovery.experiments`) lowers a flag or parameter by these names, and the
@@ -16,24 +18,36 @@ from __future__ import annotations
 
 import re
 
-EPOCHS = 1  # one pass over the data
+#: The fewest iterations a smoke run lowers a loop count to (epochs, steps, episodes,
+#: repetitions). One iteration is a degenerate run, not a short one: a per-epoch history
+#: of one element (``history[::2]`` plotted in ``plt.subplots(1, n)``, where matplotlib
+#: returns a bare Axes for n == 1 and ``axes[i]`` fails), ``np.diff`` or a std over one
+#: value, a scheduler or a "between epochs" path never taken. A full run of fewer
+#: iterations keeps its own count: there is nothing to lower.
+MIN_COUNT = 2
+
+EPOCHS = MIN_COUNT  # two passes over the data: the fewest that are not degenerate
 STEPS = 20  # a few optimizer steps: enough to see the loss move and the code paths run
-_EPISODES = 2
+_EPISODES = MIN_COUNT
 _ENV_STEPS = 2000  # reinforcement learning counts environment steps, not updates
 
 #: A smoke run is at most about 1/SMOKE_SHARE of the full run it checks.
 SMOKE_SHARE = 10
 
+#: Leaf names of a count of passes over the data: a smoke tier of :data:`EPOCHS` is as
+#: long as the data, so the dataset sizes beside such a bound are lowered too
+#: (:func:`reprobridge.recovery.smoke.epoch_sizes`).
+EPOCH_NAMES = frozenset(
+    {
+        "epochs", "epoch", "num_epochs", "n_epochs", "nepochs", "nepoch", "max_epochs",
+        "max_epoch", "num_epoch", "nb_epochs", "num_train_epochs", "train_epochs",
+        "total_epochs", "epoch_num", "epochs_num", "n_epoch",
+    }
+)  # fmt: skip
+
 #: Leaf parameter name -> the value of the smoke tier.
 SMOKE_VALUES: dict[str, int] = {
-    **dict.fromkeys(
-        (
-            "epochs", "epoch", "num_epochs", "n_epochs", "nepochs", "nepoch", "max_epochs",
-            "max_epoch", "num_epoch", "nb_epochs", "num_train_epochs", "train_epochs",
-            "total_epochs", "epoch_num", "epochs_num", "n_epoch",
-        ),
-        EPOCHS,
-    ),
+    **dict.fromkeys(sorted(EPOCH_NAMES), EPOCHS),
     **dict.fromkeys(
         (
             "steps", "max_steps", "num_steps", "n_steps", "nsteps", "train_steps",
@@ -59,14 +73,15 @@ SMOKE_VALUES: dict[str, int] = {
 
 
 #: Leaf names of a count of repetitions of the whole experiment (``"num_reps": 10`` in a
-#: config file): one is enough for a smoke run. Kept apart from :data:`SMOKE_VALUES` because
+#: config file): :data:`MIN_COUNT` are enough for a smoke run (one makes a mean over the
+#: repetitions of one value, a std of nothing). Kept apart from :data:`SMOKE_VALUES` because
 #: a command line's flag is lowered one at a time, and a repetition count is never the one
 #: that bounds the training loop; config files' bounds are lowered together
 #: (:func:`config_smoke_value`).
 REPEAT_VALUES: dict[str, int] = dict.fromkeys(
     ("num_reps", "n_reps", "repeats", "num_repeats", "n_repeats", "n_runs", "num_runs",
      "n_seeds", "num_seeds"),
-    1,
+    MIN_COUNT,
 )  # fmt: skip
 
 
@@ -116,9 +131,10 @@ def leaf(name: str) -> str:
     return re.split(r"[./]", name.strip().lstrip("-").rstrip("="))[-1].replace("-", "_").lower()
 
 
-def smoke_value(name: str) -> int | None:
-    """The smoke tier's value for a parameter named ``name`` (a flag, a dotted override
-    key or a parameter name), or None when the name does not bound a run.
+def bound_name(name: str) -> str | None:
+    """The vocabulary's leaf name (a key of :data:`SMOKE_VALUES`) that the parameter
+    ``name`` (a flag, a dotted override key or a parameter name) is, or None when the name
+    does not bound a run.
 
     A parameter name that joins a section with ``_`` (``trainer_max_iters``) matches on
     its longest vocabulary suffix, unless a word before it says the count is about
@@ -126,26 +142,38 @@ def smoke_value(name: str) -> int | None:
     """
     key = leaf(name)
     if key in SMOKE_VALUES:
-        return SMOKE_VALUES[key]
+        return key
     parts = key.split("_")
     for i in range(1, len(parts)):
         suffix = "_".join(parts[i:])
         if suffix in SMOKE_VALUES:
-            return None if set(parts[:i]) & NOT_BOUNDS else SMOKE_VALUES[suffix]
+            return None if set(parts[:i]) & NOT_BOUNDS else suffix
     return None
+
+
+def smoke_value(name: str) -> int | None:
+    """The smoke tier's value for a parameter named ``name`` (:func:`bound_name`), or None
+    when the name does not bound a run."""
+    key = bound_name(name)
+    return None if key is None else SMOKE_VALUES[key]
 
 
 def smoke_of_full(usual: int, full: int) -> int:
     """The smoke value of a bound whose full run counts ``full`` (epochs, steps...): its
-    name's ``usual`` smoke value, but at most a tenth of ``full`` and at least 1.
+    name's ``usual`` smoke value, but at most a tenth of ``full``, and at least
+    :data:`MIN_COUNT`.
 
     The usual value is sized for long runs; a run that is already short by that measure
     (``--steps`` default 15, each step a minute of LBFGS) would otherwise get a "smoke"
-    tier as long as itself, so the tier is cut to a tenth (15 -> 1). A caller that must keep
-    a print interval (a loop that prints only every K iterations) raises the result to K
-    itself. The result is never above ``usual``, and below ``full`` unless ``full`` is 1
-    (one epoch, one step: nothing to lower)."""
-    return min(usual, max(1, full // SMOKE_SHARE))
+    tier as long as itself, so the tier is cut to a tenth, but not below two iterations
+    (15 -> 2, 30 epochs -> 2): one is a degenerate run (:data:`MIN_COUNT`). A caller that
+    must keep a print interval (a loop that prints only every K iterations) raises the
+    result to K itself. The result is never above ``full`` (a full run of one or two
+    iterations keeps its count: nothing to lower), never above ``usual`` unless ``usual``
+    is below the floor, and below ``full`` whenever ``full`` is above :data:`MIN_COUNT`."""
+    if full <= MIN_COUNT:
+        return max(1, full)
+    return max(MIN_COUNT, min(usual, full // SMOKE_SHARE))
 
 
 def config_smoke_value(path: list[str]) -> int | None:

@@ -468,13 +468,13 @@ class Tier(StrictModel):
     args: list[Annotated[str, StringConstraints(min_length=1, max_length=500)]] = Field(
         default_factory=list,
         description="Arguments appended to the command in this tier, in the project's own "
-        "syntax: `--trainer.max_iters=20`, hydra `trainer.max_epochs=1`.",
+        "syntax: `--trainer.max_iters=20`, hydra `trainer.max_epochs=2`.",
     )
     edits: list[SourceEdit] = Field(
         default_factory=list,
         description="Literals of the notebook, script or config file the command names that "
         "this tier replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20, "
-        '`"epochs": 30` -> 1, `optimize(f, 200, b)` for `def optimize(func, num_iter, bounds)` '
+        '`"epochs": 30` -> 2, `optimize(f, 200, b)` for `def optimize(func, num_iter, bounds)` '
         "-> 20), in a copy written next to it when the tier runs; the command names the copy. For loops bounded in code or a config file rather than on the "
         "command line. One file per tier.",
     )

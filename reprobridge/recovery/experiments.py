@@ -606,7 +606,7 @@ def _one_experiment(
         bound, tier_args, command = _bound_flag(exp_id, command, params, param_f, unb, notes)
     sized: list[tuple[str, int, list[str]]] = []
     if bound is not None and is_epoch_bound(bound) and kind in {"script", "module"}:
-        # One epoch is as long as the data: its size is lowered too, made explicit in the
+        # An epoch is as long as the data: its size is lowered too, made explicit in the
         # command like a bound's default (the full run keeps it).
         for pf, size in epoch_sizes(param_f, params):
             name, flag = pf.value.name, pf.value.flag or ""
@@ -615,7 +615,7 @@ def _one_experiment(
             sized.append((name, size, pf.sources()))
             notes.decisions.append(
                 f"{exp_id}: {flag} made explicit (default {pf.value.default}, "
-                f"{pf.sources()[0]}) so the smoke tier can lower it to {size}: one epoch "
+                f"{pf.sources()[0]}) so the smoke tier can lower it to {size}: an epoch "
                 "is as long as the data"
             )
     for name in _PLACEHOLDER.findall(command):

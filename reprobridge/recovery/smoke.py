@@ -14,11 +14,12 @@ from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import ParamValue
 from reprobridge.detect.runbounds import (
     BATCH_NAMES,
-    EPOCHS,
+    EPOCH_NAMES,
     HELD_OUT_SIZE_NAMES,
     REPEAT_VALUES,
     SIZE_NAMES,
     STEPS,
+    bound_name,
     leaf,
     smoke_of_full,
     smoke_value,
@@ -30,11 +31,13 @@ SMOKE_TIME_LIMIT = "10m"
 
 def literal_smoke_value(name: str, site: str) -> int:
     """The smoke value of a literal bound of the code: its name's (``max_iters``,
-    ``num_epochs``; for a ``for`` loop the loop variable's, ``epoch`` -> one epoch), else a
+    ``num_epochs``; for a ``for`` loop the loop variable's, ``epoch`` -> two epochs), else a
     few steps (:data:`~reprobridge.detect.runbounds.STEPS`) for a training loop over
     ``range(N)`` whose variable says nothing (``for k in range(2000)``). A config file's
     repetition count (``num_reps``: :data:`~reprobridge.detect.runbounds.REPEAT_VALUES`)
-    becomes one."""
+    becomes two. Never below :data:`~reprobridge.detect.runbounds.MIN_COUNT`: the caller
+    cuts it to a tenth of the full run with
+    :func:`~reprobridge.detect.runbounds.smoke_of_full`, which keeps that floor."""
     value = smoke_value(name)
     if value is None:
         value = REPEAT_VALUES.get(leaf(name))
@@ -49,16 +52,18 @@ def _count(value: object) -> int | None:
 
 
 def is_epoch_bound(name: str) -> bool:
-    """Whether the parameter ``name`` counts passes over the data (``epochs``, ``max_epochs``)."""
-    return smoke_value(name) == EPOCHS
+    """Whether the parameter ``name`` counts passes over the data (``epochs``, ``max_epochs``;
+    :data:`~reprobridge.detect.runbounds.EPOCH_NAMES`), by name: episodes share the epochs'
+    smoke value, not their length."""
+    return bound_name(name) in EPOCH_NAMES
 
 
 def epoch_sizes(
     params: Mapping[str, Finding[ParamValue]], taken: Collection[str]
 ) -> list[tuple[Finding[ParamValue], int]]:
-    """The dataset sizes a smoke tier of one epoch lowers too, each with its smoke value.
+    """The dataset sizes a smoke tier of a few epochs lowers too, each with its smoke value.
 
-    One epoch is as long as the data: x-transformers' ``train_path_star`` makes 20000
+    An epoch is as long as the data: x-transformers' ``train_path_star`` makes 20000
     examples (``num_train``), 625 batches that take longer than the smoke limit on a CPU.
     Each parameter of :data:`~reprobridge.detect.runbounds.SIZE_NAMES` that a flag sets,
     with a positive whole default, not already in the command (``taken``), is lowered to

@@ -78,7 +78,7 @@ def test_writes_every_artifact(make_repo) -> None:
     assert exp.command == "python train.py --lr {lr} --seed {seed} --epochs {epochs}"
     assert exp.params == {"lr": 0.1, "epochs": 50}
     assert exp.seeds == [3]
-    assert exp.tiers["smoke"].params == {"epochs": 1}
+    assert exp.tiers["smoke"].params == {"epochs": 2}
     assert manifest.environment.python == "3.10"
     assert manifest.environment.nixpkgs is not None
     metric = exp.metrics["accuracy"]

@@ -46,6 +46,7 @@ with open(nb_path, encoding="utf-8") as fh:
     nb = json.load(fh)
 out_path = os.path.abspath(os.path.join(folder, name))
 os.chdir(os.path.dirname(os.path.abspath(nb_path)))
+sys.path.insert(0, "")  # a kernel imports the notebook's own modules from its folder
 ns = {"__name__": "__main__"}
 for cell in nb["cells"]:
     if cell["cell_type"] != "code":
@@ -108,12 +109,22 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "train_config.max_iters = 20\n",
         ),
         ("zero-notebook-range-loop", "demo", "demo_rb_smoke.ipynb", "steps run: 20", "range(20)"),
+        # 12 epochs of 2 s, then every other snapshot of the per-epoch history drawn in a
+        # panel each (augmented-neural-odes' shape): a smoke run of one epoch shows one
+        # snapshot, gets a bare panel and fails; two epochs show two.
+        (
+            "zero-smoke-history-plotted",
+            "demo",
+            "demo_rb_smoke.ipynb",
+            "snapshots shown: 2",
+            "num_epochs = 2\n",
+        ),
         (
             "zero-script-module-constant",
             "train",
             "train_rb_smoke.py",
-            "epochs run: 1",
-            "EPOCHS = 1\n",
+            "epochs run: 2",
+            "EPOCHS = 2\n",
         ),
         # The bound is a literal argument of the script's own function (3 x 400 evaluations,
         # 24 s of sleeping) or of one it imports (300 epochs, 30 s).
@@ -128,8 +139,8 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "zero-literal-argument-bound",
             "fit",
             "fit_rb_smoke.py",
-            "epochs run: 1",
-            "descend(starts[0], 1, 0.05)",
+            "epochs run: 2",
+            "descend(starts[0], 2, 0.05)",
         ),
         # The bound is in the config file the command passes (60 epochs x 10 repetitions,
         # 30 s of sleeping; 400 epochs, 20 s): the command runs a lowered copy of the file.
@@ -137,15 +148,15 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "zero-config-file-bound",
             "train",
             "config_rb_smoke.json",
-            "epochs run: 1",
-            '"epochs": 1,',
+            "epochs run: 2",
+            '"epochs": 2,',
         ),
         (
             "zero-config-file-bound",
             "train-2",
             "configs/small_rb_smoke.yaml",
-            "epochs run: 1",
-            "epochs: 1  #",
+            "epochs run: 2",
+            "epochs: 2  #",
         ),
     ],
 )

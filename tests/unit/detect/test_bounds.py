@@ -94,7 +94,13 @@ def test_columns_count_characters_not_bytes() -> None:
 
 @pytest.mark.parametrize(
     ("name", "site", "value"),
-    [("EPOCHS", "assign", 1), ("max_iters", "assign", 20), ("epoch", "loop", 1), ("k", "loop", 20)],
+    [
+        ("EPOCHS", "assign", 2),
+        ("max_iters", "assign", 20),
+        ("epoch", "loop", 2),
+        ("k", "loop", 20),
+        ("num_reps", "assign", 2),  # repetitions of the whole experiment: two, never one
+    ],
 )
 def test_smoke_values_of_literal_bounds(name: str, site: str, value: int) -> None:
     assert literal_smoke_value(name, site) == value

@@ -7,28 +7,30 @@ import pytest
 from reprobridge.detect.base import Evidence, Finding
 from reprobridge.detect.findings import ParamValue
 from reprobridge.detect.runbounds import (
+    MIN_COUNT,
     NOT_BOUNDS,
+    REPEAT_VALUES,
     SMOKE_VALUES,
     leaf,
     smoke_of_full,
     smoke_value,
 )
-from reprobridge.recovery.smoke import epoch_sizes
+from reprobridge.recovery.smoke import epoch_sizes, is_epoch_bound
 
 
 @pytest.mark.parametrize(
     ("name", "value"),
     [
-        ("--epochs", 1),
-        ("--num_epochs", 1),
-        ("--num-epochs", 1),
-        ("max_epochs", 1),
-        ("trainer.max_epochs", 1),
+        ("--epochs", 2),
+        ("--num_epochs", 2),
+        ("--num-epochs", 2),
+        ("max_epochs", 2),
+        ("trainer.max_epochs", 2),
         ("--niters", 20),
         ("--max-steps", 20),
         ("--trainer.max_iters=", 20),
         ("trainer_max_iters", 20),  # a section joined with "_"
-        ("num_train_epochs", 1),
+        ("num_train_epochs", 2),
         ("total_timesteps", 2000),
         ("--num-episodes", 2),
     ],
@@ -51,19 +53,45 @@ def test_names_that_do_not(name: str) -> None:
 @pytest.mark.parametrize(
     ("usual", "full", "smoke"),
     [
-        (20, 15, 1),  # time_sequence_prediction: 15 LBFGS steps; 20 is no smoke run
+        # time_sequence_prediction: 15 LBFGS steps; 20 is no smoke run, a tenth is one
+        # step, and one is a degenerate run: two
+        (20, 15, 2),
         (20, 50, 5),
         (20, 199, 19),
         (20, 5000, 20),  # a long run keeps the usual value
-        (1, 30, 1),  # epochs
+        (2, 30, 2),  # epochs
+        (2, 12, 2),  # augmented-neural-odes' num_epochs = 12: two, not one
         (1, 1, 1),  # one epoch: nothing to lower
-        (20, 3, 1),
+        (20, 2, 2),  # two steps: nothing to lower (never one)
+        (20, 3, 2),
     ],
 )
 def test_a_smoke_bound_is_at_most_a_tenth_of_the_full_run(
     usual: int, full: int, smoke: int
 ) -> None:
     assert smoke_of_full(usual, full) == smoke
+
+
+def test_a_smoke_loop_count_is_at_least_two_and_never_above_the_full_run() -> None:
+    """Issue 9 (augmented-neural-odes): a smoke run of one epoch is degenerate, not short
+    (a per-epoch history of one element, `plt.subplots(1, 1)` returning a bare Axes). Every
+    vocabulary value, cut to the full run, is at least two iterations, never more than the
+    full run, and below it whenever the full run is longer than two."""
+    assert MIN_COUNT == 2
+    for usual in sorted({*SMOKE_VALUES.values(), *REPEAT_VALUES.values()}):
+        assert usual >= MIN_COUNT
+        for full in range(1, 30000):
+            small = smoke_of_full(usual, full)
+            assert min(full, MIN_COUNT) <= small <= full, (usual, full, small)
+            assert small < full or full <= MIN_COUNT, (usual, full, small)
+
+
+def test_episodes_share_the_epochs_value_but_are_no_epoch_bound() -> None:
+    """An epoch bound lowers the dataset sizes beside it; an episode count, whose smoke value
+    is the same number, must not be taken for one."""
+    assert smoke_value("num_episodes") == smoke_value("num_epochs") == MIN_COUNT
+    assert is_epoch_bound("--trainer.max_epochs") and is_epoch_bound("trainer_num_epochs")
+    assert not is_epoch_bound("num_episodes") and not is_epoch_bound("max_steps")
 
 
 def test_vocabulary_is_normalised_data() -> None:
@@ -126,7 +154,7 @@ def test_epoch_sizes_are_about_twenty_batches_and_at_most_a_tenth() -> None:
 def test_epoch_sizes_without_a_batch_size_are_a_tenth() -> None:
     params = {"num_train": _param("num_train", 20000), "n_val": _param("n_val", 5)}
     got = {pf.value.name: small for pf, small in epoch_sizes(params, taken=())}
-    assert got == {"num_train": 2000, "n_val": 1}
+    assert got == {"num_train": 2000, "n_val": 2}  # a tenth of 5, but never one example
 
 
 def test_a_held_out_size_alone_is_left_alone() -> None:
