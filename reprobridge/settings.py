@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
-
 from reprobridge.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -67,31 +65,17 @@ AGENT_KEYS = {
 }
 
 
-class AgentSettings(BaseModel):
-    """The recovery agent's model, budgets and permission (every key optional)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    model: str | None = Field(None, min_length=1)
-    max_tokens: int | None = Field(None, gt=0)
-    budget_usd: float | None = Field(None, gt=0)
-    budget_tokens: int | None = Field(None, gt=0)
-    max_tool_calls: int | None = Field(None, gt=0)
-    max_wall: float | None = Field(None, gt=0, description="seconds")
-    command_timeout: float | None = Field(None, gt=0, description="seconds")
-    allow_network: StrictBool | None = None
-
-
-class UserConfig(BaseModel):
-    """``$XDG_CONFIG_HOME/rb/config.toml``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
+@dataclass(frozen=True)
+class Settings:
+    """The operator's validated settings: the config file's values under the ``RB_*``
+    variables'; None (and a missing agent key) means not set."""
 
     backend: BackendName | None = None
     sign_key: Path | None = None
     #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
-    threads: StrictInt | None = Field(None, ge=1, le=MAX_THREADS)
-    agent: AgentSettings = AgentSettings()
+    threads: int | None = None
+    #: The ``[agent]`` keys that are set (user-config key -> value; see :data:`AGENT_KEYS`).
+    agent: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_threads(text: str, source: str) -> int:
@@ -126,87 +110,12 @@ def default_sign_key(environ: Mapping[str, str]) -> Path:
     return config_home(environ) / "signing-key.pem"
 
 
-def _one_error(exc: ValidationError, source: str, prefix: str = "") -> ConfigError:
-    err = exc.errors()[0]
-    loc = ".".join(str(p) for p in err["loc"])
-    msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
-    more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
-    return ConfigError(f"{msg}{more}", path=source, field=f"{prefix}{loc}" if loc else None)
-
-
-def load_user_config(path: Path) -> UserConfig:
-    """The validated config file at ``path``; an empty config when it does not exist."""
-    try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        return UserConfig()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot be read: {exc}", path=str(path)) from exc
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"not valid TOML: {exc}", path=str(path)) from exc
-    try:
-        return UserConfig.model_validate(data)
-    except ValidationError as exc:
-        raise _one_error(exc, str(path)) from exc
-
-
-def _from_environ(environ: Mapping[str, str]) -> UserConfig:
-    """The RB_* variables as a config (strings converted and checked like the file's)."""
-    top: dict[str, Any] = {
-        key: environ[var]
-        for key, var in (("backend", "RB_BACKEND"), ("sign_key", "RB_SIGN_KEY"))
-        if environ.get(var)
-    }
-    if environ.get("RB_THREADS"):
-        top["threads"] = parse_threads(environ["RB_THREADS"], "RB_THREADS")
-    agent: dict[str, Any] = {}
-    for key in AGENT_KEYS:
-        var = f"RB_AGENT_{key.upper()}"
-        value = environ.get(var)
-        if not value:
-            continue
-        if key == "allow_network":
-            low = value.strip().lower()
-            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise ConfigError("expected true or false", path=var)
-            agent[key] = low in ("1", "true", "yes", "on")
-        else:
-            agent[key] = value
-    for var in environ:
-        if var.startswith("RB_AGENT_") and var[len("RB_AGENT_") :].lower() not in AGENT_KEYS:
-            known = ", ".join(f"RB_AGENT_{k.upper()}" for k in AGENT_KEYS)
-            raise ConfigError("unknown variable", path=var, hint=f"known: {known}")
-    try:
-        # Lax validation here: every value arrives as a string ("2.5", "40").
-        settings = AgentSettings.model_validate(agent, strict=False)
-        return UserConfig.model_validate({**top, "agent": settings})
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        key = str(err["loc"][-1])
-        var = {"backend": "RB_BACKEND", "sign_key": "RB_SIGN_KEY"}.get(
-            key, f"RB_AGENT_{key.upper()}"
-        )
-        raise ConfigError(err["msg"], path=var) from exc
-
-
-def _merge(low: UserConfig, high: UserConfig) -> UserConfig:
-    """``high``'s set values over ``low``'s."""
-    agent = {**low.agent.model_dump(exclude_none=True), **high.agent.model_dump(exclude_none=True)}
-    top = {
-        **low.model_dump(exclude_none=True, exclude={"agent"}),
-        **high.model_dump(exclude_none=True, exclude={"agent"}),
-    }
-    return UserConfig.model_validate({**top, "agent": AgentSettings(**agent)})
-
-
 @dataclass(frozen=True)
 class Operator:
     """The operator's settings after the config file and the environment (flags come last,
     through the methods). ``config_file`` is None when no config file exists."""
 
-    settings: UserConfig = field(default_factory=UserConfig)
+    settings: Settings = field(default_factory=Settings)
     config_file: Path | None = None
     sign_key_default: Path = field(default_factory=lambda: default_sign_key(os.environ))
 
@@ -231,11 +140,12 @@ class Operator:
         """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over
         the environment and config file over AgentConfig's defaults. The repository has no
         say (see :func:`repository_suggestions`)."""
+        from pydantic import ValidationError
+
+        from reprobridge._config_schema import one_error
         from reprobridge.agent.loop import AgentConfig
 
-        values: dict[str, Any] = {
-            AGENT_KEYS[k]: v for k, v in self.settings.agent.model_dump(exclude_none=True).items()
-        }
+        values: dict[str, Any] = {AGENT_KEYS[k]: v for k, v in self.settings.agent.items()}
         for name, value in flags.items():
             if name not in AgentConfig.model_fields:
                 raise ValueError(f"not an AgentConfig field: {name}")
@@ -244,18 +154,49 @@ class Operator:
         try:
             return AgentConfig(**values)
         except ValidationError as exc:  # the flags and the config are checked first; belt
-            raise _one_error(exc, "agent settings") from None
+            raise one_error(exc, "agent settings") from None
 
 
 def load_operator(environ: Mapping[str, str] | None = None) -> Operator:
-    """The operator's settings from the user config file and ``RB_*`` variables."""
+    """The operator's settings from the user config file and ``RB_*`` variables.
+
+    Validation (pydantic, :mod:`reprobridge._config_schema`) runs only when there is
+    something to validate: with no config file and no ``RB_*`` variable that sets or may
+    reject a setting, the settings are the defaults and pydantic is not imported (it is
+    most of a verb's start, issue 14).
+    """
     env = os.environ if environ is None else environ
     path = config_path(env)
-    from_file = load_user_config(path)
+    text = _config_text(path)
+    if text is None and not _variables_set(env):
+        settings = Settings()
+    else:
+        from reprobridge._config_schema import validated_settings
+
+        settings = validated_settings(text, str(path), env)
     return Operator(
-        settings=_merge(from_file, _from_environ(env)),
+        settings=settings,
         config_file=path if path.is_file() else None,
         sign_key_default=default_sign_key(env),
+    )
+
+
+def _config_text(path: Path) -> str | None:
+    """The config file's text; None when it does not exist."""
+    try:
+        return path.read_text("utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot be read: {exc}", path=str(path)) from exc
+
+
+def _variables_set(environ: Mapping[str, str]) -> bool:
+    """Whether an ``RB_*`` variable sets a setting or may be rejected: a non-empty
+    ``RB_BACKEND``/``RB_SIGN_KEY``/``RB_THREADS`` (empty ones are ignored), or any
+    ``RB_AGENT_*`` (an unknown name is an error even when empty)."""
+    return any(environ.get(var) for var in ("RB_BACKEND", "RB_SIGN_KEY", "RB_THREADS")) or any(
+        var.startswith("RB_AGENT_") for var in environ
     )
 
 

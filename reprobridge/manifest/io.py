@@ -20,13 +20,9 @@ import math
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import tomlkit
-import tomlkit.exceptions
 from pydantic import ValidationError
-from tomlkit.items import AoT, InlineTable, Item, Table
-from tomlkit.toml_document import TOMLDocument
 
 from reprobridge.errors import (
     ManifestError,
@@ -36,6 +32,12 @@ from reprobridge.errors import (
 )
 from reprobridge.manifest.schema import SCHEMA_VERSION, Derivation, Manifest
 from reprobridge.manifest.validation import first_problem
+
+if TYPE_CHECKING:
+    # tomlkit (~10 ms) is imported where a document is parsed, built or rewritten: a read
+    # that only validates (`read_manifest`: rb audit, rb archive) parses with tomllib.
+    from tomlkit.items import Table
+    from tomlkit.toml_document import TOMLDocument
 
 _MISSING = object()
 
@@ -51,6 +53,9 @@ def digest(value: Any) -> str:
 
 def parse_document(text: str, *, path: str) -> TOMLDocument:
     """Parse TOML text; ManifestError with the line and column on a syntax error."""
+    import tomlkit
+    import tomlkit.exceptions
+
     try:
         return tomlkit.parse(text)
     except tomlkit.exceptions.ParseError as exc:
@@ -117,7 +122,9 @@ def _manifest_text(path: Path) -> str:
 
 def validate_document(doc: TOMLDocument | dict[str, Any], *, path: str) -> Manifest:
     """Validate a parsed document against the schema; ManifestError names the field."""
-    data = doc.unwrap() if isinstance(doc, TOMLDocument) else doc
+    # A tomlkit document unwraps to plain values; tomllib's dict is plain already.
+    unwrap = getattr(doc, "unwrap", None)
+    data: dict[str, Any] = unwrap() if unwrap is not None else doc
     version = data.get("schema", _MISSING)
     if version is _MISSING:
         raise ManifestError("missing `schema = 1` at the top", path=path, field="schema")
@@ -256,12 +263,17 @@ def fill_table(table: Table, entries: list[tuple[str, Any]]) -> None:
 def _plain_value(value: Any) -> bool:
     """A value ``add`` appends as is: a tomlkit item that is not a table (or array of
     tables), or a scalar. A raw dict or list may become a table, so it takes ``add``."""
-    if isinstance(value, Item):
-        return not isinstance(value, (Table, AoT))
+    import tomlkit
+
+    items = tomlkit.items
+    if isinstance(value, items.Item):
+        return not isinstance(value, (items.Table, items.AoT))
     return isinstance(value, (str, int, float))  # bool is an int
 
 
 def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
+    import tomlkit
+
     if isinstance(value, dict):
         if _is_table_path(loc):
             table = tomlkit.table(is_super_table=_matches(_SUPER_PATHS, loc))
@@ -291,6 +303,8 @@ def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
 
 def render_new_manifest(manifest: Manifest, *, version: str) -> str:
     """A fresh reprobridge.toml for ``manifest`` (deterministic bytes)."""
+    import tomlkit
+
     data = manifest_data(manifest)
     if "derived" in data:
         data["derived"] = dict(sorted(data["derived"].items()))
@@ -357,6 +371,8 @@ def _plain(value: Any) -> Any:
 
 
 def _set(doc: TOMLDocument, parts: list[str], value: Any) -> None:
+    import tomlkit
+
     cur: Any = doc
     for i, p in enumerate(parts[:-1]):
         if p not in cur:
@@ -364,13 +380,14 @@ def _set(doc: TOMLDocument, parts: list[str], value: Any) -> None:
             cur.add(
                 p,
                 tomlkit.table()
-                if _is_table_path(loc) or (isinstance(cur, (Table, TOMLDocument)) and len(loc) < 3)
+                if _is_table_path(loc)
+                or (isinstance(cur, (tomlkit.items.Table, tomlkit.TOMLDocument)) and len(loc) < 3)
                 else tomlkit.inline_table(),
             )
         cur = cur[p]
     leaf = parts[-1]
     item = _to_item(value, tuple(parts))
-    if isinstance(cur, InlineTable) or leaf in cur:
+    if isinstance(cur, tomlkit.items.InlineTable) or leaf in cur:
         cur[leaf] = item
     else:
         cur.add(leaf, item)
@@ -400,6 +417,8 @@ def refresh_document(
     that leaves it invalid (e.g. your edited command uses a parameter rb no longer
     derives) raises ManifestError naming the field.
     """
+    import tomlkit
+
     report = RefreshReport()
     old_derived_raw = _plain(doc.get("derived", {})) or {}
     old_derived = {

@@ -10,7 +10,6 @@ values of dicts), by field name or alias.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from collections.abc import Iterator
@@ -41,6 +40,8 @@ def first_problem(exc: ValidationError, root: type[BaseModel]) -> FirstProblem:
     loc = tuple(str(p) for p in err["loc"])
     where = ".".join(loc) or None
     if err["type"] == "extra_forbidden":
+        import difflib  # only to word an error: not on the path of a valid manifest
+
         known = fields_at(root, loc[:-1])
         matches = difflib.get_close_matches(loc[-1], known, n=1, cutoff=0.6)
         close = matches[0] if matches else None

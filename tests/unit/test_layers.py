@@ -34,6 +34,7 @@ LAYERS: dict[str, float] = {
             "bench",
             "doctor",
             "settings",
+            "_config_schema",
             "discovery",
             "examples",
         ],

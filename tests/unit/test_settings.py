@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -93,3 +94,55 @@ def test_threads_flag_env_file_default(tmp_path: Path) -> None:
             load_operator(_env(tmp_path / f"d{i}", text))
     with pytest.raises(ConfigError, match=r"^RB_THREADS: expected a whole number"):
         load_operator(_env(tmp_path / "e", RB_THREADS="0"))
+
+
+def _modules_after_load(tmp_path: Path, env: dict[str, str]) -> tuple[str, list[str]]:
+    """load_operator in a fresh interpreter: its backend and which heavy modules it loaded."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import json, sys\n"
+        "from reprobridge.settings import load_operator\n"
+        f"op = load_operator(json.loads({json.dumps(json.dumps(env))}))\n"
+        "heavy = [m for m in ('pydantic', 'reprobridge._config_schema') if m in sys.modules]\n"
+        "print(op.backend(None), ','.join(heavy) or '-')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    backend, heavy = out.stdout.split()
+    return backend, [] if heavy == "-" else heavy.split(",")
+
+
+def test_defaults_load_without_pydantic(tmp_path: Path) -> None:
+    # Issue 14: the settings' pydantic models were built for every verb, although with no
+    # config file and no RB_* variable there is nothing to validate (pydantic is most of a
+    # start; `rb doctor` and `rb keygen` validate nothing else).
+    assert _modules_after_load(tmp_path, _env(tmp_path / "a", RB_BACKEND="")) == ("auto", [])
+    # Anything that can set or reject a setting is still validated, through pydantic.
+    heavy = ["pydantic", "reprobridge._config_schema"]
+    assert _modules_after_load(tmp_path, _env(tmp_path / "b", 'backend = "host"\n')) == (
+        "host",
+        heavy,
+    )
+    assert _modules_after_load(tmp_path, _env(tmp_path / "c", RB_BACKEND="nix")) == ("nix", heavy)
+    assert _modules_after_load(tmp_path, _env(tmp_path / "d", RB_AGENT_MODEL="m")) == (
+        "auto",
+        heavy,
+    )
+
+
+def test_every_source_is_still_checked_without_a_config_file(tmp_path: Path) -> None:
+    # The no-pydantic start must not skip a check: an unknown RB_AGENT_* is an error even
+    # when empty, an empty known variable is ignored, and a bad value is named.
+    with pytest.raises(ConfigError, match=r"^RB_AGENT_BUDGET: unknown variable"):
+        load_operator(_env(tmp_path / "a", RB_AGENT_BUDGET=""))
+    assert load_operator(_env(tmp_path / "b", RB_AGENT_BUDGET_USD="")).agent_config({}) == (
+        AgentConfig()
+    )
+    with pytest.raises(ConfigError, match=r"^RB_AGENT_MAX_TOKENS: Input should be greater"):
+        load_operator(_env(tmp_path / "c", RB_AGENT_MAX_TOKENS="-1"))
+    with pytest.raises(ConfigError, match=r"^RB_THREADS: expected a whole number"):
+        load_operator(_env(tmp_path / "d", RB_THREADS="x"))
+    (tmp_path / "e" / "xdg" / "rb" / "config.toml").mkdir(parents=True)  # unreadable
+    with pytest.raises(ConfigError, match=r"config\.toml: cannot be read"):
+        load_operator(_env(tmp_path / "e"))

@@ -322,3 +322,30 @@ def test_read_manifest_is_load_manifest_without_the_document(tmp_path: Path, cas
             outcomes.append((type(exc).__name__, str(exc)))
     assert outcomes[0] == outcomes[1]
     assert (outcomes[0][0] == "ok") == (case == "valid")
+
+
+def test_a_validating_read_imports_neither_tomlkit_nor_difflib(tmp_path: Path) -> None:
+    # Issue 14: `rb archive` and `rb audit` only validate reprobridge.toml (tomllib +
+    # pydantic); tomlkit (a document to rewrite) and difflib (a "did you mean" for an error)
+    # were imported at the top of manifest/io and manifest/validation for every run.
+    import subprocess
+    import sys
+
+    path = write(tmp_path, render_new_manifest(_derived(BASE), version="0"))
+    probe = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from reprobridge.manifest.io import read_manifest\n"
+        f"m = read_manifest(Path({str(path)!r}))\n"
+        "print(m.project.name, sorted(x for x in ('tomlkit', 'difflib') if x in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["demo", "[]"], out.stdout + out.stderr
+    # The error path still words its messages with both (syntax error: tomlkit's line and
+    # column; unknown key: difflib's suggestion).
+    from reprobridge.manifest.io import read_manifest
+
+    with pytest.raises(ManifestError, match=r"line 2"):
+        read_manifest(write(tmp_path, 'schema = 1\n[project\nname = "x"\n'))
+    with pytest.raises(ManifestError, match=r"did you mean 'experiments'"):
+        read_manifest(write(tmp_path, 'schema = 1\nexperimnts = {}\n[project]\nname = "x"\n'))
