@@ -437,18 +437,21 @@ def literal_bounds(
 
 
 def print_gates(tree: ast.Module) -> dict[str, int]:
-    """The print interval of each training loop over ``range(stop)`` that prints only when
-    ``(i + 1) % K == 0`` (it needs K iterations to print anything): K by the stop's name
-    (``range(num_epochs)``, ``range(args.steps)`` -> ``args.steps``), or by
-    ``@line:column`` of a literal stop (``range(60)``). The ``params`` detector reads it
-    too, for a loop bounded by a command-line flag."""
+    """The iterations each training loop over ``range(stop)`` needs before it prints
+    anything: K when it prints only under ``(i + 1) % K == 0``, K + 1 under ``i % K == 0
+    and i != 0`` (the first print is at ``i == K``), by the stop's name (``range(num_epochs)``,
+    ``range(args.steps)`` -> ``args.steps``), or by ``@line:column`` of a literal stop
+    (``range(60)``). K is a literal or a name the code assigns one whole number, once
+    (``print_interval = 20``). The ``params`` detector reads it too, for a loop bounded by a
+    command-line flag."""
     gates: dict[str, int] = {}
+    constants = _int_constants(tree)
     for loop in _loops(tree):
         found = _range_stop(loop.iter)
         variable = loop.target.id if isinstance(loop.target, ast.Name) else None
         if found is None or variable is None:
             continue
-        every = _print_every(loop.body, variable)
+        every = _print_every(loop.body, variable, constants)
         if not every:
             continue
         stop = found[0]
@@ -460,9 +463,25 @@ def print_gates(tree: ast.Module) -> dict[str, int]:
     return gates
 
 
-def _print_every(body: list[ast.stmt], variable: str) -> int:
-    """K when a ``print`` in ``body`` runs only under ``if (variable + 1) % K == 0`` (0
-    when every print can run on the first iterations)."""
+def _int_constants(tree: ast.Module) -> dict[str, int]:
+    """The names ``tree`` assigns exactly once, anywhere, and to a whole number
+    (``print_interval = 20`` in a function, ``LOG_EVERY = 10`` at the top): a name assigned
+    twice, or to anything else, may hold another value when a loop reads it."""
+    seen: dict[str, int | None] = {}
+    for node in nodes_of(tree, ast.Assign, ast.AnnAssign, ast.AugAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        value = None if isinstance(node, ast.AugAssign) else node.value
+        for target in targets:
+            if isinstance(target, ast.Name):
+                number = _number(value) if value is not None else None
+                seen[target.id] = number if target.id not in seen else None
+    return {k: v for k, v in seen.items() if v is not None}
+
+
+def _print_every(body: list[ast.stmt], variable: str, constants: Mapping[str, int]) -> int:
+    """The iterations a ``print`` in ``body`` waits for: K when it runs only under ``if
+    (variable + 1) % K == 0``, K + 1 under ``if variable % K == 0 and variable != 0`` (or
+    ``> 0``); 0 when every print can run on the first iterations."""
     every = 0
     for node in walk_shallow(body):
         if not isinstance(node, ast.If) or not any(
@@ -470,28 +489,69 @@ def _print_every(body: list[ast.stmt], variable: str) -> int:
             for c in walk_shallow(node.body)
         ):
             continue
-        test = node.test
-        if not (
-            isinstance(test, ast.Compare)
-            and len(test.ops) == 1
-            and isinstance(test.ops[0], ast.Eq)
-            and _number(test.comparators[0]) == 0
-            and isinstance(test.left, ast.BinOp)
-            and isinstance(test.left.op, ast.Mod)
-        ):
-            continue
-        counted, k = test.left.left, _number(test.left.right)
-        if (
-            k is not None
-            and k > 1
-            and isinstance(counted, ast.BinOp)
-            and isinstance(counted.op, ast.Add)
-            and isinstance(counted.left, ast.Name)
-            and counted.left.id == variable
-            and _number(counted.right) == 1
-        ):
-            every = max(every, k)
+        every = max(every, _gate_of(node.test, variable, constants))
     return every
+
+
+def _gate_of(test: ast.expr, variable: str, constants: Mapping[str, int]) -> int:
+    """The iterations ``test`` (a print's condition) waits for; see :func:`_print_every`."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        gates = [_gate_of(v, variable, constants) for v in test.values]
+        skips_first = any(_is_past_zero(v, variable) for v in test.values)
+        modulo = [_modulo_of(v, variable, constants) for v in test.values]
+        plain = max((k for k, shifted in filter(None, modulo) if not shifted), default=0)
+        return max([*gates, plain + 1 if plain and skips_first else 0])
+    found = _modulo_of(test, variable, constants)
+    if found is None:
+        return 0
+    k, shifted = found
+    return k if shifted else 0  # `i % K == 0` alone prints at i == 0
+
+
+def _modulo_of(
+    test: ast.expr, variable: str, constants: Mapping[str, int]
+) -> tuple[int, bool] | None:
+    """``(K, shifted)`` when ``test`` is ``variable % K == 0`` (shifted False) or
+    ``(variable + 1) % K == 0`` (shifted True), K > 1 a literal or a known constant."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.ops[0], ast.Eq)
+        and _number(test.comparators[0]) == 0
+        and isinstance(test.left, ast.BinOp)
+        and isinstance(test.left.op, ast.Mod)
+    ):
+        return None
+    counted, divisor = test.left.left, test.left.right
+    k = constants.get(divisor.id) if isinstance(divisor, ast.Name) else _number(divisor)
+    if k is None or k <= 1:
+        return None
+    if isinstance(counted, ast.Name) and counted.id == variable:
+        return k, False
+    if (
+        isinstance(counted, ast.BinOp)
+        and isinstance(counted.op, ast.Add)
+        and isinstance(counted.left, ast.Name)
+        and counted.left.id == variable
+        and _number(counted.right) == 1
+    ):
+        return k, True
+    return None
+
+
+def _is_past_zero(test: ast.expr, variable: str) -> bool:
+    """Whether ``test`` is ``variable != 0``, ``variable > 0`` or ``variable >= 1``."""
+    if not (
+        isinstance(test, ast.Compare)
+        and len(test.ops) == 1
+        and isinstance(test.left, ast.Name)
+        and test.left.id == variable
+    ):
+        return False
+    op, bound = test.ops[0], _number(test.comparators[0])
+    return (isinstance(op, ast.NotEq | ast.Gt) and bound == 0) or (
+        isinstance(op, ast.GtE) and bound == 1
+    )
 
 
 def config_files(ctx: DetectContext) -> list[str]:

@@ -118,13 +118,15 @@ class _Command:
     clone_root: str | None = None
 
 
-#: Section headings that say how to read a README, not which experiment a command is:
-#: a command under "Note" or "Usage" is named for what it runs (``char_cnn_test``).
+#: Section headings and comments that say how to read a README, not which experiment a
+#: command is: a command under "Note" or "Usage", or after a ``# e.g.`` comment line, is
+#: named for what it runs (``char_cnn_test``, ``reinforce``).
 _GENERIC_HEADINGS = frozenset(
     {
         "note", "notes", "usage", "example", "examples", "run", "running", "how-to-run",
         "quick-start", "quickstart", "getting-started", "instructions", "commands", "code",
-        "overview", "details", "setup", "command", "to-run", "run-the-code",
+        "overview", "details", "setup", "command", "to-run", "run-the-code", "e-g", "eg",
+        "for-example", "for-instance", "i-e",
     }
 )  # fmt: skip
 
@@ -571,9 +573,10 @@ class ReadmeCommandsDetector(Detector):
         for cmd in commands:
             label = entry_label(cmd.run)
             alone = per_heading[(cmd.path, cmd.heading)] == 1
+            comment = "" if _generic(cmd.comment) else cmd.comment
             base = (
                 (slugify(cmd.heading) if alone and not _generic(cmd.heading) else None)
-                or slugify(cmd.comment)
+                or slugify(comment)
                 or slugify(label)
                 or slugify(cmd.heading)
                 or "experiment"
@@ -603,7 +606,7 @@ class ReadmeCommandsDetector(Detector):
                     )
                 )
                 continue
-            description = ": ".join(p for p in (cmd.heading, cmd.comment) if p)
+            description = ": ".join(p for p in (cmd.heading, comment) if p)
             notes: list[str] = []
             if not exists:
                 notes.append(f"{cmd.path} runs {entry}, which is not in the repository")
