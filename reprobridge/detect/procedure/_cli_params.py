@@ -78,12 +78,17 @@ def argparse_params(tree: ast.AST, imports: dict[str, str]) -> list[Param]:
             positional and nargs not in {"?", "*"} and default_node is None
         )
         choices = kwarg(node, "choices")
+        allowed: tuple[Scalar, ...] = ()
         if isinstance(choices, ast.List | ast.Tuple | ast.Set):
             values = [literal(e) for e in choices.elts]
             notes.append("choices: " + ", ".join(str(v) for v in values if v is not NOT_LITERAL))
+            allowed = tuple(v for v in values if isinstance(v, str | int | float | bool))
         if nargs not in {None, "?", NOT_LITERAL, 1}:
             notes.append(f"takes several values (nargs={nargs})")
-        params.append(Param(name, flag, default, type_, node.lineno, required, "; ".join(notes)))
+        note = "; ".join(notes)
+        params.append(
+            Param(name, flag, default, type_, node.lineno, required, note, choices=allowed)
+        )
     if overrides:
         params = [_override(p, overrides) for p in params]
     return params

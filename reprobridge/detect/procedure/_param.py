@@ -38,7 +38,8 @@ class Param:
     positional); ``syntax`` how a value follows it: ``"space"`` (``--lr 0.1``, yacs
     ``SOLVER.BASE_LR 0.1``) or ``"equals"`` (hydra ``optimizer.lr=0.1``, a CfgNode merged
     from ``--trainer.max_iters=20``); ``default`` is a literal scalar or None; ``required``
-    means the command cannot run without a value.
+    means the command cannot run without a value; ``choices`` the literal values an
+    argparse ``choices=[...]`` allows (empty when any value goes).
     """
 
     name: str
@@ -49,6 +50,7 @@ class Param:
     required: bool = False
     note: str = ""
     syntax: Syntax = "space"
+    choices: tuple[Scalar, ...] = ()
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ computed values in order, each value with its expression and format spec. Print-
 bar's ``write`` (``trange.write``, ``pbar.write``), ``set_description``/``set_postfix`` of
 a bar, ``click.echo``, and the logging methods of a logger (``logger.info("loss=%f", l)``).
 Formats: f-strings, ``%`` with a tuple, a dict or one value, ``str.format`` with
-positional, numbered or keyword fields.
+positional, numbered or keyword fields. A message built into a variable first
+(``log_message = 'Iter {:04d} | Loss {:.6f}'.format(itr, loss)`` then
+``logger.info(log_message)``) prints the format it was last given before the call, in
+the same function (:func:`message_formats`).
 
 :func:`line_metrics` finds the metrics of one printed line, of two strengths:
 
@@ -46,7 +49,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from reprobridge.detect._pyast import call_name, dotted, kwarg, literal
+from reprobridge.detect._pyast import call_name, dotted, kwarg, literal, nodes_of, walk_shallow
 from reprobridge.detect._text import (
     NUMBER,
     count_of_total,
@@ -228,8 +231,65 @@ def _tokens(node: ast.expr, *, loose: bool = False) -> list[Token]:
     return [Token(None, node, "", loose)]
 
 
-def printed_line(call: ast.Call, imports: dict[str, str]) -> Printed | None:
-    """The line a print-like call writes (module docstring), or None for any other call."""
+def _is_format(node: ast.expr) -> bool:
+    """Whether ``node`` builds a string from a format: an f-string with a value, ``"..." %
+    x`` or ``"...".format(...)``."""
+    if isinstance(node, ast.JoinedStr):
+        return any(isinstance(v, ast.FormattedValue) for v in node.values)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+        return isinstance(literal(node.left), str)
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "format"
+        and isinstance(literal(node.func.value), str)
+    )
+
+
+def message_formats(tree: ast.Module) -> dict[int, ast.expr]:
+    """For each variable a call reads (by the ``id`` of its ``Name`` node), the format it
+    was last assigned before that call in the same function or module body
+    (``msg = "loss {:.3f}".format(l)``): the line a ``print(msg)`` or ``logger.info(msg)``
+    writes. Other assignments (``msg = extend(msg)``) do not replace the format: what
+    they add follows it."""
+    found: dict[int, ast.expr] = {}
+    scopes: list[list[ast.stmt]] = [tree.body]
+    scopes += [f.body for f in nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)]
+    for body in scopes:
+        built: dict[str, list[tuple[int, ast.expr]]] = {}
+        calls: list[ast.Call] = []
+        for node in walk_shallow(body):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+                and _is_format(node.value)
+            ):
+                built.setdefault(node.targets[0].id, []).append((node.lineno, node.value))
+            elif isinstance(node, ast.Call):
+                calls.append(node)
+        if not built:
+            continue
+        for call in calls:
+            for arg in call.args:
+                if isinstance(arg, ast.Name) and arg.id in built:
+                    before = [(line, v) for line, v in built[arg.id] if line < call.lineno]
+                    if before:
+                        found[id(arg)] = max(before, key=lambda b: b[0])[1]
+    return found
+
+
+def printed_line(
+    call: ast.Call, imports: dict[str, str], messages: dict[int, ast.expr] | None = None
+) -> Printed | None:
+    """The line a print-like call writes (module docstring), or None for any other call;
+    ``messages`` are the formats variables it prints hold (:func:`message_formats`)."""
+    if messages:
+        args = [messages.get(id(a), a) for a in call.args]
+        if any(a is not b for a, b in zip(args, call.args, strict=True)):
+            call = ast.copy_location(
+                ast.Call(func=call.func, args=args, keywords=call.keywords), call
+            )
     name = call_name(call, imports) or ""
     func = call.func
     attr = func.attr if isinstance(func, ast.Attribute) else ""

@@ -436,7 +436,13 @@ class DatasetsDetector(Detector):
 
     def _paths(self, path: str, tree: ast.Module, imports: dict[str, str], col: _Collector) -> None:
         for param in argparse_params(tree, imports):
-            if _DATA_DIR_FLAG_RE.match(param.name) and isinstance(param.default, str):
+            # A `--data` flag with `choices=[...]` picks one of the code's own datasets by
+            # name (`--data pinwheel` of toy densities it generates), not a path to read.
+            if (
+                _DATA_DIR_FLAG_RE.match(param.name)
+                and isinstance(param.default, str)
+                and not param.choices
+            ):
                 norm = _dataset_path(param.default)
                 if norm:
                     col.add_path(

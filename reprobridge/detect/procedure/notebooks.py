@@ -53,6 +53,7 @@ from reprobridge.detect.procedure._printed import (
     keep_metrics,
     last_expression_metric,
     line_metrics,
+    message_formats,
     printed_line,
 )
 
@@ -247,8 +248,9 @@ def _cell_metrics(
     lines = source.splitlines()
     found: list[PrintedMetric] = []
     try:
+        messages = message_formats(tree)
         for call in nodes_of(tree, ast.Call):
-            shown = printed_line(call, imports)
+            shown = printed_line(call, imports, messages)
             if shown is not None:
                 found.extend(line_metrics(shown))
         last = last_expression_metric(tree)

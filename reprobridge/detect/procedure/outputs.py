@@ -77,6 +77,7 @@ from reprobridge.detect.procedure._printed import (
     PrintedMetric,
     keep_metrics,
     line_metrics,
+    message_formats,
     printed_line,
 )
 from reprobridge.detect.procedure._switched import print_switch, switched_off
@@ -311,9 +312,10 @@ class OutputsMetricsDetector(Detector):
         logged: dict[str, tuple[int, str]] = {}
         scalars: dict[str, tuple[int, str]] = {}  # TensorBoard add_scalar: name -> line, tag
         printed: list[PrintedMetric] = []
+        messages = message_formats(tree)
         for node in calls:
             self._output(node, imports, outputs)
-            shown = printed_line(node, imports)
+            shown = printed_line(node, imports, messages)
             if shown is not None:
                 printed.extend(line_metrics(shown))
             if call_name(node, imports) == "json.dump" and len(node.args) >= 2:
