@@ -240,6 +240,16 @@ def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) 
     return run(argv, env=git_env(), check=check, timeout=timeout)
 
 
+def head_commit(repo: str | Path, *, timeout: float = 120) -> str | None:
+    """The commit ``HEAD`` of ``repo`` names, through :func:`git`; None when it names none
+    (a repository without commits, or no repository).
+
+    Raises :class:`MachineError` without git and :class:`CommandFailed` on a timeout.
+    """
+    got = git(repo, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, timeout=timeout)
+    return got.text.strip() if got.returncode == 0 else None
+
+
 @contextlib.contextmanager
 def git_stream(repo: str | Path, *args: str, timeout: float = 600) -> Iterator[IO[bytes]]:
     """``git -C repo ARGS`` (hardened as :func:`git`; read-only subcommands only) with its

@@ -201,10 +201,10 @@ def audited_commit(root: Path, audits: Sequence[Audit]) -> str:
         )
     if commits:
         return commits.pop()
-    res = _proc.git(root, "rev-parse", "--verify", "HEAD^{commit}", check=False)
-    if res.returncode != 0:
+    head = _proc.head_commit(root)
+    if head is None:
         raise ArchiveError("the repository has no commit to archive", path=str(root))
-    return res.text.strip()
+    return head
 
 
 def commit_time(root: Path, commit: str) -> int:

@@ -365,10 +365,7 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
         out["error"] = f"not a git work tree: {_err(inside)}"
         return out
     try:
-        head = _proc.git(
-            root, "rev-parse", "--verify", "-q", "HEAD^{commit}", check=False, timeout=timeout
-        )
-        out["commit"] = head.text.strip() if head.returncode == 0 else None
+        out["commit"] = _proc.head_commit(root, timeout=timeout)
         branch = _proc.git(
             root, "symbolic-ref", "--short", "-q", "HEAD", check=False, timeout=timeout
         )

@@ -30,7 +30,7 @@ from reprobridge.constants import (
     MANIFEST_FILE,
     PYTHON_DIR,
 )
-from reprobridge.errors import AuditError, CommandFailed
+from reprobridge.errors import AuditError
 from reprobridge.evidence.hashing import sha256_file
 
 #: rb's artifacts, copied from the work tree over the committed tree.
@@ -57,14 +57,14 @@ class WorkspaceInfo:
 
 def head_commit(root: Path) -> str:
     """The commit ``HEAD`` points to; AuditError for a repository without commits."""
-    try:
-        return _proc.git(root, "rev-parse", "--verify", "HEAD").text.strip()
-    except CommandFailed as exc:
+    commit = _proc.head_commit(root)
+    if commit is None:
         raise AuditError(
             "the repository has no commit to audit",
             path=str(root),
             hint="commit the code first: every run starts from a clean copy of HEAD",
-        ) from exc
+        )
+    return commit
 
 
 def overlay_files(root: Path) -> list[str]:

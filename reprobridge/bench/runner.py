@@ -338,8 +338,7 @@ def _prepare_copy(entry: RepoEntry, base: Path, opts: BenchOptions, work: Path) 
             _proc.git(work, "checkout", "-q", entry.commit)
         else:
             raise ReproBridgeError(f"{entry.path} does not exist and no url is given")
-    head = _proc.git(work, "rev-parse", "HEAD", check=False)
-    return head.text.strip() if head.returncode == 0 else ""
+    return _proc.head_commit(work) or ""
 
 
 def _is_checkout_root(path: Path) -> bool:
@@ -619,9 +618,8 @@ def rb_commit() -> str:
     root = Path(reprobridge.__file__).resolve().parent.parent
     if not (root / ".git").exists():
         return ""
-    res = _proc.git(root, "rev-parse", "HEAD", check=False)
+    commit = _proc.head_commit(root) or ""
     dirty = _proc.git(root, "status", "--porcelain", "--untracked-files=no", check=False)
-    commit = res.text.strip() if res.returncode == 0 else ""
     return commit + ("+dirty" if commit and dirty.text.strip() else "")
 
 

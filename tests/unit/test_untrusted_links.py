@@ -16,7 +16,8 @@ from rbcli import rb
 
 from reprobridge import _proc
 from reprobridge.audit.auditor import AuditOptions, run_audit
-from reprobridge.errors import UnsafePathError
+from reprobridge.audit.workspace import head_commit
+from reprobridge.errors import AuditError, UnsafePathError
 from reprobridge.initializer import init_repository
 
 PAPER = "# A paper\n\n| method | acc |\n|---|---|\n| ours | 91.0 |\n"
@@ -91,3 +92,20 @@ def test_linked_worktrees_and_own_git_dirs_are_fine(make_repo, tmp_path: Path) -
     assert _proc.foreign_git_dir(linked) is None
     init_repository(linked, lock="never")
     assert (linked / "reprobridge.toml").is_file()
+
+
+def test_head_commit_names_the_commit_or_none(make_repo, tmp_path: Path) -> None:
+    """One reader of HEAD for the auditor, the archive, the fingerprint and the bench: the
+    commit, else None (no commit yet, or no repository at all)."""
+    root = make_repo({"train.py": "print(1)\n"})
+    expected = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    assert _proc.head_commit(root) == expected
+    empty = make_repo({"train.py": ""}, commit=False)
+    assert _proc.head_commit(empty) is None
+    with pytest.raises(AuditError, match="no commit to audit"):
+        head_commit(empty)
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert _proc.head_commit(plain) is None
