@@ -889,6 +889,11 @@ def _literal_edits(
     )
 
 
+def _counts(default: object) -> bool:
+    """Whether a bound's default is a count of the run (a whole number above 0)."""
+    return isinstance(default, int) and not isinstance(default, bool) and default > 0
+
+
 def _bound_flag(
     exp_id: str,
     command: str,
@@ -912,11 +917,14 @@ def _bound_flag(
         name = u.value.name
         if name and name in param_f:
             order.append(param_f[name])
-    order += [
-        pf
-        for name, pf in sorted(param_f.items())
-        if pf.value.flag and smoke_value(pf.value.flag) is not None
-    ]
+    # A bound whose default counts the run (`--max_steps 100000`) before one whose default
+    # sets no limit (`--max_epochs None`): the code is known to count with the first,
+    # while a None may be read nowhere (a trainer given `max_epochs=int(1e8)` whatever the
+    # flag says), and a smoke argument for it would bound nothing.
+    order += sorted(
+        (pf for pf in param_f.values() if pf.value.flag and smoke_value(pf.value.flag) is not None),
+        key=lambda pf: (not _counts(pf.value.default), pf.value.name),
+    )
     for pf in order:
         flag, name = pf.value.flag or "", pf.value.name
         small = smoke_value(flag) or smoke_value(name)

@@ -38,7 +38,9 @@ from pathlib import PurePosixPath
 
 from reprobridge.detect._pyast import (
     call_name,
+    dotted,
     import_map,
+    nodes_of,
     seed_calls,
     short_source,
 )
@@ -46,7 +48,7 @@ from reprobridge.detect._select import procedure_files, resolve_import
 from reprobridge.detect._text import normalize_path
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ParamValue, SeedValue, UnboundedValue
-from reprobridge.detect.procedure._cli_params import cli_params
+from reprobridge.detect.procedure._cli_params import argparse_params, cli_params
 from reprobridge.detect.procedure._config_params import (
     config_object_params,
     config_sections,
@@ -106,6 +108,58 @@ def _section_params(
     return out
 
 
+#: Methods that read the command line from an ``ArgumentParser``.
+_PARSE_METHODS = frozenset({"parse_args", "parse_known_args"})
+
+
+def _imported_parser_params(
+    ctx: DetectContext, path: str, tree: ast.Module, imports: dict[str, str]
+) -> list[tuple[Param, Evidence]]:
+    """Parameters of a parser that a function of another repository module builds and
+    ``path`` parses (``parser = grok.training.add_args()`` ... ``parser.parse_args()``,
+    or ``get_parser().parse_args()``): that function's ``add_argument`` calls, and those of
+    the functions or methods of its module it calls (``Model.add_model_specific_args(
+    parser)``), one level down."""
+    builders: list[ast.Call] = []
+    parsed: set[str] = set()
+    for call in nodes_of(tree, ast.Call):
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr in _PARSE_METHODS:
+            if isinstance(func.value, ast.Name):
+                parsed.add(func.value.id)
+            elif isinstance(func.value, ast.Call):
+                builders.append(func.value)
+    for node in nodes_of(tree, ast.Assign):
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in parsed
+            and isinstance(node.value, ast.Call)
+        ):
+            builders.append(node.value)
+    out: list[tuple[Param, Evidence]] = []
+    for call in builders:
+        callee = call_name(call, imports)
+        file, attrs = _module_file(ctx, path, callee) if callee else ("", [])
+        other = ctx.index.parse_python(file) if file else None
+        node = _find_def(other, attrs) if other is not None else None
+        if other is None or not isinstance(node, ast.FunctionDef):
+            continue
+        other_imports = import_map(other)
+        defs = [node]
+        for inner in nodes_of(node, ast.Call):
+            name = dotted(inner.func)
+            sub = _find_def(other, name.split(".")) if name else None
+            if isinstance(sub, ast.FunctionDef) and sub is not node:
+                defs.append(sub)
+        for d in defs:
+            out += [
+                (replace(p, line=call.lineno), Evidence(file, p.line))
+                for p in argparse_params(d, other_imports)
+            ]
+    return out
+
+
 def _imported_loop(
     ctx: DetectContext, path: str, by_name: dict[str, tuple[Param, Evidence]]
 ) -> tuple[str, Unbounded] | None:
@@ -131,7 +185,8 @@ def _imported_loop(
 #: Bytes of a file that may declare parameters, seeds or loops (tested only on the files
 #: :func:`~reprobridge.detect._select.procedure_files` selects).
 _CANDIDATE_RE = re.compile(
-    rb"argparse|add_argument|click|typer|fire|hydra|ml_collections|yacs|seed|while True|"
+    rb"argparse|add_argument|parse_args|parse_known_args|click|typer|fire|hydra|"
+    rb"ml_collections|yacs|seed|while True|"
     rb"itertools\.count"
 )
 #: Imports of a config module, which declares parameters without being an entry point.
@@ -169,6 +224,7 @@ class ParamsDetector(Detector):
         ]
         pairs += [(p, Evidence(path, p.line)) for p in config_object_params(tree, imports)]
         pairs += _section_params(ctx, path, tree, imports)
+        pairs += _imported_parser_params(ctx, path, tree, imports)
         pairs += hydra_params(tree, imports, path, ctx)
         findings: list[Finding] = []
         by_name: dict[str, tuple[Param, Evidence]] = {}
