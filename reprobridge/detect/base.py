@@ -48,6 +48,7 @@ Confidence: ``high`` (a declaration says so), ``medium`` (inferred from code), `
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Literal
 
@@ -167,6 +168,17 @@ class DetectContext:
             skipped = f"skipped {what}" if what else "skipped"
             self.warn(f"{skipped}: not readable as text (binary, too large or unsafe)", path)
         return text
+
+    def own_texts(self, paths: Iterable[str], what: str = "") -> Iterator[tuple[str, str]]:
+        """``(path, text)`` of each of ``paths``, in order, that is the repository's own (not
+        under a :func:`~reprobridge.detect._text.skip_path` directory) and readable as text;
+        an unreadable one is skipped with :meth:`text_or_warn`'s warning."""
+        for path in paths:
+            if skip_path(path):
+                continue
+            text = self.text_or_warn(path, what)
+            if text is not None:
+                yield path, text
 
 
 class Detector(ABC):

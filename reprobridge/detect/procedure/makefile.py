@@ -20,7 +20,6 @@ from reprobridge.detect._text import (
     RunCommand,
     continued_lines,
     python_runs,
-    skip_path,
     slugify,
     unique_id,
 )
@@ -156,12 +155,7 @@ class MakefileDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
         taken: set[str] = set()
-        for path in ctx.index.named("Makefile", "makefile", "GNUmakefile"):
-            if skip_path(path):
-                continue
-            text = ctx.text_or_warn(path)
-            if text is None:
-                continue
+        for path, text in ctx.own_texts(ctx.index.named("Makefile", "makefile", "GNUmakefile")):
             variables, phony, rules = parse_makefile(text)
             directory = str(PurePosixPath(path).parent)
             for rule in rules:

@@ -42,7 +42,6 @@ from reprobridge.detect._text import (
     count_of_total,
     label_regex,
     result_name,
-    skip_path,
     slugify,
     unique_id,
 )
@@ -294,12 +293,7 @@ class NotebooksDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
         taken: set[str] = set()
-        for path in ctx.index.with_suffix(".ipynb"):
-            if skip_path(path):
-                continue
-            text = ctx.text_or_warn(path, "notebook")
-            if text is None:
-                continue
+        for path, text in ctx.own_texts(ctx.index.with_suffix(".ipynb"), "notebook"):
             try:
                 nb = json.loads(text)
             except (json.JSONDecodeError, RecursionError) as exc:

@@ -23,7 +23,6 @@ from reprobridge.detect._text import (
     RunCommand,
     continued_lines,
     python_runs,
-    skip_path,
     slugify,
     unique_id,
 )
@@ -80,15 +79,13 @@ class ShellScriptsDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
         taken: set[str] = set()
-        for path in ctx.index.with_suffix(".sh"):
-            if skip_path(path):
-                continue
+        scripts = (
+            p
+            for p in ctx.index.with_suffix(".sh")
+            if not _NOT_EXPERIMENT.match(PurePosixPath(p).stem.lower())
+        )
+        for path, text in ctx.own_texts(scripts):
             stem = PurePosixPath(path).stem
-            if _NOT_EXPERIMENT.match(stem.lower()):
-                continue
-            text = ctx.text_or_warn(path)
-            if text is None:
-                continue
             runs = runs_in(text)
             if not runs:
                 continue

@@ -61,3 +61,24 @@ def test_unreadable_files_are_skipped_with_one_warning_each(make_repo) -> None:
         ("nb.ipynb", f"skipped notebook: {why}"),
         ("run.sh", f"skipped: {why}"),
     ]
+
+
+def test_vendored_and_excluded_files_are_neither_read_nor_warned(make_repo) -> None:
+    # DetectContext.own_texts: files under a skip_path directory (here a virtualenv) are not
+    # the repository's own, and a shell script named as a non-experiment (install.sh) is
+    # filtered before it is read: unreadable as they are, none of them is warned about.
+    root = make_repo(
+        {
+            ".venv/Makefile": b"run:\x00\n",
+            ".venv/run.sh": b"python x.py\x00\n",
+            ".venv/nb.ipynb": b"{\x00}",
+            "install.sh": b"python setup.py\x00\n",
+            "run.sh": "python train.py\n",
+        },
+        git=False,
+    )
+    ctx = detect_repo(
+        RepoIndex.from_directory(root), only=detectors({"makefile", "shell", "notebooks"})
+    )
+    assert ctx.warnings == []
+    assert [f.value.entry for f in ctx.findings] == ["run.sh"]
