@@ -225,7 +225,10 @@ class _CappedStream:
         return bytes(self._ring[self._ring_pos :] + self._ring[: self._ring_pos])
 
     def close(self) -> StreamCapture:
-        """Flush the redactor, write the capped form if needed, fsync and close (call once)."""
+        """Flush the redactor, write the capped form if needed and close (call once). Not
+        fsynced: what keeps the file is its reader's business (the evidence bundle's seal
+        fsyncs every file it lists; a setup step's or a listing's log in a temporary
+        directory needs no device flush)."""
         if self._redactor is not None:
             self._store(self._redactor.flush())
         fd = self._fd
@@ -247,8 +250,6 @@ class _CappedStream:
                 _write_all(fd, memoryview(marker))
                 _write_all(fd, memoryview(tail))
                 stored = self._head_cap + len(marker) + len(tail)
-            # The evidence store hashes and commits these files next; they must be on disk.
-            os.fsync(fd)
         finally:
             os.close(fd)
         return StreamCapture(self.path, self._total, stored, digest, truncated)
@@ -278,11 +279,23 @@ class _Stat:
     starttime: int
 
 
+def _read_proc(pid: int, name: str) -> bytes:
+    """``/proc/<pid>/<name>`` whole. ``os`` calls, not ``open()``: a sweep reads two files
+    of every process on the machine, and a buffered file object per read was most of it."""
+    fd = os.open(f"/proc/{pid}/{name}", os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        chunks = []
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
 def _read_stat(pid: int) -> _Stat | None:
     """Fields of /proc/<pid>/stat, or None when the process is gone or unreadable."""
     try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            raw = f.read()
+        raw = _read_proc(pid, "stat")
         # comm (field 2) may hold spaces and parentheses: split after the LAST ')'.
         rest = raw[raw.rindex(b")") + 2 :].split()
         return _Stat(rest[0].decode(), int(rest[2]), int(rest[3]), int(rest[19]))
@@ -292,11 +305,11 @@ def _read_stat(pid: int) -> _Stat | None:
 
 def _has_marker(pid: int, item: bytes) -> bool:
     try:
-        with open(f"/proc/{pid}/environ", "rb") as f:
-            env = f.read()
+        env = _read_proc(pid, "environ")
     except OSError:  # gone, or not ours to read: not provably part of the run
         return False
-    return item in env.split(b"\0")
+    # The substring test first: almost every process on the machine fails it.
+    return item in env and item in env.split(b"\0")
 
 
 def _run_processes(sid: int, marker: str | None, *, in_session: bool) -> Iterator[tuple[int, int]]:

@@ -83,29 +83,31 @@ class _Paths:
         return any(path == p or path.startswith(p + "/") for p in self.prefixes)
 
 
-def _file_key(path: Path, paths: _Paths) -> tuple[Any, ...]:
+def _file_key(path: str | Path, paths: _Paths) -> tuple[Any, ...]:
     """What a file is: absent, a link (its target), or a regular file: in the run's
     directory (a fresh copy for each run) its size and bytes (mtime when too large to
-    read), elsewhere its size, mtime and inode."""
+    read), elsewhere its size, mtime and inode. Plain ``os`` calls on strings: this runs
+    for every distribution of every searched directory, once per run."""
     try:
-        st = path.lstat()
+        st = os.lstat(path)
     except OSError:
         return ("absent",)
     if stat.S_ISLNK(st.st_mode):
         try:
-            target = str(path.readlink())
+            target = str(Path(os.readlink(path)))  # noqa: PTH115 -- str or Path given
         except OSError:
             return ("link?",)
-        return ("link", paths.norm(target), _file_key(path.resolve(), paths))
+        return ("link", paths.norm(target), _file_key(os.path.realpath(path), paths))
     if stat.S_ISDIR(st.st_mode):
         return ("dir",)
-    if not paths.inside(str(path)):
+    if not paths.inside(os.fspath(path)):
         # Outside the run's directory nothing a sandboxed run does can change it: the
         # inode and mtime say whether anyone else did, without reading it.
         return ("file", st.st_size, st.st_mtime_ns, st.st_ino)
     if st.st_size <= _MAX_HASHED_BYTES:
         try:
-            return ("file", st.st_size, hashlib.sha256(path.read_bytes()).hexdigest())
+            with open(path, "rb") as fh:
+                return ("file", st.st_size, hashlib.sha256(fh.read()).hexdigest())
         except OSError:
             return ("unreadable", st.st_size)
     return ("file", st.st_size, "large", st.st_mtime_ns)
@@ -130,12 +132,13 @@ def _pth_key(path: Path, paths: _Paths) -> tuple[Any, ...]:
 
 def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> tuple[Any, ...]:
     """A searched directory's entries, and the bytes of those that matter (module doc)."""
-    if not path.is_dir():
-        return _file_key(path, paths)  # absent, or a zip on sys.path
+    here = str(path)
+    if not os.path.isdir(here):  # noqa: PTH112 -- strings: see _file_key
+        return _file_key(here, paths)  # absent, or a zip on sys.path
     rows: list[tuple[Any, ...]] = []
-    inside = paths.inside(str(path))
+    inside = paths.inside(here)
     try:
-        with os.scandir(path) as it:
+        with os.scandir(here) as it:
             entries = sorted(it, key=lambda e: e.name)
     except OSError:
         return ("unreadable",)
@@ -153,17 +156,14 @@ def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> tuple[Any, ..
             rows.append((name, "?"))
             continue
         row: tuple[Any, ...] = (name, "d" if is_dir else "f", size)
-        full = path / name if is_metadata or name.endswith(_KEYED_SUFFIXES) else None
-        if full is None:
-            pass
-        elif is_metadata and is_dir:
+        if is_metadata and is_dir:
             # What importlib.metadata reads a distribution's name and version from.
             meta = "METADATA" if name.endswith(".dist-info") else "PKG-INFO"
-            row += (_file_key(full / meta, paths),)
+            row += (_file_key(os.path.join(entry.path, meta), paths),)  # noqa: PTH118
         elif is_metadata or name in _STARTUP_FILES or name.endswith(".egg-link"):
-            row += (_file_key(full, paths),)
+            row += (_file_key(entry.path, paths),)
         elif name.endswith(".pth"):
-            row += (_pth_key(full, paths),)
+            row += (_pth_key(Path(entry.path), paths),)
         rows.append(row)
     return ("dir", tuple(rows))
 

@@ -14,16 +14,17 @@ Invariants this module keeps, whatever the crash point:
 * Every file is written atomically (temp file, fsync, rename: ``_fs.write_atomic``); a
   reader, or an auditor killed at any point, sees the old bytes or the new ones, never a
   mix. A failed write (ENOSPC) leaves the old file and no temp file. Outside ``runs/`` each
-  write also fsyncs its directory. A run's files are fsynced as they are written, but its
-  directories only once, at the seal: until then a power cut may lose a name (the run is
-  then ``missing`` or ``partial`` and runs again), never a sealed run's file.
+  write also fsyncs its directory; a run's directories are fsynced once, at its seal.
+  Until then a power cut may lose a name of an unsealed run (the run is then ``missing``
+  or ``partial`` and runs again), never a file of a sealed one.
 * A run is *sealed* only when its ``status.json`` exists; it is written last and lists the
-  sha256 and size of every other file of the run, and before it is written every one of
-  those files and every directory from the run up to the bundle is fsynced (one fsync per
-  directory per run rather than one per file: most of an evidence write's cost). So a run
-  is ``missing``, ``partial`` (no status.json: interrupted), ``sealed`` (everything
-  matches) or ``corrupt`` (status.json exists but something differs: tampering or bit rot,
-  never reused silently).
+  sha256 and size of every other file of the run. Before it is written, every one of those
+  files is on disk (fsynced when written here, the others, such as logs and copied
+  outputs, as the seal hashes them; each file once) and so is every directory of the run
+  and above it that got an entry, deepest first: one fsync per directory per run rather
+  than one per file, each a device flush. So a run is ``missing``, ``partial`` (no
+  status.json: interrupted), ``sealed`` (everything matches) or ``corrupt`` (status.json
+  exists but something differs: tampering or bit rot, never reused silently).
 * ``journal.jsonl`` is append-only and hash-chained (``seq``, ``prev_sha256``); a torn last
   line is cut off on the next locked read, earlier lines are never rewritten.
 * A sealed run, and after ``SHA256SUMS`` the whole bundle, refuse further writes.
@@ -154,6 +155,11 @@ class Bundle:
         self.notes: list[str] = []
         self._lock: filelock.BaseFileLock | None = None
         self._journal_tail: tuple[int, str] | None = None  # (last seq, sha256 of last line)
+        # What the next seal must put on disk, and what it need not (see seal_run): the
+        # directories that got an entry for a directory made here, and the files of runs
+        # this object wrote and fsynced itself, by path, as (inode, size, mtime).
+        self._unsynced_dirs: set[Path] = set()
+        self._synced: dict[str, tuple[int, int, int]] = {}
 
     # ------------------------------------------------------------------ construction
 
@@ -318,9 +324,15 @@ class Bundle:
         run, and everything once the bundle is sealed (except the signature files).
         """
         self._guard_write(rel)
-        # A file of a run (runs/<exp>/<k>/...): its directory is fsynced at the seal.
-        in_run = rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 3
-        return self._commit(self._target(rel), bytes(data), rel, sync_dir=not in_run)
+        target = self._target(rel)
+        if not (rel.startswith(f"{RUNS_DIR}/") and rel.count("/") >= 3):
+            return self._commit(target, bytes(data), rel)
+        # A file of a run (runs/<exp>/<k>/...): fsynced now, its directory at the seal.
+        self._make_dirs(target.parent)
+        self._commit(target, bytes(data), rel, sync_dir=False)
+        st = target.stat()
+        self._synced[str(target)] = (st.st_ino, st.st_size, st.st_mtime_ns)
+        return target
 
     def write_json(self, rel: str, data: Any) -> Path:
         """Atomically write ``data`` as canonical JSON (see :func:`canonical_json`)."""
@@ -354,8 +366,19 @@ class Bundle:
         path = self._target(rel)
         if not path.is_dir():
             self._require_lock()
-            path.mkdir(parents=True, exist_ok=True)
+            self._make_dirs(path)
         return path
+
+    def _make_dirs(self, path: Path) -> None:
+        """``path`` and its missing parents; the directories that got a new entry are
+        remembered for the seal to fsync."""
+        missing = []
+        for d in (path, *path.parents):
+            if d == self.path or d.is_dir():
+                break
+            missing.append(d)
+        path.mkdir(parents=True, exist_ok=True)
+        self._unsynced_dirs.update(d.parent for d in missing)
 
     def runs(self) -> list[tuple[str, int]]:
         """Every ``(exp_id, k)`` with a run directory (set-aside ``.partial-*`` dirs excluded)."""
@@ -443,24 +466,29 @@ class Bundle:
                 )
         listing: dict[str, dict[str, Any]] = {}
         for name in sorted(files):
+            path = files[name]
             try:
-                # fsynced as it is hashed: what status.json lists is on disk before it.
-                digest, size = sha256_file(files[name], sync=True)
+                # What status.json lists is on disk before it: fsynced as it is hashed,
+                # unless this object wrote and fsynced it and it is unchanged since (an
+                # fsync is a device flush even for a file already on disk: milliseconds
+                # on a loaded machine, for each of a run's files).
+                st = path.stat()
+                written = self._synced.pop(str(path), None)
+                sync = written != (st.st_ino, st.st_size, st.st_mtime_ns)
+                digest, size = sha256_file(path, sync=sync)
             except OSError as exc:
                 raise EvidenceError(f"cannot read: {exc.strerror}", path=f"{rel}/{name}") from exc
             listing[name] = {"sha256": digest, "size": size}
-        # The names too: every directory of the run, deepest first, then its parents up to
-        # the bundle (the run's writes and run_dir left these to the seal). A directory
-        # already on disk costs ~0.1 ms.
+        # The names too, once per directory: every directory of the run, then those above
+        # it that got an entry here (the run's own directory in runs/<exp>, ...), deepest
+        # first. The run's writes and run_dir left these to the seal.
         directories = {run}
         for name in files:
             directories.update(files[name].parents[: name.count("/")])
-        for directory in sorted(directories, reverse=True):
+        directories.update(d for d in self._unsynced_dirs if d in run.parents)
+        self._unsynced_dirs -= directories
+        for directory in sorted(directories, key=lambda d: len(d.parts), reverse=True):
             _fsync_dir(directory)
-        for parent in run.parents:
-            _fsync_dir(parent)
-            if parent == self.path:
-                break
         # RunStatus's JSON form, with the record as given (a test may seal any dict).
         status = {"format": STATUS_FORMAT, "sealed": True, "record": record, "files": listing}
         return self._commit(run / STATUS_FILE, canonical_json(status), f"{rel}/{STATUS_FILE}")

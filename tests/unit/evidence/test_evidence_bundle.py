@@ -17,6 +17,22 @@ from reprobridge.evidence.bundle import GENESIS_SHA256
 from reprobridge.evidence.hashing import sha256_bytes
 
 
+def _record(monkeypatch: pytest.MonkeyPatch, log: list[tuple[str, str]]) -> None:
+    """From now on, each fsync (of the path its fd names) and rename goes to ``log``."""
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(fd: int) -> None:
+        log.append(("fsync", str(Path(f"/proc/self/fd/{fd}").readlink())))
+        real_fsync(fd)
+
+    def replace(src: str | Path, dst: str | Path) -> None:
+        log.append(("rename", str(dst)))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+
+
 def _files(root: Path) -> dict[str, bytes]:
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
@@ -150,50 +166,62 @@ def test_seal_puts_every_file_and_directory_of_the_run_on_disk_before_status(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A run's writes leave its directories to the seal (one fsync per directory per run
-    instead of one per file, issue 14), so the seal must fsync, before status.json's
-    rename, every file it lists (also those the bundle did not write: the sampler's
-    timeline, copied outputs) and every directory from the deepest up to the bundle."""
+    instead of one per file, issue 14), so before status.json's rename the seal must have
+    fsynced every file it lists (those the bundle did not write too: the sampler's
+    timeline, copied outputs, the logs), each once, and every directory that got an
+    entry, deepest first, up to the bundle."""
     bundle = Bundle.create(tmp_path, AUDIT_ID)
     log: list[tuple[str, str]] = []
-    real_fsync, real_replace = os.fsync, os.replace
 
-    def fsync(fd: int) -> None:
-        log.append(("fsync", str(Path(f"/proc/self/fd/{fd}").readlink())))
-        real_fsync(fd)
-
-    def replace(src: str | Path, dst: str | Path) -> None:
-        log.append(("rename", str(dst)))
-        real_replace(src, dst)
+    def seal(k: int) -> tuple[list[str], list[str]]:
+        """(fsynced before status.json's rename, fsynced after it) since the log began."""
+        bundle.seal_run("e", k, {"exit": 0})
+        status = str(bundle.path / "runs" / "e" / str(k) / "status.json")
+        at = log.index(("rename", status))
+        assert [p for kind, p in log if kind == "rename"][-1] == status
+        return [p for _, p in log[:at]], [p for _, p in log[at + 1 :]]
 
     with bundle.lock():
-        bundle.write_json("runs/e/0/datasets.json", [])  # the first write makes the run dir
+        _record(monkeypatch, log)
+        bundle.write_json("runs/e/0/datasets.json", [])  # makes runs/, runs/e/, runs/e/0/
         run = bundle.path / "runs" / "e" / "0"
-        monkeypatch.setattr(os, "fsync", fsync)
-        monkeypatch.setattr(os, "replace", replace)
         bundle.write_json("runs/e/0/env.json", {"A": "1"})
-        bundle.write_json("runs/e/0/metrics.json", {"acc": 0.9})
-        (run / "timeline.jsonl").write_bytes(b"{}\n")  # not written through the bundle
+        (run / "stdout.log").write_bytes(b"acc=0.9\n")  # as run_monitored leaves it
+        (run / "timeline.jsonl").write_bytes(b"{}\n")
         (run / "files" / "out" / "deep").mkdir(parents=True)
         (run / "files" / "out" / "deep" / "result.txt").write_bytes(b"acc=0.9\n")
         # The run's own writes fsync their data, never a directory.
-        written = [p for kind, p in log if kind == "fsync"]
-        assert not any(Path(p).is_dir() for p in written), written
+        assert [Path(p).is_dir() for _, p in log if _ == "fsync"] == [False, False]
+        before, after = seal(0)
+        listed = json.loads((run / "status.json").read_bytes())["files"]
+        files = [p for p in before if Path(p).is_file()]
+        # Every listed file once: those written here at their write, the others at the seal.
+        assert sorted(files) == sorted(str(run / name) for name in listed)
+        dirs = [run / "files" / "out" / "deep", run / "files" / "out", run / "files", run]
+        dirs += [run.parent, run.parent.parent, bundle.path]
+        assert [p for p in before if Path(p).is_dir()] == [str(d) for d in dirs]
+        assert ".status.json." in before[-1]
+        assert after == [str(run)]  # status.json's name
+        # The next run: its own directory and the one that got its entry, nothing above.
         log.clear()
-        bundle.seal_run("e", 0, {"exit": 0})
-    renames = [i for i, (kind, p) in enumerate(log) if kind == "rename"]
-    assert [log[i][1] for i in renames] == [str(run / "status.json")]
-    before = {p for kind, p in log[: renames[0]] if kind == "fsync"}
-    listed = json.loads((run / "status.json").read_bytes())["files"]
-    assert {str(run / name) for name in listed} <= before
-    dirs = [run / "files" / "out" / "deep", run / "files" / "out", run / "files", run]
-    dirs += [run.parent, run.parent.parent, bundle.path]
-    assert {str(d) for d in dirs} <= before
-    # Deepest first: a directory's entry is durable after what it names.
-    order = [p for kind, p in log[: renames[0]] if kind == "fsync" and Path(p).is_dir()]
-    assert order == [str(d) for d in dirs]
-    # status.json itself, then its directory, after the rename.
-    assert log[renames[0] + 1 :] == [("fsync", str(run))]
-    assert log[renames[0] - 1][0] == "fsync" and ".status.json." in log[renames[0] - 1][1]
+        run1 = bundle.run_dir("e", 1)
+        (run1 / "stdout.log").write_bytes(b"acc=0.9\n")
+        before, after = seal(1)
+        assert [p for p in before if Path(p).is_dir()] == [str(run1), str(run.parent)]
+        assert [p for p in before if Path(p).is_file()] == [str(run1 / "stdout.log")]
+
+
+def test_seal_fsyncs_a_file_changed_after_the_bundle_wrote_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = Bundle.create(tmp_path, AUDIT_ID)
+    with bundle.lock():
+        target = bundle.write_json("runs/e/0/metrics.json", {"acc": 0.9})
+        target.write_bytes(b'{"acc": 0.95, "changed": true}')  # a new size, the same inode
+        log: list[tuple[str, str]] = []
+        _record(monkeypatch, log)
+        bundle.seal_run("e", 0, {})
+    assert ("fsync", str(target)) in log
 
 
 @pytest.mark.parametrize("bad", [("../x", 1), ("Train", 1), ("a/b", 1), ("e", -1), ("e", True)])
@@ -285,22 +313,16 @@ def test_unsynced_journal_line_is_whole_and_the_next_append_syncs_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     bundle = Bundle.create(tmp_path, AUDIT_ID)
-    synced: list[str] = []
-    real_fsync = os.fsync
-
-    def fsync(fd: int) -> None:
-        synced.append(str(Path(f"/proc/self/fd/{fd}").readlink()))
-        real_fsync(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    journal = str(bundle.path / "journal.jsonl")
+    log: list[tuple[str, str]] = []
+    journal = ("fsync", str(bundle.path / "journal.jsonl"))
     with bundle.lock():
+        _record(monkeypatch, log)
         bundle.journal_append({"event": "first"}, sync=False)  # a new file is always synced
-        assert synced.count(journal) == 1
+        assert log.count(journal) == 1
         bundle.journal_append({"event": "run-started"}, sync=False)
-        assert synced.count(journal) == 1
+        assert log.count(journal) == 1
         bundle.journal_append({"event": "run-sealed"})
-        assert synced.count(journal) == 2
+        assert log.count(journal) == 2
     assert [r["event"] for r in bundle.journal_records()] == ["first", "run-started", "run-sealed"]
 
 
