@@ -3,7 +3,9 @@
 The rules are data (``reprobridge/data/io_calls.toml``, typed here as :class:`IoRules`):
 which library calls download (``fetch_covtype``, ``load_data``, a dataset class with
 ``download=True``, ``urlretrieve``...), which read a file named by a literal argument
-(``np.load``, ``torch.load``, ``open`` in a reading mode...) and which write one
+(``np.load``, ``torch.load``, ``open`` in a reading mode...; a dataset class with its
+download off reads the folder of its layout under its literal root, ``MNIST("./mnist")``
+-> ``./mnist/MNIST``) and which write one
 (``torch.save(x, "a.pt")``, ``np.save``, ``open(p, "w")``...). :func:`io_calls` lists a
 parsed file's calls with the innermost function each is in, so a caller can tell a download
 the run makes (in the entry, at module level, or in a function something calls) from a
@@ -20,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import posixpath
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -57,10 +60,20 @@ class DownloadRule:
 
 
 @dataclass(frozen=True)
+class LocalDatasetRule:
+    """Calls matching ``calls`` (dataset classes) that do not download read the folder
+    ``layout`` under their root; ``{class}`` in it is the class's own name."""
+
+    calls: tuple[str, ...]
+    layout: str
+
+
+@dataclass(frozen=True)
 class IoRules:
     """The parsed ``io_calls.toml``."""
 
     downloads: tuple[DownloadRule, ...]
+    local_datasets: tuple[LocalDatasetRule, ...]
     reads: tuple[str, ...]
     read_keywords: tuple[str, ...]
     modes: frozenset[str]
@@ -80,6 +93,10 @@ def rules() -> IoRules:
                 local=frozenset(d.get("local", ())),
             )
             for d in data["download"]
+        ),
+        local_datasets=tuple(
+            LocalDatasetRule(calls=tuple(d["calls"]), layout=str(d["layout"]))
+            for d in data["local_dataset"]
         ),
         reads=tuple(data["reads"]["calls"]),
         read_keywords=tuple(data["reads"]["keywords"]),
@@ -190,6 +207,7 @@ class _Matched:
     """The rules a call name matches, in the order :func:`_classify` tries them."""
 
     downloads: tuple[DownloadRule, ...]
+    layout: str | None  # the folder a dataset class reads under its root, when not downloading
     write: int | None  # the path argument's position of the first write rule matched
     read: bool
 
@@ -201,8 +219,10 @@ def _matched(name: str, imported: bool) -> _Matched:
     patterns on every call was most of the fetch detector's time."""
     r = rules()
     write = next((pos for pattern, pos in r.writes if _matches(name, (pattern,), imported)), None)
+    layout = next((d.layout for d in r.local_datasets if _matches(name, d.calls, imported)), None)
     return _Matched(
         downloads=tuple(rule for rule in r.downloads if _matches(name, rule.calls, imported)),
+        layout=layout.replace("{class}", name.rsplit(".", 1)[-1]) if layout else None,
         write=write,
         read=_matches(name, r.reads, imported),
     )
@@ -227,6 +247,12 @@ def _classify(
         if rule.local and isinstance(first, str) and first in rule.local:
             return None
         return "download", "", what
+    if matched.layout is not None:
+        # No download: the class reads its local copy, in its own layout under the root.
+        root = _path_of(node.args[0] if node.args else kwarg(node, "root"), imports)
+        if not root:
+            return None
+        return "read", posixpath.join(root, matched.layout), name
     if matched.write is not None:
         position = matched.write
         target = node.args[position] if len(node.args) > position else None

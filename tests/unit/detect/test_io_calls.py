@@ -122,9 +122,49 @@ def test_functions_main_block_and_calls() -> None:
     assert "fetch_kddcup99" in called_names(tree)
 
 
+@pytest.mark.parametrize(
+    ("src", "path"),
+    [
+        # MorvanZhou's 404_autoencoder: the switch is a setting that is only ever False
+        (
+            "import torchvision\nGET = False\n"
+            "torchvision.datasets.MNIST(root='./mnist/', train=True, download=GET)",
+            "./mnist/MNIST",
+        ),
+        (
+            "from torchvision.datasets import FashionMNIST\nFashionMNIST('data')",
+            "data/FashionMNIST",
+        ),
+        (
+            "from torchvision import datasets\ndatasets.CIFAR10('data', train=False)",
+            "data/cifar-10-batches-py",
+        ),
+        ("import torchvision\ntorchvision.datasets.CIFAR100(root='c')", "c/cifar-100-python"),
+    ],
+)
+def test_a_dataset_class_without_download_reads_its_layout_under_the_root(
+    src: str, path: str
+) -> None:
+    """The root folder alone is no evidence of the data: torchvision (>= 0.3) reads MNIST
+    from `<root>/MNIST/...` and CIFAR-10 from `<root>/cifar-10-batches-py`."""
+    assert [(k, p) for k, p, _ in calls(src)] == [("read", path)]
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "import torchvision\ntorchvision.datasets.MNIST(args.root)",  # no literal root
+        "import torchvision\ntorchvision.datasets.ImageNet('imagenet')",  # no layout rule
+    ],
+)
+def test_a_dataset_class_without_a_literal_root_or_a_layout_reads_nothing(src: str) -> None:
+    assert calls(src) == []
+
+
 def test_the_rules_are_data() -> None:
     r = rules()
     assert any("sklearn.datasets.fetch_*" in d.calls for d in r.downloads)
+    assert any("torchvision.datasets.MNIST" in d.calls for d in r.local_datasets)
     assert "open" in r.modes
     assert dict(r.writes)["torch.save"] == 1
 
