@@ -67,6 +67,7 @@ from reprobridge.manifest.io import (
     render_new_manifest,
 )
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
+from reprobridge.recovery.drift import with_drift_edits
 from reprobridge.recovery.merge import MergeResult, merge_findings
 from reprobridge.sandbox import sandbox_unusable
 
@@ -375,6 +376,13 @@ def init_repository(
         merged = _with_relaxations(merged, locked.moved, locked.why)
         text, manifest, report = _build_manifest(root, merged, existing)
         project_files = render_python_project(manifest)
+    # Names the code calls that the locked packages removed: renaming edits on the tiers
+    # (decided by the lock's versions, so only now; the Python project does not depend on
+    # them).
+    drifted = with_drift_edits(merged, ctx.findings, lock_bytes)
+    if drifted is not merged:
+        merged = drifted
+        text, manifest, report = _build_manifest(root, merged, existing)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
     out[FLAKE_FILE] = render_flake(manifest).encode()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from reprobridge.artifacts.pyenv import torch_routing
 from reprobridge.constants import REGENERATE_COMMAND
 from reprobridge.manifest.notes import RecoveryNotes
-from reprobridge.manifest.schema import Experiment, Manifest, Metric
+from reprobridge.manifest.schema import Experiment, Manifest, Metric, SourceEdit
 
 
 @dataclass(frozen=True)
@@ -103,6 +103,33 @@ def _source(m: Metric) -> str:
     return f"{_code(m.source.key)} in {_code(m.source.file)}"
 
 
+def _at(e: SourceEdit) -> str:
+    return f"cell {e.cell} line {e.line}" if e.cell is not None else f"line {e.line}"
+
+
+def _renames(exp: Experiment) -> list[str]:
+    """The paragraph on the names the code calls that its packages removed (the renaming
+    edits of its tiers; see :mod:`reprobridge.recovery.drift`), or nothing."""
+    tiers = [(t, exp.tier(t)) for t in ("full", "smoke") if t == "full" or t in exp.tiers]
+    renamed = [(t, tier) for t, tier in tiers if any(e.renames for e in tier.edits)]
+    if not renamed:
+        return []
+    first = renamed[0][1]
+    source = first.edits[0].file
+    copies = ", ".join(_code((tier.derived(t) or ("", ""))[1]) for t, tier in renamed)
+    out = [
+        f"**Code older than its packages**: {_code(source)} calls names that the pinned "
+        f"packages removed. The {' and '.join(t for t, _ in renamed)} tier(s) run a copy "
+        f"({copies}) in which `repro/derive.py` renames each, only when the run's environment "
+        "has the package at the release that removed it (the original is left as it is):",
+        "",
+    ]
+    for e in first.edits:
+        if e.renames:
+            out.append(f"- {_at(e)}: {_code(e.was)} -> {_code(e.value)} (when {_code(e.when)})")
+    return [*out, ""]
+
+
 def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
     out = [f"### `{exp_id}`", ""]
     if exp.description:
@@ -143,17 +170,17 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             f"`[experiments.{exp_id}.tiers.smoke]` that shorten it.",
             "",
         ]
-    elif smoke.edits:
-        source, copy = smoke.derived() or ("", "")
+    elif any(not e.renames for e in smoke.edits):
+        source, copy = smoke.derived("smoke") or ("", "")
         out += [
             f"The smoke tier runs a copy of {_code(source)}, {_code(copy)}, with these literals",
             "lowered (`repro/derive.py` writes it next to the original when the tier runs;",
-            "the full tier runs the original, untouched):",
+            "the full tier keeps the original's values):",
             "",
         ]
         for e in smoke.edits:
-            at = f"cell {e.cell} line {e.line}" if e.cell is not None else f"line {e.line}"
-            out.append(f"- {at}: {_code(e.code or e.was)} -> {_code(e.value)}")
+            if not e.renames:
+                out.append(f"- {_at(e)}: {_code(e.code or e.was)} -> {_code(e.value)}")
         out.append("")
     elif smoke.args:
         out += [
@@ -162,6 +189,7 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             + " to the command.",
             "",
         ]
+    out += _renames(exp)
     rows = [
         *(("setup (runs first)", _code(c)) for c in exp.setup),
         ("command", _code(exp.command)),

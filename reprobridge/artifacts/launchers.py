@@ -312,10 +312,19 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
     # A tier with `edits` runs a copy of the file the command names (repro/derive.py writes
     # it next to the original): that word of the command becomes ${rb_entry}.
     words = _words(parts)
-    derived = {t: d for t in tiers if (d := exp.tier(t).derived()) is not None}
+    derived = {t: d for t in tiers if (d := exp.tier(t).derived(t)) is not None}
     entry_at: int | None = None
     if derived:
         edited = next(iter(derived.values()))[0]
+        others = sorted({f for f, _ in derived.values()} - {edited})
+        if others:
+            # One word of the command becomes the copy: every tier must edit the same file.
+            raise RenderError(
+                f"the tiers' edits change different files ({edited}, {', '.join(others)}); "
+                "the command can run a copy of one of them only",
+                path=MANIFEST_FILE,
+                field=f"{field}.tiers",
+            )
         entry_at = _entry_word(words, exp.workdir, edited)
         if shell_mode or entry_at is None:
             raise RenderError(
@@ -349,8 +358,12 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
                 copy = _copy_word(words[entry_at], pair[1])
                 lines.append(f"    rb_entry={shlex.quote(copy)}  # a copy, with the edits below")
                 specs = [
-                    f"{e.cell or ''}:{e.line}:{e.column}:{e.value}:{e.was}"
+                    word
                     for e in exp.tier(tier).edits
+                    for word in (
+                        *([f"--if={e.when}"] if e.when else []),
+                        f"{e.cell or ''}:{e.line}:{e.column}:{e.value}:{e.was}",
+                    )
                 ]
                 quoted = " ".join(shlex.quote(x) for x in [pair[0], pair[1], *specs])
                 lines.append(f"    derive=({quoted})  # repro/derive.py SOURCE COPY EDIT...")
@@ -412,8 +425,9 @@ def render_launcher(manifest: Manifest, exp_id: str, *, version: str) -> str:
         lines += [f"export {k}={v}" for k, v in OFFLINE_ENV]
     if entry_at is not None:
         lines += [
-            "# This tier runs a copy of the file with its literal bounds lowered (written next",
-            "# to it, from the repository root; the original is left as it is).",
+            "# This tier runs a copy of the file with its literal bounds lowered or the names",
+            "# its packages removed renamed (written next to it, from the repository root; the",
+            "# original is left as it is).",
             'if [ "${#derive[@]}" -gt 0 ]; then',
             "  rb_py=$(command -v python3 || command -v python) ||",
             '    { echo "$me: no python3 to write the copy with" >&2; exit 2; }',

@@ -1137,10 +1137,10 @@ def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> di
         m.source.file for m in metrics.values() if m.source.file
     }
     spec = exp.tiers.get(tier)  # type: ignore[call-overload]
-    derived = spec.derived() if spec is not None else None
+    derived = spec.derived(tier) if spec is not None else None
     if derived is not None:
-        # The copy the tier ran (its literals lowered) is evidence of what ran; kept when
-        # it lies under the workdir (the bundle's files are workdir-relative).
+        # The copy the tier ran (literals lowered, names renamed) is evidence of what ran;
+        # kept when it lies under the workdir (the bundle's files are workdir-relative).
         copy = posixpath.relpath(derived[1], exp.workdir) if exp.workdir != "." else derived[1]
         if not copy.startswith("../"):
             wanted.add(copy)

@@ -93,9 +93,18 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             shown += [
                 f"{e.file}{f' cell {e.cell}' if e.cell else ''} line {e.line}: {e.was} -> {e.value}"
                 for e in smoke.edits
+                if not e.renames
             ]
             unbounded = f"unbounded: the full command, stopped after {smoke.timeout or exp.timeout}"
             echo(f"               smoke tier: {'; '.join(shown) or unbounded}")
+        renamed = [e for e in exp.tier("full").edits if e.renames]
+        if renamed:
+            echo(
+                f"               renamed in every tier: {len(renamed)} removed name(s) in "
+                f"{renamed[0].file} ({renamed[0].was} -> {renamed[0].value}"
+                + (", ..." if len(renamed) > 1 else "")
+                + ")"
+            )
         else:
             echo("               smoke tier: none (no parameter bounds the run)")
     if not m.experiments:

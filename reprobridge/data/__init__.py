@@ -8,6 +8,9 @@ release dates the Python project renderer bounds torch with.
 releases and the torch/TensorFlow/JAX <-> CUDA <-> gcc pairings). It is package data so that
 an installed ``rb`` works offline without the source tree.
 
+``api_drift.toml`` lists names that package releases removed and what replaces each (typed
+in :mod:`reprobridge.detect.procedure.drift`).
+
 ``io_calls.toml`` holds the library calls that download, read or write data (typed in
 :mod:`reprobridge.detect.procedure._io_calls`); ``prices.toml`` the model prices of the agent's cost
 ledger (typed in :mod:`reprobridge.agent.ledger`).
@@ -27,6 +30,7 @@ PINS_FILE = "nixpkgs-pins.toml"
 PACKAGES_FILE = "packages.toml"
 IO_CALLS_FILE = "io_calls.toml"
 PRICES_FILE = "prices.toml"
+API_DRIFT_FILE = "api_drift.toml"
 
 
 @cache

@@ -392,3 +392,31 @@ class BoundValue(EntryValue, kind="bound"):
     #: The loop prints only every this many iterations counted from one (``if (epoch + 1) %
     #: 5 == 0: print(...)``): a smoke value below it prints nothing (0: no such gate).
     every: int = 0
+
+
+class DriftValue(EntryValue, kind="api_drift"):
+    """[entry::line:column, a notebook's entry::cell:line:column]: a reference of an
+    experiment's entry file to a name a later release of a package removed
+    (:mod:`reprobridge.detect.procedure.drift`; the names are data in
+    ``reprobridge/data/api_drift.toml``).
+
+    ``cell``/``line``/``column`` place ``was``, the reference as the code spells it
+    (``np.float``, ``jax.tree_multimap``, the ``sklearn.cross_validation`` of an import
+    statement), as a bound's are placed (:class:`BoundValue`). ``value`` is what replaces
+    that text, spelled through the code's own alias (``np.float64``), or "" where no edit of
+    that text alone can name the replacement (``from jax import tree_multimap``): such a
+    reference is reported, never rewritten. ``name`` is the removed name fully qualified,
+    ``distribution`` the package that removed it in ``removed_in``, ``replacement`` the
+    table's replacement and ``source`` where the removal is documented; ``code`` the line."""
+
+    cell: int | None
+    line: int
+    column: int
+    was: str
+    value: str
+    name: str
+    distribution: str
+    removed_in: str
+    replacement: str
+    source: str
+    code: str

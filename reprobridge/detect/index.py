@@ -37,7 +37,7 @@ from reprobridge.errors import (
     NotAGitRepositoryError,
     UnsafePathError,
 )
-from reprobridge.manifest.schema import DERIVED_SUFFIX
+from reprobridge.manifest.schema import DERIVED_SUFFIXES
 
 #: Largest file read as text. A declared source (requirements.txt, ...) above it is an error.
 MAX_TEXT_BYTES = 5 * 1024 * 1024
@@ -454,12 +454,13 @@ def last_commit(root: Path, pathspecs: Iterable[str]) -> tuple[str, int] | None:
 
 def _run_output(name: str) -> bool:
     """Whether ``name`` is a file rb's launchers write beside the repository's own when a
-    tier runs: a smoke tier's copy (``demo_rb_smoke.ipynb``, see
+    tier runs: a tier's copy (``demo_rb_smoke.ipynb``, ``demo_rb_full.ipynb``, see
     :func:`~reprobridge.manifest.schema.derived_copy`) or an executed notebook
     (``demo.executed.ipynb``). Left in a checkout run by hand, it is no source of the
     repository; indexed, the next `rb init` made it an experiment of its own."""
     base = name.rsplit("/", 1)[-1]
-    return base.rsplit(".", 1)[0].endswith(DERIVED_SUFFIX) or base.endswith(".executed.ipynb")
+    stem = base.rsplit(".", 1)[0]
+    return stem.endswith(tuple(DERIVED_SUFFIXES.values())) or base.endswith(".executed.ipynb")
 
 
 def _stat_entries(root: Path, names: Iterable[str]) -> Iterator[FileEntry]:

@@ -40,6 +40,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.procedure.gpu:GpuDetector",
     "reprobridge.detect.procedure.params:ParamsDetector",
     "reprobridge.detect.procedure.bounds:BoundsDetector",
+    "reprobridge.detect.procedure.drift:DriftDetector",
     "reprobridge.detect.procedure.configs:ConfigsDetector",
     "reprobridge.detect.procedure.datasets:DatasetsDetector",
     "reprobridge.detect.procedure.fetch:FetchDetector",

@@ -400,27 +400,42 @@ class Hardware(StrictModel):
     memory_gb: float | None = Field(None, gt=0, description="Host memory.")
 
 
-#: What names the copy of an edited file next to it (``demo.ipynb`` -> ``demo_rb_smoke.ipynb``).
+#: What names a tier's copy of an edited file next to it (``demo.ipynb`` ->
+#: ``demo_rb_smoke.ipynb`` for the smoke tier, ``demo_rb_full.ipynb`` for the full one).
 DERIVED_SUFFIX = "_rb_smoke"
+DERIVED_SUFFIXES = {"smoke": DERIVED_SUFFIX, "full": "_rb_full"}
+
+#: A dotted Python name (``jax.tree_util.tree_map``, ``float``): the only text an edit may
+#: write besides a whole number, so that a manifest value can rename what the code calls but
+#: never inject code of its own.
+DOTTED_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$"
+#: ``jax>=0.3.16``: a distribution (normalised name) at a version or later.
+AT_LEAST_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?>=[0-9]{1,9}(?:\.[0-9]{1,9}){0,5}$"
+
+DottedName = Annotated[str, StringConstraints(pattern=DOTTED_NAME_PATTERN)]
 
 
-def derived_copy(path: str) -> str:
-    """Where a tier's copy of ``path`` (a relative POSIX path) is written: next to it, so it
+def derived_copy(path: str, tier: str = "smoke") -> str:
+    """Where ``tier``'s copy of ``path`` (a relative POSIX path) is written: next to it, so it
     runs from the same folder (a notebook's kernel starts in the notebook's folder, a script
     imports its neighbours), under a name that is still a Python module name."""
+    suffix = DERIVED_SUFFIXES.get(tier, f"_rb_{tier}")
     folder, _, name = path.rpartition("/")
-    stem, dot, suffix = name.rpartition(".")
-    copy = f"{stem}{DERIVED_SUFFIX}.{suffix}" if dot and stem else f"{name}{DERIVED_SUFFIX}"
+    stem, dot, ext = name.rpartition(".")
+    copy = f"{stem}{suffix}.{ext}" if dot and stem else f"{name}{suffix}"
     return f"{folder}/{copy}" if folder else copy
 
 
 class SourceEdit(StrictModel):
-    """A literal of the experiment's own code that a tier replaces, in a copy of the file.
+    """A piece of the experiment's own code that a tier replaces, in a copy of the file.
 
-    The copy (``demo.ipynb`` -> ``demo_rb_smoke.ipynb``, next to it: :func:`derived_copy`) is
-    written by ``repro/derive.py`` when the tier runs, and the command runs it instead of
-    the original, which is never modified. The edit applies only where the file still reads
-    ``was`` at ``line``/``column`` (of ``cell``); otherwise the run stops and says so.
+    Two kinds: a literal run bound lowered to a whole number (``max_iters = 2000`` -> 20),
+    or a name a later release of a package removed, renamed to its replacement
+    (``jax.tree_multimap`` -> ``jax.tree_util.tree_map``; ``when`` says for which versions).
+    The copy (``demo.ipynb`` -> ``demo_rb_smoke.ipynb``, next to it: :func:`derived_copy`)
+    is written by ``repro/derive.py`` when the tier runs, and the command runs it instead
+    of the original, which is never modified. The edit applies only where the file still
+    reads ``was`` at ``line``/``column`` (of ``cell``); otherwise the run stops and says so.
     """
 
     file: RelPath = Field(
@@ -435,12 +450,37 @@ class SourceEdit(StrictModel):
     line: int = Field(ge=1, description="Line of the literal, in the cell or the file (from 1).")
     column: int = Field(ge=0, description="Characters before the literal on that line.")
     was: Annotated[str, StringConstraints(min_length=1, max_length=100)] = Field(
-        description="The literal's source text, checked before the edit (`2000`, `10**4`)."
+        description="The source text, checked before the edit (`2000`, `10**4`, "
+        "`jax.tree_multimap`)."
     )
-    value: int = Field(description="What replaces it in the copy.")
+    value: int | DottedName = Field(
+        description="What replaces it in the copy: a whole number (a lowered bound), or a "
+        "dotted Python name (`jax.tree_util.tree_map`, `float`) for a removed name; nothing "
+        "else (no calls, operators or spaces)."
+    )
+    when: Annotated[str, StringConstraints(pattern=AT_LEAST_PATTERN)] | None = Field(
+        None,
+        description="Renamed names only: `jax>=0.3.16` applies the edit only when the run's "
+        "environment has that distribution at that version or later (`repro/derive.py` reads "
+        "the installed version); otherwise the original text runs.",
+    )
     code: str | None = Field(
         None, description="The line as it reads, for the reader (`max_iters = 2000`)."
     )
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value_kind(cls, value: Any) -> Any:
+        # Checked before pydantic's own union check, whose two-branch message would not say
+        # what an edit may write.
+        if isinstance(value, bool) or not isinstance(value, int | str):
+            raise ValueError("must be a whole number or a dotted Python name")
+        if isinstance(value, str) and not re.fullmatch(DOTTED_NAME_PATTERN, value):
+            raise ValueError(
+                f"{value!r} is not a dotted Python name (such as `jax.tree_util.tree_map`); an "
+                "edit writes a whole number or a name, never other code"
+            )
+        return value
 
     @field_validator("was", "code")
     @classmethod
@@ -449,13 +489,28 @@ class SourceEdit(StrictModel):
             raise ValueError("must be one line")
         return value
 
+    @model_validator(mode="after")
+    def _rename_consistent(self) -> SourceEdit:
+        if self.renames:
+            if not re.fullmatch(DOTTED_NAME_PATTERN, self.was):
+                raise ValueError("a renaming edit (`value` a name) must replace a name (`was`)")
+        elif self.when is not None:
+            raise ValueError("`when` applies to renaming edits only (`value` a dotted name)")
+        return self
+
+    @property
+    def renames(self) -> bool:
+        """Whether the edit renames a removed name (``value`` a dotted name), rather than
+        lowering a bound (``value`` a whole number)."""
+        return isinstance(self.value, str)
+
 
 class Tier(StrictModel):
     """A setting of an experiment: `full` is what the paper ran, `smoke` a CPU-minutes check.
 
     Every field overrides the experiment's own; `params` are merged key by key. A tier is
-    *bounded* when it shortens the run (``params``, ``args`` or ``edits``); a smoke tier
-    with none of them is the full command stopped at its ``timeout``.
+    *bounded* when it shortens the run (``params``, ``args`` or ``edits`` that lower a
+    bound); a smoke tier with none of them is the full command stopped at its ``timeout``.
     """
 
     params: dict[ParamName, Scalar] = Field(
@@ -476,7 +531,9 @@ class Tier(StrictModel):
         "this tier replaces (`max_iters = 2000` -> 20, `for k in range(100)` -> 20, "
         '`"epochs": 30` -> 2, `optimize(f, 200, b)` for `def optimize(func, num_iter, bounds)` '
         "-> 20), in a copy written next to it when the tier runs; the command names the copy. For loops bounded in code or a config file rather than on the "
-        "command line. One file per tier.",
+        "command line. Also names the pinned packages removed, renamed to their replacement "
+        "(`jax.tree_multimap` -> `jax.tree_util.tree_map`, with `when`), in every tier that "
+        "runs. One file per tier.",
     )
     metrics: dict[MetricName, Metric] | None = Field(
         None,
@@ -497,14 +554,15 @@ class Tier(StrictModel):
 
     @property
     def bounded(self) -> bool:
-        """Whether the tier shortens the run (``params``, ``args`` or ``edits``)."""
-        return bool(self.params or self.args or self.edits)
+        """Whether the tier shortens the run (``params``, ``args`` or ``edits`` that lower a
+        bound; an edit that renames a removed name shortens nothing)."""
+        return bool(self.params or self.args or any(not e.renames for e in self.edits))
 
-    def derived(self) -> tuple[str, str] | None:
-        """(the edited file, its copy) when the tier has ``edits``, else None."""
+    def derived(self, tier: str = "smoke") -> tuple[str, str] | None:
+        """(the edited file, the copy tier ``tier`` runs) when the tier has ``edits``."""
         if not self.edits:
             return None
-        return self.edits[0].file, derived_copy(self.edits[0].file)
+        return self.edits[0].file, derived_copy(self.edits[0].file, tier)
 
 
 class Experiment(StrictModel):

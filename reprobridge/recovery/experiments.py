@@ -270,7 +270,7 @@ def merge_experiments(
         if entry in smoke
         or entry in bounded_in_code
         # A config file the command names, whose bounds the smoke tier lowers in a copy.
-        or bool(set(_named_files(cmd, f.value.workdir) or ()) & bounded_in_code)
+        or bool(set(named_files(cmd, f.value.workdir) or ()) & bounded_in_code)
         or any(smoke_value(n) is not None for n in params)
         or any(
             smoke_value(flag) is not None
@@ -465,7 +465,7 @@ def _hardware(
     ]
 
 
-def _named_files(command: str, workdir: str) -> list[str] | None:
+def named_files(command: str, workdir: str) -> list[str] | None:
     """The repository paths the words of ``command`` after the first name, in order,
     resolved against ``workdir`` (``python main.py config.json`` names ``main.py`` and
     ``config.json``); None when ``command`` is not shell words."""
@@ -827,7 +827,7 @@ def _literal_edits(
     the file the command then runs. Only for a command of plain words that names the file
     (the launcher swaps that word for the copy's); nothing when no literal is above its
     smoke value."""
-    named = _named_files(command, workdir)
+    named = named_files(command, workdir)
     if named is None:
         return
     found = [x for x in bounds if x.value.entry == entry]

@@ -43,7 +43,6 @@ a notebook, the line of its JSON that holds the code).
 from __future__ import annotations
 
 import ast
-import json
 import posixpath
 import re
 import shlex
@@ -56,7 +55,7 @@ from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue, ExperimentValue
 from reprobridge.detect.procedure._literal import LiteralBound, Site
 from reprobridge.detect.procedure.configbounds import CONFIG_SUFFIXES, config_bounds
-from reprobridge.detect.procedure.notebooks import cell_code, json_line_of, parsed_cell
+from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
 from reprobridge.detect.runbounds import smoke_value
 
 #: Calls whose last name component takes a training step (data: add a spelling here).
@@ -140,6 +139,11 @@ class _Source:
         except UnicodeDecodeError:
             return None
         return len(before), text, self.lines[lineno - 1].strip()[:200]
+
+
+#: :class:`_Source` for the detectors that place nodes of an entry file as this one does
+#: (the ``drift`` detector's references are edited by the same ``repro/derive.py``).
+SourceLines = _Source
 
 
 def _bound(
@@ -656,26 +660,8 @@ class BoundsDetector(Detector):
         return findings
 
     def _notebook(self, ctx: DetectContext, entry: str, text: str) -> list[Finding]:
-        try:
-            nb = json.loads(text)
-        except (ValueError, RecursionError):
-            return []
-        cells = nb.get("cells") if isinstance(nb, dict) else None
-        if not isinstance(cells, list):
-            return []
         raw_lines = text.splitlines()
-        parsed: list[tuple[int, str, ast.Module]] = []
-        for number, cell in enumerate(cells, 1):
-            if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-                continue
-            src = cell.get("source", "")
-            source = "".join(src) if isinstance(src, list) else str(src)
-            # cell_code keeps the cell's lines (magics blanked), so lines and columns are
-            # the cell's own, as repro/derive.py counts them (str.splitlines).
-            code = cell_code(source)
-            tree = parsed_cell(code)  # shared with the notebooks detector: parsed once
-            if isinstance(tree, ast.Module):
-                parsed.append((number, code, tree))
+        parsed = parsed_code_cells(text)
         # A function one cell defines is called from later cells: the cells are one program.
         signatures = call_signatures(ctx, entry, [tree for _, _, tree in parsed])
         out: list[Finding] = []

@@ -216,6 +216,30 @@ def parsed_cell(code: str) -> ast.Module | SyntaxError | None:
         return None
 
 
+def parsed_code_cells(text: str) -> list[tuple[int, str, ast.Module]]:
+    """(cell number, code, tree) of each code cell of the notebook ``text`` that parses, in
+    order; cells are counted from 1 over every cell (markdown too), as an edit's ``cell``
+    is. The code is :func:`cell_code`'s: magics blanked, the cell's own lines kept, so the
+    lines and columns of its nodes are the cell's, as ``repro/derive.py`` counts them
+    (``str.splitlines``). Empty for text that is no notebook."""
+    try:
+        nb = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    if not isinstance(cells, list):
+        return []
+    parsed: list[tuple[int, str, ast.Module]] = []
+    for number, cell in enumerate(cells, 1):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        code = cell_code(_source(cell))
+        tree = parsed_cell(code)  # memoized: shared with the other notebook readers
+        if isinstance(tree, ast.Module):
+            parsed.append((number, code, tree))
+    return parsed
+
+
 def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
     """The import map of every code cell together (``from tqdm import tqdm`` in one cell,
     ``tqdm.write`` in another): the code cells as one module, none if it does not parse.

@@ -179,3 +179,137 @@ def test_the_guide_lists_each_lowered_literal() -> None:
     assert "The smoke tier runs a copy of `nb/demo.ipynb`, `nb/demo_rb_smoke.ipynb`" in text
     assert "- cell 6 line 5: `train_config.max_iters = 2000` -> `20`" in text
     assert "not bounded" not in text
+
+
+# -- renaming edits: names the pinned packages removed (issue 9, API drift) ---------------
+
+SCRIPT_OLD_API = "import jax\nfrom jax import tree_util as tu\np = jax.tree_multimap(f, a, b)\n"
+
+
+def test_a_name_edit_renames_in_the_copy_and_the_log_says_what(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT_OLD_API)
+    # `packaging` is installed for the Python the tests run derive.py with (rb needs it).
+    done = _run(
+        tmp_path,
+        "train.py",
+        "train_rb_full.py",
+        "--if=packaging>=1",
+        ":3:4:jax.tree_util.tree_map:jax.tree_multimap",
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "train_rb_full.py").read_text() == SCRIPT_OLD_API.replace(
+        "jax.tree_multimap", "jax.tree_util.tree_map"
+    )
+    assert (
+        "rb derive: train.py line 3: `jax.tree_multimap` -> `jax.tree_util.tree_map` "
+        "(`p = jax.tree_multimap(f, a, b)`)" in done.stdout
+    )
+
+
+def test_a_name_edit_is_skipped_where_the_installed_version_still_has_the_name(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT_OLD_API)
+    done = _run(
+        tmp_path,
+        "train.py",
+        "train_rb_full.py",
+        "--if=packaging>=99999",
+        ":3:4:jax.tree_util.tree_map:jax.tree_multimap",
+        "--if=no-such-distribution-rb>=1",
+        ":3:4:jax.tree_util.tree_map:jax.tree_multimap",
+    )
+
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "train_rb_full.py").read_text() == SCRIPT_OLD_API  # kept as it was
+    assert "is older than 99999: it still has `jax.tree_multimap`" in done.stdout
+    assert "no-such-distribution-rb is not installed" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("have", "least", "applies"),
+    [
+        ("0.4.13", "0.3.16", True),
+        ("0.3.4", "0.3.16", False),
+        ("2.0.0rc1", "2.0", True),
+        ("1.23.5", "1.24", False),
+        ("1.24.0", "1.24", True),
+    ],
+)
+def test_when_compares_release_numbers(have: str, least: str, applies: bool) -> None:
+    edit = derive.Edit(None, 1, 0, "float", "np.float", ("numpy", least))
+    assert (derive.applies(edit, lambda dist: have) is None) == applies
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        [":1:0:os.system('x'):np.float"],  # code, not a name
+        [":1:0:a b:np.float"],
+        ["--if=jax>=soon", ":1:0:jax.y:jax.x"],
+        ["--if=jax; rm -rf /", ":1:0:jax.y:jax.x"],
+        [":1:0:jax.y:jax.x", "--if=jax>=1"],  # a condition with no edit after it
+    ],
+)
+def test_derive_refuses_values_that_are_no_number_or_name(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "train.py").write_text(SCRIPT_OLD_API)
+    done = _run(tmp_path, "train.py", "copy.py", *args)
+    assert done.returncode == 2
+    assert done.stderr.startswith("rb derive: ")
+    assert not (tmp_path / "copy.py").exists()
+
+
+def _renamed(smoke: bool = True) -> Manifest:
+    rename = {
+        "file": "train.py",
+        "line": 3,
+        "column": 4,
+        "was": "jax.tree_multimap",
+        "value": "jax.tree_util.tree_map",
+        "when": "jax>=0.3.16",
+    }
+    tiers: dict[str, object] = {"full": {"edits": [rename]}}
+    if smoke:
+        tiers["smoke"] = {"timeout": "10m", "edits": [rename]}
+    return Manifest.model_validate(
+        {
+            "project": {"name": "p"},
+            "experiments": {"demo": {"command": "python train.py --lr 0.1", "tiers": tiers}},
+        }
+    )
+
+
+def test_every_tier_with_renames_runs_its_own_copy() -> None:
+    text = render_launcher(_renamed(), "demo", version="t")
+
+    full, smoke = text.split("  full)")[1].split("  smoke)")
+    spec = "'--if=jax>=0.3.16' :3:4:jax.tree_util.tree_map:jax.tree_multimap"
+    assert "rb_entry=train_rb_full.py" in full
+    assert f"derive=(train.py train_rb_full.py {spec})" in full
+    assert f"derive=(train.py train_rb_smoke.py {spec})" in smoke
+    assert 'cmd=(python "${rb_entry}" --lr 0.1)' in text
+    done = subprocess.run(["bash", "-n"], input=text, text=True, capture_output=True, check=False)
+    assert done.returncode == 0, done.stderr
+
+
+def test_tiers_that_edit_different_files_are_refused() -> None:
+    data = _renamed().model_dump(by_alias=True, exclude_none=True)
+    data["experiments"]["demo"]["tiers"]["smoke"]["edits"][0]["file"] = "config.json"
+    with pytest.raises(RenderError, match="edits change different files"):
+        render_launcher(Manifest.model_validate(data), "demo", version="t")
+
+
+def test_the_guide_lists_the_renames_and_keeps_the_smoke_tier_unbounded() -> None:
+    text = render_guide(_renamed(), GuideNotes(), version="t")
+
+    assert "**Code older than its packages**: `train.py` calls names" in text
+    assert "(`train_rb_full.py`, `train_rb_smoke.py`)" in text
+    assert "- line 3: `jax.tree_multimap` -> `jax.tree_util.tree_map` (when `jax>=0.3.16`)" in text
+    # A rename shortens nothing: the smoke tier is still the full command stopped at 10m.
+    assert "**The smoke tier is not bounded**" in text
+
+
+def test_a_tiers_copy_is_named_for_its_tier() -> None:
+    assert derived_copy("nb/demo.ipynb", "full") == "nb/demo_rb_full.ipynb"
+    assert derived_copy("nb/demo.ipynb") == "nb/demo_rb_smoke.ipynb"

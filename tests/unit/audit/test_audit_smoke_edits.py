@@ -220,3 +220,44 @@ def test_without_a_bound_the_smoke_timeout_says_the_tier_was_unbounded(tmp_path:
     reason = result.summary["experiments"]["render"]["procedure"]["reason"]
     assert "exit(124)" in reason
     assert "the smoke tier is unbounded: the full command, stopped after 2s" in reason
+
+
+def test_code_older_than_its_packages_runs_with_the_removed_names_renamed(
+    tmp_path: Path, executing_jupyter: Path
+) -> None:
+    """Issue 9, API drift: the notebook calls `jax.tree_multimap`, which jax removed in
+    0.3.16; the run's environment has jax 0.4.13 (the fixture's stand-in package and its
+    dist-info, on the runs' PYTHONPATH). Before the renaming edits the run stopped on
+    `AttributeError: module 'jax' has no attribute 'tree_multimap'`. Now both tiers run a
+    copy with `jax.tree_util.tree_map`, and `jax.tree_map` (removed only in 0.6.0, which
+    0.4.13 still has) is left as written: repro/derive.py read the installed version."""
+    root = _repo(tmp_path, "zero-notebook-removed-api", smoke_timeout="60s")
+    path = root / "reprobridge.toml"
+    doc = tomlkit.parse(path.read_text())
+    doc["environment"]["pythonpath"] = ["."]  # type: ignore[index]
+    path.write_text(tomlkit.dumps(doc))
+    init_repository(root, lock="never")
+    subprocess.run(["git", "-C", str(root), "commit", "-qam", "pythonpath"], check=True)
+    manifest = tomlkit.parse(path.read_text())
+    full = manifest["experiments"]["demo"]["tiers"]["full"]["edits"]  # type: ignore[index]
+    assert [(e["was"], e["value"], e["when"]) for e in full] == [  # type: ignore[index]
+        ("jax.tree_multimap", "jax.tree_util.tree_map", "jax>=0.3.16"),
+        ("tu.tree_multimap", "tu.tree_map", "jax>=0.3.16"),
+        ("jax.tree_map", "jax.tree_util.tree_map", "jax>=0.6.0"),
+    ]
+    assert "**Code older than its packages**" in (root / "REPRODUCE.md").read_text()
+
+    for tier in ("smoke", "full"):
+        options = AuditOptions(tier=tier, runs=1, backend="host", experiments=["demo"])
+        result = run_audit(root, options)
+        v = result.summary["experiments"]["demo"]
+        assert v["procedure"]["status"] == "pass", json.dumps(v, indent=1)
+        run = result.path / "runs" / "demo" / "0"
+        log = (run / "output.log").read_text()
+        assert f"rb derive: wrote demo_rb_{tier}.ipynb" in log
+        assert "`jax.tree_multimap` -> `jax.tree_util.tree_map`" in log
+        assert "`jax.tree_map` kept (jax 0.4.13 is older than 0.6.0" in log
+        assert "loss: " in (run / "files/demo.executed.ipynb").read_text()
+        copy = _code(run / "files" / f"demo_rb_{tier}.ipynb")
+        assert "jax.tree_util.tree_map(lambda p, g" in copy and "jax.tree_map(" in copy
+        assert verify_audit(result.path).ok

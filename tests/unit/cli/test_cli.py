@@ -51,6 +51,32 @@ def test_broken_manifest_exit_3(make_repo) -> None:
     assert errors == ["error: reprobridge.toml: project.nmae: unknown key (did you mean 'name'?)"]
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("\"os.system('rm -rf ~')\"", "\"os.system('rm -rf ~')\" is not a dotted Python name"),
+        ('"np.float64 if True else 1"', "'np.float64 if True else 1' is not a dotted"),
+        ("1.5", "must be a whole number or a dotted Python name"),
+    ],
+)
+def test_an_edit_that_writes_code_is_a_one_line_error_exit_3(
+    make_repo, value: str, message: str
+) -> None:
+    manifest = (
+        "schema = 1\n[project]\nname = 'x'\n[experiments.train]\ncommand = 'python train.py'\n"
+        "[experiments.train.tiers.full]\nedits = [{file = 'train.py', line = 1, column = 6, "
+        f"was = 'np.float', value = {value}}}]\n"
+    )
+    root = make_repo({"train.py": "x = np.float(1)\n", "reprobridge.toml": manifest})
+    out = rb("init", str(root), "--no-lock")
+    assert out.returncode == 3
+    errors = [line for line in out.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1
+    assert errors[0].startswith(
+        "error: reprobridge.toml: experiments.train.tiers.full.edits.0.value: " + message
+    )
+
+
 def test_init_json_and_check(make_repo) -> None:
     root = make_repo(
         {"train.py": "print('acc=1')\n", "README.md": "```bash\npython train.py --seed 1\n```\n"}

@@ -1,0 +1,264 @@
+"""References of an experiment's code to names that later package releases removed.
+
+Code written in 2022 calls ``jax.tree_multimap``; the environment a lock gives it today may
+have a jax without it (removed in 0.3.16), and the run stops on an ``AttributeError`` a
+person fixes by changing one name. The removed names, the release that removed each and
+its replacement are data (``reprobridge/data/api_drift.toml``, typed here as
+:class:`Removal`); this detector reads the entry file of every experiment found before it
+(a ``.py`` or ``.ipynb``, a notebook's code cells as one program, parsed with the helpers
+the other procedure detectors share) and reports each reference to such a name as an
+``api_drift`` finding (:class:`~reprobridge.detect.findings.DriftValue`), with its exact
+text and place. Whether a reference becomes an edit depends on the locked versions, which
+only the lock knows: :mod:`reprobridge.recovery.drift` decides after ``rb init`` locks.
+
+What counts (never executing anything; names resolve through the file's own imports, so
+``np.float`` after ``import numpy as np`` is ``numpy.float`` and a local ``np`` is not):
+
+* an attribute chain whose resolved name is a removed name (``np.float``,
+  ``jax.tree_multimap``, ``sklearn.cross_validation`` inside
+  ``sklearn.cross_validation.train_test_split``); its replacement is spelled through the
+  same alias (``np.float_`` -> ``np.float64``, ``jax.tree_multimap`` ->
+  ``jax.tree_util.tree_map``), or is a Python builtin (``np.float`` -> ``float``);
+* ``from M import a, b`` where ``M`` is a removed module, or where every imported name is
+  removed and replaced by the same name in one other module (``from scipy.misc import
+  comb`` -> ``from scipy.special import comb``): the module's text is the edit;
+* ``import M as x`` (or ``import M`` when the replacement shares ``M``'s top-level package)
+  for a removed module ``M``: the module's text is the edit.
+
+A reference no single dotted-name edit can fix (``from jax import tree_multimap``, a
+replacement in a package the code does not import) is still reported, with an empty
+``value``: the guide names it, nothing rewrites it.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from functools import cache
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from reprobridge.data import API_DRIFT_FILE, load
+from reprobridge.detect._pyast import dotted, import_map_of, nodes_of
+from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
+from reprobridge.detect.findings import DriftValue
+from reprobridge.detect.procedure.bounds import SourceLines
+from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
+from reprobridge.manifest.schema import DOTTED_NAME_PATTERN
+
+#: What a table name and a replacement must be: the manifest's edits write nothing else.
+DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """One entry of ``api_drift.toml`` (see the file's header for the fields)."""
+
+    distribution: str
+    name: str
+    removed_in: str
+    replacement: str
+    source: str
+
+    @property
+    def condition(self) -> str:
+        """``jax>=0.3.16``: the versions that lack the name (the edit's ``when``)."""
+        return f"{self.distribution}>={self.removed_in}"
+
+
+@cache
+def removals() -> dict[str, Removal]:
+    """The table of removed names, by fully qualified name. ValueError names a malformed
+    entry (a test runs this on the shipped file)."""
+    out: dict[str, Removal] = {}
+    for i, raw in enumerate(load(API_DRIFT_FILE).get("removed", [])):
+        where = f"{API_DRIFT_FILE}: removed[{i}]"
+        if not isinstance(raw, dict) or set(raw) != {
+            "distribution",
+            "name",
+            "removed_in",
+            "replacement",
+            "source",
+        }:
+            raise ValueError(
+                f"{where}: needs exactly distribution, name, removed_in, replacement and source"
+            )
+        entry = Removal(**{k: str(v) for k, v in raw.items()})
+        if canonicalize_name(entry.distribution) != entry.distribution:
+            raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
+        for field in ("name", "replacement"):
+            if not DOTTED_NAME.match(getattr(entry, field)):
+                raise ValueError(f"{where}: {field} is not a dotted name")
+        try:
+            Version(entry.removed_in)
+        except InvalidVersion:
+            raise ValueError(f"{where}: removed_in {entry.removed_in!r} is no version") from None
+        if not entry.source.startswith("https://"):
+            raise ValueError(f"{where}: source must be an https URL")
+        if entry.name in out:
+            raise ValueError(f"{where}: {entry.name} is listed twice")
+        out[entry.name] = entry
+    return out
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference found in one piece of code: where, its text, and the edit (``value``
+    is "" when no edit of ``was`` alone fixes it)."""
+
+    line: int
+    column: int
+    was: str
+    value: str
+    removal: Removal
+    code: str
+
+
+def _spelled(name: str, imports: dict[str, str], replacement: str) -> str:
+    """The replacement of ``name`` (an attribute chain as the code spells it) spelled through
+    the code's own alias, or "" when it cannot be (another top-level package)."""
+    head = name.split(".")[0]
+    module = imports[head]
+    if replacement == module or replacement.startswith(module + "."):
+        return head + replacement[len(module) :]
+    if "." not in replacement and callable(getattr(builtins, replacement, None)):
+        return replacement
+    return ""
+
+
+def _find(line: str, pattern: str) -> tuple[int, str] | None:
+    """(column, text) of the first group of ``pattern`` in ``line``, or None."""
+    match = re.search(pattern, line)
+    return (match.start(1), match.group(1)) if match else None
+
+
+def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator[Reference]:
+    """Every reference of ``tree`` (parsed from ``code``) to a removed name, in source
+    order; ``imports`` is the file's import map (a notebook's: all its cells')."""
+    table = removals()
+    src = SourceLines(code)
+    found: list[Reference] = []
+    for node in nodes_of(tree, ast.Attribute):
+        name = dotted(node)
+        if name is None or name.split(".")[0] not in imports:
+            continue
+        head, _, rest = name.partition(".")
+        removal = table.get(f"{imports[head]}.{rest}")
+        span = src.span(node) if removal is not None else None
+        if removal is None or span is None or span[1] != name:
+            continue  # split over lines, or with spaces or comments inside: left alone
+        column, was, line = span
+        value = _spelled(name, imports, removal.replacement)
+        found.append(Reference(node.lineno, column, was, value, removal, line))
+    for node in nodes_of(tree, ast.ImportFrom):
+        if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
+            continue
+        text = src.lines[node.lineno - 1]
+        module_removal = table.get(node.module)
+        named = [table.get(f"{node.module}.{a.name}") for a in node.names]
+        if module_removal is not None:
+            value = module_removal.replacement
+            removal = module_removal
+        elif (hits := [r for r in named if r is not None]) and len(hits) == len(named):
+            # Every imported name moved to one module under its own name: only then does
+            # changing the module's text alone fix the statement.
+            moved = {r.replacement.rpartition(".")[0] for r in hits}
+            same_leaf = all(
+                r.replacement.rpartition(".")[2] == a.name
+                for r, a in zip(hits, node.names, strict=True)
+            )
+            value = moved.pop() if len(moved) == 1 and same_leaf and "" not in moved else ""
+            removal = hits[0]
+        elif hits:
+            removal, value = hits[0], ""
+        else:
+            continue
+        at = _find(text, r"\bfrom\s+(" + re.escape(node.module) + r")\s+import\b")
+        if at is None:
+            continue
+        found.append(Reference(node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
+    for node in nodes_of(tree, ast.Import):
+        if not 0 < node.lineno <= len(src.lines):
+            continue
+        text = src.lines[node.lineno - 1]
+        for alias in node.names:
+            removal = table.get(alias.name)
+            if removal is None:
+                continue
+            top = alias.name.split(".")[0]
+            keeps_binding = alias.asname is not None or removal.replacement.split(".")[0] == top
+            at = _find(text, r"\bimport\b.*?(?<![\w.])(" + re.escape(alias.name) + r")(?![\w.])")
+            if at is None:
+                continue
+            value = removal.replacement if keeps_binding else ""
+            found.append(Reference(node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
+    yield from sorted(found, key=lambda r: (r.line, r.column))
+
+
+class DriftDetector(Detector):
+    """``api_drift`` findings in the entry files of the experiments found so far."""
+
+    name = "drift"
+
+    def detect(self, ctx: DetectContext) -> list[Finding]:
+        findings: list[Finding] = []
+        for entry in ctx.experiment_entries(".py", ".ipynb"):
+            text = ctx.index.try_read_text(entry)
+            if text is None:
+                continue
+            if entry.endswith(".ipynb"):
+                findings += self._notebook(entry, text)
+                continue
+            tree = ctx.index.parse_python(entry)
+            if tree is None:
+                continue
+            imports = import_map_of([tree])
+            findings += [
+                self._finding(entry, None, r, r.line) for r in references(text, tree, imports)
+            ]
+        return findings
+
+    def _notebook(self, entry: str, text: str) -> list[Finding]:
+        parsed = parsed_code_cells(text)
+        # The cells are one program: an import in one cell binds the name in the next.
+        imports = import_map_of([tree for _, _, tree in parsed])
+        raw_lines = text.splitlines()
+        return [
+            self._finding(entry, number, r, json_line_of(raw_lines, r.code))
+            for number, code, tree in parsed
+            for r in references(code, tree, imports)
+        ]
+
+    def _finding(
+        self, entry: str, cell: int | None, r: Reference, line: int | None
+    ) -> Finding[DriftValue]:
+        where = f"cell {cell} line {r.line}" if cell is not None else f"line {r.line}"
+        removal = r.removal
+        value = DriftValue(
+            entry=entry,
+            cell=cell,
+            line=r.line,
+            column=r.column,
+            was=r.was,
+            value=r.value,
+            name=removal.name,
+            distribution=removal.distribution,
+            removed_in=removal.removed_in,
+            replacement=removal.replacement,
+            source=removal.source,
+            code=r.code,
+        )
+        return Finding(
+            kind="api_drift",
+            key=f"{entry}::{'' if cell is None else f'{cell}:'}{r.line}:{r.column}",
+            value=value,
+            evidence=(Evidence(entry, line),),
+            detector=self.name,
+            confidence="high",
+            note=f"{where}: `{r.was}` ({removal.distribution} removed {removal.name} in "
+            f"{removal.removed_in})",
+        )

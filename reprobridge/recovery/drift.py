@@ -1,0 +1,205 @@
+"""Compatibility edits: the names an experiment's code calls that its pinned packages removed.
+
+The ``drift`` detector (:mod:`reprobridge.detect.procedure.drift`) reports each reference of
+an entry file to a name some release removed (``jax.tree_multimap``, gone in jax 0.3.16).
+Whether the run meets that release is known only once the environment is locked, so this
+rule runs after ``rb init``'s lock (:func:`with_drift_edits`), and:
+
+* a reference whose distribution the lock holds only at versions before the removal is
+  left as it is (the locked version still has the name);
+* every other reference with a replacement becomes a renaming edit
+  (:class:`~reprobridge.manifest.schema.SourceEdit` with a dotted-name ``value`` and
+  ``when = "jax>=0.3.16"``) on every tier that runs (``full`` and ``smoke``): the full run
+  needs the name as much as the smoke run. ``repro/derive.py`` applies it in the run's
+  sandbox, and only when the run's own environment has the distribution at that version
+  or later, so an environment without a lock (or another one, ``nix develop``) gets the
+  edit exactly when it needs it;
+* the edits change one file, the one the command runs (the tiers' rule): an experiment
+  whose smoke tier already edits another file (a config file's bounds) gets none, and the
+  guide says so, as it does for references no name edit can fix
+  (``from jax import tree_multimap``).
+
+Each edited tier's ``[derived]`` sources name the removal (``jax 0.4.13 (locked) removed
+jax.tree_multimap in 0.3.16: <changelog>``) and the references' places; the guide's
+decisions say the same in a sentence.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Literal
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from reprobridge.detect.base import Finding
+from reprobridge.detect.findings import DriftValue, select
+from reprobridge.manifest.io import digest
+from reprobridge.manifest.schema import (
+    Derivation,
+    Experiment,
+    Manifest,
+    SourceEdit,
+    Tier,
+    plain_command,
+)
+from reprobridge.recovery._common import MergeResult
+from reprobridge.recovery.experiments import named_files
+
+TierName = Literal["full", "smoke"]
+
+
+def locked_versions(lock: bytes | None) -> dict[str, list[Version]] | None:
+    """The versions a ``uv.lock`` holds, by canonical distribution name (several when it
+    resolved several Python markers apart); None without a readable lock."""
+    if lock is None:
+        return None
+    try:
+        data = tomllib.loads(lock.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    out: dict[str, list[Version]] = {}
+    for pkg in data.get("package", []) or []:
+        if not isinstance(pkg, dict) or not isinstance(pkg.get("name"), str):
+            continue
+        try:
+            version = Version(str(pkg.get("version")))
+        except InvalidVersion:
+            continue
+        out.setdefault(canonicalize_name(pkg["name"]), []).append(version)
+    return {name: sorted(set(vs)) for name, vs in out.items()}
+
+
+def _entry(exp: Experiment, entries: set[str]) -> str | None:
+    """The file among ``entries`` that ``exp``'s command names as one of its words (its
+    launcher can then run a copy of it), or None."""
+    if not plain_command(exp.command):
+        return None
+    named = named_files(exp.command, exp.workdir) or []
+    return next((f for f in named if f in entries), None)
+
+
+def _removal_note(v: DriftValue, versions: dict[str, list[Version]] | None) -> str:
+    held = (versions or {}).get(v.distribution)
+    have = (
+        f"{v.distribution} {', '.join(map(str, held))} (locked)"
+        if held
+        else f"{v.distribution} (not locked: the run's version decides)"
+    )
+    return f"{have} removed {v.name} in {v.removed_in}: {v.source}"
+
+
+def _place(v: DriftValue) -> str:
+    return f"cell {v.cell} line {v.line}" if v.cell is not None else f"line {v.line}"
+
+
+def _with_edits(
+    exp: Experiment, name: TierName, edits: list[SourceEdit]
+) -> tuple[Tier | None, list[SourceEdit]]:
+    """(the tier ``name`` of ``exp`` with ``edits`` added, all its edits in place order), or
+    (None, []) where the experiment has no such tier to run (no smoke tier)."""
+    if name == "smoke" and "smoke" not in exp.tiers:
+        return None, []
+    tier = exp.tiers.get(name) or Tier()
+    merged = sorted([*tier.edits, *edits], key=lambda e: (e.cell or 0, e.line, e.column))
+    return tier.model_copy(update={"edits": merged}), merged
+
+
+def with_drift_edits(
+    merged: MergeResult, findings: Sequence[Finding], lock: bytes | None
+) -> MergeResult:
+    """``merged`` with the renaming edits of its experiments (see the module docstring);
+    ``lock`` is the ``uv.lock`` rb wrote or kept (None: none). Deterministic."""
+    refs = select(findings, DriftValue)
+    if not refs:
+        return merged
+    versions = locked_versions(lock)
+    manifest: Manifest = merged.manifest
+    experiments = dict(manifest.experiments)
+    derived = dict(manifest.derived)
+    decisions: list[str] = []
+    warnings: list[str] = []
+    entries = {r.value.entry for r in refs}
+    for exp_id, exp in manifest.experiments.items():
+        entry = _entry(exp, entries)
+        if entry is None:
+            continue
+        mine = sorted(
+            (r for r in refs if r.value.entry == entry),
+            key=lambda r: (r.value.cell or 0, r.value.line, r.value.column),
+        )
+        edits: list[SourceEdit] = []
+        sources: list[str] = []
+        shown: list[str] = []
+        left: list[str] = []
+        for r in mine:
+            v = r.value
+            held = (versions or {}).get(v.distribution)
+            if held and max(held) < Version(v.removed_in):
+                continue  # every locked version still has the name
+            if not v.value:
+                left.append(
+                    f"{entry} {_place(v)} `{v.was}` ({v.name}, replaced by {v.replacement})"
+                )
+                continue
+            edits.append(
+                SourceEdit(
+                    file=entry,
+                    cell=v.cell,
+                    line=v.line,
+                    column=v.column,
+                    was=v.was,
+                    value=v.value,
+                    when=f"{v.distribution}>={v.removed_in}",
+                    code=v.code or None,
+                )
+            )
+            sources += [*r.sources(), f"rb rule: {_removal_note(v, versions)}"]
+            shown.append(f"{_place(v)} `{v.was}` -> `{v.value}` ({_removal_note(v, versions)})")
+        if left:
+            warnings.append(
+                f"{exp_id}: code the pinned packages no longer run, which no renaming edit "
+                f"fixes: {'; '.join(left)}: change it by hand"
+            )
+        if not edits:
+            continue
+        other = next((e.file for t in exp.tiers.values() for e in t.edits if e.file != entry), None)
+        if other is not None:
+            decisions.append(
+                f"{exp_id}: {entry} calls names its packages removed ({'; '.join(shown)}), but "
+                f"a tier already edits {other} and a tier edits one file: rename them by hand"
+            )
+            continue
+        tiers = dict(exp.tiers)
+        for name in ("full", "smoke"):
+            tier, all_edits = _with_edits(exp, name, edits)
+            if tier is None:
+                continue
+            tiers[name] = tier
+            key = f"experiments.{exp_id}.tiers.{name}.edits"
+            old = derived.get(key)
+            derived[key] = Derivation(
+                sources=sorted({*(old.sources if old else []), *sources}),
+                digest=digest([e.model_dump(mode="json", exclude_none=True) for e in all_edits]),
+                confidence=old.confidence if old else ("high" if versions else "medium"),
+            )
+        experiments[exp_id] = exp.model_copy(update={"tiers": tiers})
+        decisions.append(
+            f"{exp_id}: every tier runs a copy of {entry} with the names its packages "
+            f"removed renamed (applied when the run's version lacks them; references in "
+            f"other files are left as they are): {'; '.join(shown)}"
+        )
+    if not decisions and not warnings:
+        return merged
+    notes = merged.notes
+    return replace(
+        merged,
+        manifest=manifest.model_copy(update={"experiments": experiments, "derived": derived}),
+        notes=replace(
+            notes,
+            decisions=[*notes.decisions, *decisions],
+            warnings=[*notes.warnings, *warnings],
+        ),
+    )

@@ -1,0 +1,155 @@
+"""The removed-names table (data/api_drift.toml) and the references the drift detector finds."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+import pytest
+
+from reprobridge.data import API_DRIFT_FILE, load
+from reprobridge.detect._pyast import import_map_of
+from reprobridge.detect.procedure import drift
+from reprobridge.detect.procedure.drift import Reference, references, removals
+from reprobridge.manifest.schema import AT_LEAST_PATTERN, DOTTED_NAME_PATTERN
+
+
+def _refs(code: str) -> list[tuple[int, int, str, str, str]]:
+    tree = ast.parse(code)
+    return [
+        (r.line, r.column, r.was, r.value, r.removal.name)
+        for r in references(code, tree, import_map_of([tree]))
+    ]
+
+
+def test_the_shipped_table_has_the_shape_the_schema_accepts() -> None:
+    table = removals()
+    assert len(table) == len(load(API_DRIFT_FILE)["removed"]) >= 40
+    for name, r in table.items():
+        assert name == r.name
+        assert re.fullmatch(DOTTED_NAME_PATTERN, r.name) and re.fullmatch(
+            DOTTED_NAME_PATTERN, r.replacement
+        )
+        assert re.fullmatch(AT_LEAST_PATTERN, r.condition), r.condition  # becomes `when`
+        assert r.source.startswith("https://")
+        assert r.replacement != r.name
+    # The removals the issue measured, with the versions their changelogs give.
+    assert table["jax.tree_multimap"].removed_in == "0.3.16"
+    assert table["jax.tree_map"].removed_in == "0.6.0"
+    assert table["numpy.float"].replacement == "float"
+    assert table["numpy.float"].removed_in == "1.24"
+    assert table["numpy.NaN"].removed_in == "2.0"
+    assert table["scipy.misc.comb"].removed_in == "1.3.0"
+    assert table["sklearn.cross_validation"].distribution == "scikit-learn"
+    # np.bool and np.long came back in numpy 2.0 with other meanings: not "removed" there.
+    assert "numpy.long" not in table
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"distribution": "jax", "name": "jax.x", "removed_in": "1"}, "needs exactly"),
+        (
+            {
+                "distribution": "jax",
+                "name": "jax.x",
+                "removed_in": "soon",
+                "replacement": "jax.y",
+                "source": "https://x",
+            },
+            "no version",
+        ),
+        (
+            {
+                "distribution": "jax",
+                "name": "jax.x",
+                "removed_in": "1",
+                "replacement": "os.system('x')",
+                "source": "https://x",
+            },
+            "not a dotted name",
+        ),
+        (
+            {
+                "distribution": "Scikit_Learn",
+                "name": "sklearn.x",
+                "removed_in": "1",
+                "replacement": "sklearn.y",
+                "source": "https://x",
+            },
+            "not canonical",
+        ),
+    ],
+)
+def test_a_malformed_table_entry_is_named(
+    monkeypatch: pytest.MonkeyPatch, entry: dict[str, str], message: str
+) -> None:
+    monkeypatch.setattr(drift, "load", lambda name: {"removed": [entry]})
+    removals.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=rf"api_drift.toml: removed\[0\]: .*{message}"):
+            removals()
+    finally:
+        monkeypatch.undo()
+        removals.cache_clear()
+
+
+def test_references_resolve_through_the_files_own_aliases() -> None:
+    code = (
+        "import numpy as np\n"
+        "import jax\n"
+        "from jax import tree_util as tu\n"
+        "x = np.float(3) + np.NaN\n"
+        "y = jax.tree_multimap(f, a, b)\n"
+        "z = tu.tree_multimap(f, a)\n"
+        "w = np.float64(1) + np.nan\n"  # names numpy still has
+    )
+    assert _refs(code) == [
+        (4, 4, "np.float", "float", "numpy.float"),
+        (4, 18, "np.NaN", "np.nan", "numpy.NaN"),
+        (5, 4, "jax.tree_multimap", "jax.tree_util.tree_map", "jax.tree_multimap"),
+        (6, 4, "tu.tree_multimap", "tu.tree_map", "jax.tree_util.tree_multimap"),
+    ]
+
+
+def test_a_name_not_bound_by_an_import_is_no_reference() -> None:
+    code = "class np:\n    float = float\n\nx = np.float(1)\njax = object()\njax.tree_map\n"
+    assert _refs(code) == []
+
+
+def test_import_statements_of_removed_modules_are_edited_at_the_module() -> None:
+    code = (
+        "from sklearn.cross_validation import train_test_split\n"
+        "import sklearn.externals.joblib as jl\n"
+        "from jax.experimental import stax, optimizers\n"
+        "from scipy.misc import comb, factorial\n"
+    )
+    assert _refs(code) == [
+        (1, 5, "sklearn.cross_validation", "sklearn.model_selection", "sklearn.cross_validation"),
+        (2, 7, "sklearn.externals.joblib", "joblib", "sklearn.externals.joblib"),
+        (3, 5, "jax.experimental", "jax.example_libraries", "jax.experimental.stax"),
+        (4, 5, "scipy.misc", "scipy.special", "scipy.misc.comb"),
+    ]
+
+
+def test_a_reference_no_name_edit_can_fix_is_reported_without_a_value() -> None:
+    code = (
+        "from jax import tree_multimap\n"  # would need `tree_map as tree_multimap`
+        "from scipy.misc import comb, imread\n"  # imread has no replacement in scipy
+        "from sklearn.externals import joblib\n"  # would need `import joblib`
+        "import sklearn.externals.joblib\n"  # binds `sklearn`, the replacement does not
+    )
+    found = _refs(code)
+    assert [(line, value) for line, _, _, value, _ in found] == [(1, ""), (2, ""), (3, ""), (4, "")]
+
+
+def test_a_reference_split_over_lines_is_left_alone() -> None:
+    code = "import jax\ny = (jax\n     .tree_multimap)(f, a)\n"
+    assert _refs(code) == []
+
+
+def test_references_come_in_source_order_and_are_typed() -> None:
+    code = "import numpy as np\nb = np.bool\na = np.int\n"
+    found = list(references(code, ast.parse(code), {"np": "numpy"}))
+    assert all(isinstance(r, Reference) for r in found)
+    assert [(r.line, r.value) for r in found] == [(2, "bool"), (3, "int")]

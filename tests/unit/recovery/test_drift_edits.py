@@ -1,0 +1,140 @@
+"""The renaming edits rb init derives after the lock (reprobridge/recovery/drift.py)."""
+
+from __future__ import annotations
+
+from reprobridge.detect.base import Evidence, Finding
+from reprobridge.detect.findings import DriftValue
+from reprobridge.manifest.io import digest
+from reprobridge.manifest.schema import Manifest, SourceEdit
+from reprobridge.recovery._common import MergeResult
+from reprobridge.recovery.drift import locked_versions, with_drift_edits
+
+NB = "demo.ipynb"
+COMMAND = f"jupyter nbconvert --to notebook --execute --output demo.executed.ipynb {NB}"
+
+
+def _manifest(smoke_edits: list[dict[str, object]] | None = None, smoke: bool = True) -> Manifest:
+    exp: dict[str, object] = {"command": COMMAND, "kind": "notebook"}
+    if smoke:
+        exp["tiers"] = {"smoke": {"timeout": "10m", "edits": smoke_edits or []}}
+    return Manifest.model_validate({"project": {"name": "demo"}, "experiments": {"demo": exp}})
+
+
+def _ref(
+    was: str = "jax.tree_multimap",
+    value: str = "jax.tree_util.tree_map",
+    removed_in: str = "0.3.16",
+    line: int = 3,
+    entry: str = NB,
+) -> Finding[DriftValue]:
+    v = DriftValue(
+        entry=entry,
+        cell=4,
+        line=line,
+        column=13,
+        was=was,
+        value=value,
+        name=was,
+        distribution="jax",
+        removed_in=removed_in,
+        replacement="jax.tree_util.tree_map",
+        source="https://github.com/jax-ml/jax/releases/tag/jax-v0.3.16",
+        code=f"params = {was}(f, params, grads)",
+    )
+    return Finding("api_drift", f"{entry}::4:{line}:13", v, (Evidence(entry, 41),), "drift")
+
+
+def _lock(jax: str) -> bytes:
+    return (
+        'version = 1\nrequires-python = "==3.9.*"\n\n'
+        f'[[package]]\nname = "jax"\nversion = "{jax}"\nsource = {{ registry = "https://pypi.org/simple" }}\n\n'
+        '[[package]]\nname = "numpy"\nversion = "1.22.1"\nsource = { registry = "https://pypi.org/simple" }\n'
+    ).encode()
+
+
+def test_a_locked_version_past_the_removal_renames_in_every_tier() -> None:
+    merged = MergeResult(_manifest())
+    out = with_drift_edits(merged, [_ref()], _lock("0.4.13"))
+    exp = out.manifest.experiments["demo"]
+    for tier in ("full", "smoke"):
+        (edit,) = exp.tier(tier).edits  # type: ignore[arg-type]
+        assert edit == SourceEdit(
+            file=NB,
+            cell=4,
+            line=3,
+            column=13,
+            was="jax.tree_multimap",
+            value="jax.tree_util.tree_map",
+            when="jax>=0.3.16",
+            code="params = jax.tree_multimap(f, params, grads)",
+        )
+        prov = out.manifest.derived[f"experiments.demo.tiers.{tier}.edits"]
+        assert (
+            "rb rule: jax 0.4.13 (locked) removed jax.tree_multimap in 0.3.16: "
+            "https://github.com/jax-ml/jax/releases/tag/jax-v0.3.16" in prov.sources
+        )
+        assert f"{NB}:41" in prov.sources
+        assert prov.digest == digest([edit.model_dump(mode="json", exclude_none=True)])
+    # A renaming edit shortens nothing: the smoke tier stays an unbounded one.
+    assert not exp.tier("smoke").bounded
+    assert any("every tier runs a copy of demo.ipynb" in d for d in out.notes.decisions)
+
+
+def test_a_locked_version_that_still_has_the_name_gets_no_edit() -> None:
+    merged = MergeResult(_manifest())
+    assert with_drift_edits(merged, [_ref()], _lock("0.3.4")) is merged
+
+
+def test_without_a_lock_the_edit_waits_for_the_runs_version() -> None:
+    out = with_drift_edits(MergeResult(_manifest()), [_ref()], None)
+    (edit,) = out.manifest.experiments["demo"].tier("full").edits
+    assert edit.when == "jax>=0.3.16"
+    prov = out.manifest.derived["experiments.demo.tiers.full.edits"]
+    assert any("jax (not locked: the run's version decides)" in s for s in prov.sources)
+    assert prov.confidence == "medium"
+
+
+def test_renames_join_the_smoke_tiers_lowered_bounds_in_place_order() -> None:
+    bound = {"file": NB, "cell": 5, "line": 1, "column": 13, "was": "5000", "value": 1}
+    out = with_drift_edits(MergeResult(_manifest([bound])), [_ref()], _lock("0.4.13"))
+    smoke = out.manifest.experiments["demo"].tier("smoke")
+    assert [(e.cell, e.value) for e in smoke.edits] == [(4, "jax.tree_util.tree_map"), (5, 1)]
+    assert smoke.bounded  # the lowered bound still bounds it
+    assert [e.value for e in out.manifest.experiments["demo"].tier("full").edits] == [
+        "jax.tree_util.tree_map"
+    ]
+
+
+def test_a_smoke_tier_that_edits_another_file_keeps_one_file_per_tier() -> None:
+    config = {"file": "config.json", "line": 2, "column": 12, "was": "30", "value": 1}
+    merged = MergeResult(_manifest([config]))
+    out = with_drift_edits(merged, [_ref()], _lock("0.4.13"))
+    assert out.manifest.experiments == merged.manifest.experiments
+    assert any("a tier already edits config.json" in d for d in out.notes.decisions)
+
+
+def test_an_experiment_without_a_smoke_tier_gets_the_full_tiers_edits() -> None:
+    out = with_drift_edits(MergeResult(_manifest(smoke=False)), [_ref()], _lock("0.4.13"))
+    assert set(out.manifest.experiments["demo"].tiers) == {"full"}
+
+
+def test_a_reference_no_edit_fixes_is_a_warning_not_an_edit() -> None:
+    merged = MergeResult(_manifest())
+    out = with_drift_edits(merged, [_ref(value="")], _lock("0.4.13"))
+    assert out.manifest.experiments == merged.manifest.experiments
+    (warning,) = out.notes.warnings
+    assert "demo.ipynb cell 4 line 3 `jax.tree_multimap`" in warning
+    assert "change it by hand" in warning
+
+
+def test_references_in_a_file_the_command_does_not_run_are_not_edited() -> None:
+    merged = MergeResult(_manifest())
+    assert with_drift_edits(merged, [_ref(entry="other.ipynb")], _lock("0.4.13")) is merged
+
+
+def test_locked_versions_reads_every_version_of_a_lock() -> None:
+    assert locked_versions(None) is None
+    assert locked_versions(b"not toml [") is None
+    versions = locked_versions(_lock("0.4.13"))
+    assert versions is not None
+    assert [str(v) for v in versions["jax"]] == ["0.4.13"]
