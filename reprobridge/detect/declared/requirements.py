@@ -17,6 +17,7 @@ import posixpath
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TypedDict, Unpack
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -136,30 +137,24 @@ def parse_requirement(text: str, *, path: str, line: int) -> Requirement:
         ) from exc
 
 
+class RequirementOptions(TypedDict, total=False):
+    """What :func:`declared_requirement` passes on to :func:`requirement_finding` (which
+    gives each its default)."""
+
+    confidence: Confidence
+    note: str
+    optional: bool
+    importers: tuple[str, ...] | None
+
+
 def declared_requirement(
-    text: str,
-    path: str,
-    line: int,
-    detector: str,
-    *,
-    confidence: Confidence = "high",
-    note: str = "",
-    optional: bool = False,
-    importers: tuple[str, ...] | None = None,
+    text: str, path: str, line: int, detector: str, **options: Unpack[RequirementOptions]
 ) -> Finding:
-    """The ``python_requirement`` finding of a PEP 508 string declared at ``path`` line
-    ``line`` (``optional`` and ``importers`` as in :class:`RequirementValue`);
-    DetectionError (path, ``line N``) when it is not one."""
+    """The ``python_requirement`` finding (:func:`requirement_finding`, with ``options``) of
+    a PEP 508 string declared at ``path`` line ``line``; DetectionError (path, ``line N``)
+    when it is not one."""
     req = parse_requirement(text, path=path, line=line)
-    return requirement_finding(
-        req,
-        Evidence(path, line),
-        detector,
-        confidence=confidence,
-        note=note,
-        optional=optional,
-        importers=importers,
-    )
+    return requirement_finding(req, Evidence(path, line), detector, **options)
 
 
 def declared_python(
