@@ -60,6 +60,9 @@ class RepoRecord(BaseModel):
     name: str
     shape: str = ""
     cpu_runnable: bool = True
+    #: The suite entry's ``notes``: what limits the repository as benched (a snapshot
+    #: without its large files, why it is not CPU-runnable), shown under the table.
+    notes: str = ""
     source: str  # "path <dir>" or "<url>@<commit>"
     commit: str = ""  # the copy's HEAD
     pass_kind: PassKind = "raw"

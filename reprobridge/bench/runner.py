@@ -176,6 +176,7 @@ def bench_one(
         name=entry.name,
         shape=entry.shape,
         cpu_runnable=entry.cpu_runnable,
+        notes=entry.notes,
         source=_describe_source(entry, base, opts),
         pass_kind="reuse" if opts.reuse else "raw",
         # target applies only where the suite says what to expect.

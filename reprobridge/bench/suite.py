@@ -17,6 +17,7 @@ in one line. The file is TOML::
     cpu_runnable = true          # whether a person ran the experiment on a CPU
     verified = "what was checked by hand"
     dependencies = ["torch"]     # packages the experiment needs (checked by hand)
+    notes = "snapshot lacks data/*.pt"   # optional: a limit of the benched copy, reported
     [repo.expected]              # optional: metric name -> value (and tolerance)
     test_loss = { value = 2.1, tolerance = 0.3 }
 

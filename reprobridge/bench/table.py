@@ -153,6 +153,19 @@ def total_lines(report: BenchReport) -> list[str]:
     return lines
 
 
+def note_lines(report: BenchReport) -> list[str]:
+    """The suite's notes on its repositories (a snapshot's missing files, why one is not
+    CPU-runnable), one line each, in suite order; none when no entry has one. A noted
+    repository stays in every total: a note explains a miss, it does not excuse it."""
+    noted = [r for r in report.records if r.notes.strip()]
+    if not noted:
+        return []
+    return [
+        "Notes from the suite (counted in every total above):",
+        *(f"- {r.name}: {' '.join(r.notes.split())}" for r in noted),
+    ]
+
+
 def _comparison_rows(report: BenchReport) -> list[list[str]]:
     base = {r.name: r for r in report.baseline or []}
     out = []
@@ -206,6 +219,8 @@ def render_markdown(report: BenchReport) -> str:
         "",
         *total_lines(report),
     ]
+    if notes := note_lines(report):
+        out += ["", *notes]
     if report.baseline is not None:
         out += ["", "Raw (first pass) against refined (this pass):", ""]
         out += table(_COMPARISON_HEADERS, _comparison_rows(report))
@@ -254,6 +269,12 @@ def render_html(report: BenchReport) -> str:
         *(f"<li>{esc(line.removeprefix('- '))}</li>" for line in total_lines(report)[1:]),
         "</ul></section>",
     ]
+    if notes := note_lines(report):
+        parts += [
+            f"<section><h2>{esc(notes[0].removesuffix(':'))}</h2><ul>",
+            *(f"<li>{esc(line.removeprefix('- '))}</li>" for line in notes[1:]),
+            "</ul></section>",
+        ]
     if report.baseline is not None:
         parts += [
             "<section><h2>Raw against refined</h2>",

@@ -106,6 +106,22 @@ def test_cli_bench_is_registered_and_a_bad_suite_is_one_line(
     assert err == [f"error: {bad}: repo.0: needs `path` (a local checkout) or `url` and `commit`"]
 
 
+def test_a_suite_note_is_shown_and_the_repository_stays_in_the_totals() -> None:
+    """A limit of the benched copy (a snapshot without its large files) is said under the
+    table, escaped, and does not take the repository out of any denominator."""
+    noted = _rec("b", 2, cause="Dataset not found").model_copy(
+        update={"notes": "snapshot lacks\n files >= 4 MiB <b>"}
+    )
+    report = _report([_rec("a", 4), noted])
+    md = render_markdown(report)
+    assert "- b: snapshot lacks files >= 4 MiB <b>" in md.splitlines()
+    assert "metric extracted: all 1/2 = 50%" in md
+    page = render_html(report)
+    assert "snapshot lacks files &gt;= 4 MiB &lt;b&gt;" in page
+    assert json.loads(render_json(report))["records"][1]["notes"].startswith("snapshot")
+    assert "Notes from the suite" not in render_markdown(_report([_rec("a", 4)]))
+
+
 def test_a_long_cause_is_shortened_in_the_table_and_whole_in_json() -> None:
     cause = "x" * 1000
     report = _report([_rec("a", 2, cause=cause)])
