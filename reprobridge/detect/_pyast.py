@@ -157,12 +157,18 @@ def defaults_of(args: ast.arguments) -> list[tuple[ast.arg, ast.expr]]:
     return pairs
 
 
-def str_arg(call: ast.Call, pos: int, name: str | None = None) -> str | None:
-    """A string literal passed positionally at ``pos`` or as keyword ``name``."""
-    node: ast.expr | None = call.args[pos] if len(call.args) > pos else None
-    if node is None and name is not None:
-        node = kwarg(call, name)
-    value = literal(node)
+def arg(call: ast.Call, pos: int, *names: str) -> ast.expr | None:
+    """The expression ``call`` passes positionally at ``pos``, else as the first of the
+    keywords ``names`` it passes; None when it passes neither."""
+    if len(call.args) > pos:
+        return call.args[pos]
+    return next((kw.value for name in names for kw in call.keywords if kw.arg == name), None)
+
+
+def str_arg(call: ast.Call, pos: int, *names: str) -> str | None:
+    """A string literal passed positionally at ``pos`` or as one of the keywords ``names``
+    (:func:`arg`)."""
+    value = literal(arg(call, pos, *names))
     return value if isinstance(value, str) else None
 
 
@@ -314,8 +320,7 @@ def seed_calls(tree: ast.AST, imports: dict[str, str]) -> Iterator[tuple[ast.Cal
             continue
         if name not in SEED_CALLS and name.rsplit(".", 1)[-1] not in SEED_HELPERS:
             continue
-        arg: ast.expr | None = node.args[0] if node.args else kwarg(node, "seed")
-        value = literal(arg)
+        value = literal(arg(node, 0, "seed"))
         yield node, value if isinstance(value, int) and not isinstance(value, bool) else None
 
 

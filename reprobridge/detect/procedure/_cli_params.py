@@ -10,6 +10,7 @@ from dataclasses import replace
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
     Scalar,
+    arg,
     call_name,
     dotted,
     kwarg,
@@ -205,14 +206,11 @@ def function_params(
             and isinstance(default_node, ast.Call)
             and "typer" in (call_name(default_node, imports) or "")
         ):
-            marker, default_node = (
-                default_node,
-                (default_node.args[0] if default_node.args else kwarg(default_node, "default")),
-            )
+            marker, default_node = default_node, arg(default_node, 0, "default")
         if marker is not None:
             is_argument = (call_name(marker, imports) or "").endswith("Argument")
             if default_node is None:
-                default_node = marker.args[0] if marker.args else kwarg(marker, "default")
+                default_node = arg(marker, 0, "default")
         if typer and marker is None and default_node is None:
             is_argument = True  # typer: an argument without default is a CLI argument
         required = default_node is None or (

@@ -32,6 +32,7 @@ from typing import Literal
 from reprobridge.data import IO_CALLS_FILE, load
 from reprobridge.detect._pyast import (
     NotLiteral,
+    arg,
     call_name,
     callee,
     child_nodes,
@@ -145,13 +146,13 @@ def _path_of(node: ast.expr | None, imports: dict[str, str]) -> str | None:
     if node is None:
         return None
     if isinstance(node, ast.Call) and call_name(node, imports) in {"open", "io.open"}:
-        node = node.args[0] if node.args else kwarg(node, "file")
+        node = arg(node, 0, "file")
     value = literal(node)
     return value if isinstance(value, str) and value else None
 
 
 def _mode(node: ast.Call) -> str:
-    mode = literal(node.args[1]) if len(node.args) > 1 else literal(kwarg(node, "mode"))
+    mode = literal(arg(node, 1, "mode"))
     return mode if isinstance(mode, str) else "r"
 
 
@@ -243,26 +244,21 @@ def _classify(
             if why:
                 switch = ast.unparse(kwarg(node, rule.when) or node)[:60]
                 what = f"{what}: {rule.when}={switch} may be true ({why})"
-        first = literal(node.args[0]) if node.args else literal(kwarg(node, "path"))
+        first = literal(arg(node, 0, "path"))
         if rule.local and isinstance(first, str) and first in rule.local:
             return None
         return "download", "", what
     if matched.layout is not None:
         # No download: the class reads its local copy, in its own layout under the root.
-        root = _path_of(node.args[0] if node.args else kwarg(node, "root"), imports)
+        root = _path_of(arg(node, 0, "root"), imports)
         if not root:
             return None
         return "read", posixpath.join(root, matched.layout), name
     if matched.write is not None:
-        position = matched.write
-        target = node.args[position] if len(node.args) > position else None
-        path = _path_of(target, imports)
+        path = _path_of(arg(node, matched.write), imports)
         return ("write", path, name) if path else None
     if matched.read:
-        target = node.args[0] if node.args else None
-        for key in r.read_keywords:
-            target = target if target is not None else kwarg(node, key)
-        path = _path_of(target, imports)
+        path = _path_of(arg(node, 0, *r.read_keywords), imports)
         if not path:
             return None
         if name in r.modes and any(c in _mode(node) for c in "wax"):

@@ -50,9 +50,9 @@ import re
 from dataclasses import dataclass, replace
 
 from reprobridge.detect._pyast import (
+    arg,
     call_name,
     import_map,
-    kwarg,
     literal,
     nodes_of,
     static_path,
@@ -175,9 +175,9 @@ def _logged(node: ast.Call, imports: dict[str, str]) -> list[tuple[str, str, str
     sink = ""
     if name == "wandb.log" or (name.startswith("wandb.") and attr == "log"):
         sink = "wandb"
-        arg = node.args[0] if node.args else None
-        if isinstance(arg, ast.Dict):
-            keys = [str(k.value) for k in arg.keys if isinstance(k, ast.Constant)]
+        logged = arg(node, 0)
+        if isinstance(logged, ast.Dict):
+            keys = [str(k.value) for k in logged.keys if isinstance(k, ast.Constant)]
     elif attr in {"add_scalar", "add_scalars"} and node.args:
         sink = "tensorboard"
         tag = literal(node.args[0])
@@ -200,11 +200,11 @@ def _tensorboard_dirs(calls: list[ast.Call], imports: dict[str, str]) -> set[str
     for node in calls:
         if not (call_name(node, imports) or "").endswith("SummaryWriter"):
             continue
-        arg = node.args[0] if node.args else kwarg(node, "log_dir") or kwarg(node, "logdir")
-        if arg is None or literal(arg) is None:
+        log_dir = arg(node, 0, "log_dir", "logdir")
+        if log_dir is None or literal(log_dir) is None:
             dirs.add("runs")
             continue
-        where = static_path(arg, imports)
+        where = static_path(log_dir, imports)
         norm = _output_path(where[0]) if where else None
         if norm:
             dirs.add(norm)
@@ -465,7 +465,7 @@ class OutputsMetricsDetector(Detector):
                 and isinstance(node.func, ast.Attribute)
             ):
                 # Path("x").open("w"): the receiver is the path
-                mode_node = node.args[0] if node.args else kwarg(node, "mode")
+                mode_node = arg(node, 0, "mode")
                 target: ast.expr | None = node.func.value
                 if isinstance(target, ast.Call) and target.args:
                     target = (
@@ -474,8 +474,8 @@ class OutputsMetricsDetector(Detector):
                         else target
                     )
             else:
-                mode_node = node.args[1] if len(node.args) > 1 else kwarg(node, "mode")
-                target = node.args[0] if node.args else kwarg(node, "file")
+                mode_node = arg(node, 1, "mode")
+                target = arg(node, 0, "file")
             mode = literal(mode_node)
             if not isinstance(mode, str) or not set(mode) & {"w", "a", "x"} or target is None:
                 return None
@@ -496,20 +496,11 @@ class OutputsMetricsDetector(Detector):
             outputs.setdefault(written[0], (node.lineno, written[1]))
             return
         if name == "torch.save":
-            target = node.args[1] if len(node.args) > 1 else kwarg(node, "f")
+            target = arg(node, 1, "f")
         elif name in _WRITE_FIRST:
-            target = node.args[0] if node.args else kwarg(node, "file") or kwarg(node, "fname")
+            target = arg(node, 0, "file", "fname")
         elif isinstance(node.func, ast.Attribute) and node.func.attr in _WRITE_METHODS:
-            target = (
-                node.args[0]
-                if node.args
-                else (
-                    kwarg(node, "path_or_buf")
-                    or kwarg(node, "fname")
-                    or kwarg(node, "path")
-                    or kwarg(node, "save_directory")
-                )
-            )
+            target = arg(node, 0, "path_or_buf", "fname", "path", "save_directory")
         elif isinstance(node.func, ast.Attribute) and node.func.attr in {
             "write_text",
             "write_bytes",

@@ -8,6 +8,7 @@ import pytest
 
 from reprobridge.detect._pyast import (
     NOT_LITERAL,
+    arg,
     call_name,
     callee,
     child_nodes,
@@ -143,3 +144,13 @@ def test_walk_shallow_with_seen_walks_nested_statements_once() -> None:
     names = {n.func.id for n in once if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
     assert {"train", "step", "h", "g", "main"} <= names
     assert "k" not in names  # in a lambda
+
+
+def test_arg_is_the_position_else_the_first_keyword_given() -> None:
+    call = ast.parse("f(a, b, fname=c, file=d)", mode="eval").body
+    assert isinstance(call, ast.Call)
+    assert ast.unparse(arg(call, 1, "file")) == "b"  # the position wins
+    assert ast.unparse(arg(call, 2, "file", "fname")) == "d"  # first of the names given
+    assert ast.unparse(arg(call, 2, "path", "fname")) == "c"
+    assert arg(call, 2, "path") is None
+    assert arg(call, 2) is None
