@@ -20,9 +20,10 @@ Invariants this module keeps, whatever the crash point:
 * A run is *sealed* only when its ``status.json`` exists; it is written last and lists the
   sha256 and size of every other file of the run. Before it is written, every one of those
   files is on disk (fsynced when written here, the others, such as logs and copied
-  outputs, as the seal hashes them; each file once) and so is every directory of the run
-  and above it that got an entry, deepest first: one fsync per directory per run rather
-  than one per file, each a device flush. So a run is ``missing``, ``partial`` (no
+  outputs, by the seal; each file once) and so is every directory of the run and above it
+  that got an entry: one fsync per directory per run rather than one per file, each a
+  device flush, and the seal's all at once (``_fs.fsync_together``, which the filesystem
+  commits together). So a run is ``missing``, ``partial`` (no
   status.json: interrupted), ``sealed`` (everything matches) or ``corrupt`` (status.json
   exists but something differs: tampering or bit rot, never reused silently).
 * ``journal.jsonl`` is append-only and hash-chained (``seq``, ``prev_sha256``); a torn last
@@ -47,7 +48,7 @@ from typing import Any, Literal
 import filelock
 
 from reprobridge import _log
-from reprobridge._fs import safe_target, write_atomic
+from reprobridge._fs import fsync_together, safe_target, write_atomic
 from reprobridge.errors import UnsafePathError
 from reprobridge.evidence import faults
 from reprobridge.evidence.dsse import canonical_json
@@ -464,31 +465,38 @@ class Bundle:
                     findings=findings,
                     path=rel,
                 )
-        listing: dict[str, dict[str, Any]] = {}
-        for name in sorted(files):
-            path = files[name]
+        # What status.json lists is on disk before it: every file of the run but those
+        # this object wrote and fsynced itself, unchanged since (an fsync is a device
+        # flush even for a file already on disk), and the names: every directory of the
+        # run, and those above it that got an entry here (the run's own directory in
+        # runs/<exp>, ...). All at once, so the filesystem commits them together.
+        unsynced = []
+        for path in files.values():
+            written = self._synced.pop(str(path), None)
             try:
-                # What status.json lists is on disk before it: fsynced as it is hashed,
-                # unless this object wrote and fsynced it and it is unchanged since (an
-                # fsync is a device flush even for a file already on disk: milliseconds
-                # on a loaded machine, for each of a run's files).
                 st = path.stat()
-                written = self._synced.pop(str(path), None)
-                sync = written != (st.st_ino, st.st_size, st.st_mtime_ns)
-                digest, size = sha256_file(path, sync=sync)
-            except OSError as exc:
-                raise EvidenceError(f"cannot read: {exc.strerror}", path=f"{rel}/{name}") from exc
-            listing[name] = {"sha256": digest, "size": size}
-        # The names too, once per directory: every directory of the run, then those above
-        # it that got an entry here (the run's own directory in runs/<exp>, ...), deepest
-        # first. The run's writes and run_dir left these to the seal.
+            except OSError:
+                st = None  # reported by the hashing below
+            if st is None or written != (st.st_ino, st.st_size, st.st_mtime_ns):
+                unsynced.append(path)
         directories = {run}
         for name in files:
             directories.update(files[name].parents[: name.count("/")])
         directories.update(d for d in self._unsynced_dirs if d in run.parents)
         self._unsynced_dirs -= directories
-        for directory in sorted(directories, key=lambda d: len(d.parts), reverse=True):
-            _fsync_dir(directory)
+        failed = fsync_together([*unsynced, *directories])
+        for name in sorted(files):
+            if files[name] in failed:
+                raise EvidenceError(
+                    f"cannot be put on disk: {failed[files[name]].strerror}", path=f"{rel}/{name}"
+                )
+        listing: dict[str, dict[str, Any]] = {}
+        for name in sorted(files):
+            try:
+                digest, size = sha256_file(files[name])
+            except OSError as exc:
+                raise EvidenceError(f"cannot read: {exc.strerror}", path=f"{rel}/{name}") from exc
+            listing[name] = {"sha256": digest, "size": size}
         # RunStatus's JSON form, with the record as given (a test may seal any dict).
         status = {"format": STATUS_FORMAT, "sealed": True, "record": record, "files": listing}
         return self._commit(run / STATUS_FILE, canonical_json(status), f"{rel}/{STATUS_FILE}")

@@ -29,20 +29,17 @@ def _buffer() -> tuple[bytearray, memoryview]:
     return buf
 
 
-def sha256_file(path: Path | str, *, sync: bool = False) -> tuple[str, int]:
+def sha256_file(path: Path | str) -> tuple[str, int]:
     """Return ``(sha256 hex, size in bytes)`` of the regular file at ``path``.
 
     Follows no symlink at the last component (``O_NOFOLLOW``): evidence is only ever
     regular files, and a symlink there is an error (``OSError``), not something to hash.
-    ``sync``: fsync the file first, on the descriptor that is read, so the hashed bytes
-    are on disk when this returns (a run's seal lists only durable bytes); an fsync of a
-    file already on disk costs ~0.1 ms.
     """
-    digest, size = sha256_file_digest(path, sync=sync)
+    digest, size = sha256_file_digest(path)
     return digest.hex(), size
 
 
-def sha256_file_digest(path: Path | str, *, sync: bool = False) -> tuple[bytes, int]:
+def sha256_file_digest(path: Path | str) -> tuple[bytes, int]:
     """:func:`sha256_file` with the raw 32-byte digest: what a walk over many files keeps
     in memory (65 bytes an entry where the hex string takes 113)."""
     arr, view = _buffer()
@@ -50,8 +47,6 @@ def sha256_file_digest(path: Path | str, *, sync: bool = False) -> tuple[bytes, 
     size = 0
     fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
     try:
-        if sync:
-            os.fsync(fd)
         while True:
             n = os.readv(fd, [arr])
             if not n:

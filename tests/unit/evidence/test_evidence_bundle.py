@@ -169,7 +169,7 @@ def test_seal_puts_every_file_and_directory_of_the_run_on_disk_before_status(
     instead of one per file, issue 14), so before status.json's rename the seal must have
     fsynced every file it lists (those the bundle did not write too: the sampler's
     timeline, copied outputs, the logs), each once, and every directory that got an
-    entry, deepest first, up to the bundle."""
+    entry, up to the bundle."""
     bundle = Bundle.create(tmp_path, AUDIT_ID)
     log: list[tuple[str, str]] = []
 
@@ -199,7 +199,7 @@ def test_seal_puts_every_file_and_directory_of_the_run_on_disk_before_status(
         assert sorted(files) == sorted(str(run / name) for name in listed)
         dirs = [run / "files" / "out" / "deep", run / "files" / "out", run / "files", run]
         dirs += [run.parent, run.parent.parent, bundle.path]
-        assert [p for p in before if Path(p).is_dir()] == [str(d) for d in dirs]
+        assert sorted(p for p in before if Path(p).is_dir()) == sorted(str(d) for d in dirs)
         assert ".status.json." in before[-1]
         assert after == [str(run)]  # status.json's name
         # The next run: its own directory and the one that got its entry, nothing above.
@@ -207,7 +207,7 @@ def test_seal_puts_every_file_and_directory_of_the_run_on_disk_before_status(
         run1 = bundle.run_dir("e", 1)
         (run1 / "stdout.log").write_bytes(b"acc=0.9\n")
         before, after = seal(1)
-        assert [p for p in before if Path(p).is_dir()] == [str(run1), str(run.parent)]
+        assert sorted(p for p in before if Path(p).is_dir()) == [str(run.parent), str(run1)]
         assert [p for p in before if Path(p).is_file()] == [str(run1 / "stdout.log")]
 
 
@@ -222,6 +222,27 @@ def test_seal_fsyncs_a_file_changed_after_the_bundle_wrote_it(
         _record(monkeypatch, log)
         bundle.seal_run("e", 0, {})
     assert ("fsync", str(target)) in log
+
+
+def test_seal_refuses_when_a_file_cannot_be_put_on_disk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    bundle = Bundle.create(tmp_path, AUDIT_ID)
+    real_fsync = os.fsync
+
+    def fsync(fd: int) -> None:
+        if Path(f"/proc/self/fd/{fd}").readlink().name == "stdout.log":
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_fsync(fd)
+
+    with bundle.lock():
+        run = bundle.run_dir("e", 0)
+        (run / "stdout.log").write_bytes(b"acc=0.9\n")
+        monkeypatch.setattr(os, "fsync", fsync)
+        with pytest.raises(EvidenceError, match=r"stdout\.log") as caught:
+            bundle.seal_run("e", 0, {})
+    assert "cannot be put on disk: Input/output error" in caught.value.message
+    assert not (run / "status.json").exists()
 
 
 @pytest.mark.parametrize("bad", [("../x", 1), ("Train", 1), ("a/b", 1), ("e", -1), ("e", True)])
