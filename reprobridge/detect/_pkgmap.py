@@ -12,7 +12,8 @@ types them. Tables:
 * :data:`NOT_ON_PYPI` — imports whose PyPI namesake is a *different* project; the value is
   the requirement to use instead (a git URL).
 * :data:`GOOGLE_SUBPACKAGES` — ``google.X`` -> distribution, None where nothing installs it.
-* :data:`CONDA_TO_PYPI`, :data:`CONDA_NOT_PYTHON`, :data:`CONDA_SYSTEM` — conda package names.
+* :data:`CONDA_TO_PYPI`, :data:`CONDA_NOT_PYTHON`, :data:`CONDA_SYSTEM`, :data:`CONDA_CUDA`,
+  :data:`CONDA_GCC` — conda package names.
 * :data:`DEBIAN_TO_NIX`, :data:`DEBIAN_SKIP` — apt package names -> nixpkgs attribute paths.
 * :data:`PYTHON_SYSTEM_NEEDS` — Python distribution -> nixpkgs attributes it loads at run
   time, with a confidence (low where wheels usually bundle the library).
@@ -61,6 +62,10 @@ PY2_STDLIB: Final[frozenset[str]] = frozenset(_DATA["python2_stdlib"])
 CONDA_TO_PYPI: Final[dict[str, str]] = _str_map(_DATA["conda"]["to_pypi"])
 #: Conda packages that are neither Python distributions nor system libraries to add.
 CONDA_NOT_PYTHON: Final[frozenset[str]] = frozenset(_DATA["conda"]["other"]["names"])
+#: Conda packages whose version is the CUDA toolkit's.
+CONDA_CUDA: Final[frozenset[str]] = frozenset(_DATA["conda"]["cuda"]["names"])
+#: Conda packages whose version is gcc's.
+CONDA_GCC: Final[frozenset[str]] = frozenset(_DATA["conda"]["gcc"]["names"])
 #: Conda packages that are system tools/libraries -> nixpkgs attribute.
 CONDA_SYSTEM: Final[dict[str, str]] = _str_map(_DATA["conda"]["system"])
 

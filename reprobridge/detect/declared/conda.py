@@ -23,7 +23,13 @@ from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 
-from reprobridge.detect._pkgmap import CONDA_NOT_PYTHON, CONDA_SYSTEM, CONDA_TO_PYPI
+from reprobridge.detect._pkgmap import (
+    CONDA_CUDA,
+    CONDA_GCC,
+    CONDA_NOT_PYTHON,
+    CONDA_SYSTEM,
+    CONDA_TO_PYPI,
+)
 from reprobridge.detect._text import skip_path
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.declared.requirements import (
@@ -49,20 +55,6 @@ _SPEC_RE = re.compile(r"^(?:[\w./-]+::)?([A-Za-z0-9_][A-Za-z0-9_.+-]*)\s*(.*)$")
 _BRACKET_VERSION_RE = re.compile(r"""\[.*?version\s*=\s*['"]?([^'"\],]+)""")
 _MAJOR_MINOR_RE = re.compile(r"(\d+)\.(\d+)")
 _EXACT_MINOR_RE = re.compile(r"^==(\d+)\.(\d+)(?:\.[0-9*]+)*$")
-_CUDA_PACKAGES = frozenset(
-    {
-        "cudatoolkit",
-        "cudatoolkit-dev",
-        "cuda-toolkit",
-        "cuda-version",
-        "pytorch-cuda",
-        "cuda",
-        "cuda-nvcc",
-        "cuda-runtime",
-        "cuda-cudart",
-    }
-)
-_GCC_PACKAGES = frozenset({"gcc", "gxx", "gcc_linux-64", "gxx_linux-64", "gcc_impl_linux-64"})
 _CUDA_CHANNEL_RE = re.compile(r"nvidia/label/cuda-(\d+)\.(\d+)")
 
 
@@ -220,11 +212,11 @@ class _EnvFile:
         version = conda_version(rest)
         if conda_name == "python":
             self._python(version, node)
-        elif conda_name in _CUDA_PACKAGES:
+        elif conda_name in CONDA_CUDA:
             found = _MAJOR_MINOR_RE.search(version)
             if found:
                 self._cuda(f"{found.group(1)}.{found.group(2)}", node, "conda package")
-        elif conda_name in _GCC_PACKAGES:
+        elif conda_name in CONDA_GCC:
             major = re.search(r"(\d+)", version)
             if major:
                 self.findings.append(

@@ -84,3 +84,19 @@ def test_non_pep440_version_is_dropped_with_a_note(make_repo) -> None:
     assert req.value.requirement == "weirdpkg"
     assert req.confidence == "medium"
     assert "not PEP 440" in req.note
+
+
+def test_cuda_and_gcc_packages_give_their_versions(make_repo) -> None:
+    # The conda names of the CUDA toolkit and of gcc are the [conda.cuda] and [conda.gcc]
+    # tables of data/packages.toml; neither becomes a Python requirement.
+    ctx = run(
+        make_repo,
+        "dependencies:\n  - cudatoolkit=11.3\n  - gxx_linux-64=9.3.0\n  - numpy=1.21\n",
+    )
+    assert [(f.kind, f.key) for f in ctx.findings] == [
+        ("cuda", "cuda"),
+        ("compiler", "gcc"),
+        ("python_requirement", "numpy"),
+    ]
+    cuda, gcc = ctx.findings[0].value, ctx.findings[1].value
+    assert (cuda.version, gcc.version) == ("11.3", "9")
