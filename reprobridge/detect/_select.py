@@ -68,12 +68,22 @@ def resolve_import(
     return found
 
 
+#: ``index.memo`` key: (the repository paths imports resolve against) -> path -> the
+#: repository files that path's imports load, in statement order.
+_EDGES = "_select.import_edges"
+
+
 def import_closure(
     ctx: DetectContext, entry: str, py_paths: set[str], limit: int
 ) -> Iterator[tuple[str, str]]:
     """(path, code) of ``entry`` (a script, or a notebook's code cells) and then of the
     repository modules it imports, transitively, breadth first, at most ``limit`` files;
-    a file that cannot be read is skipped. A caller may stop early (it is a generator)."""
+    a file that cannot be read is skipped. A caller may stop early (it is a generator).
+    Each file's imports are resolved once per index and set of paths (several detectors,
+    and many entries sharing modules, walk the same files)."""
+    memo = ctx.index.memo.setdefault(_EDGES, {})
+    assert isinstance(memo, dict)
+    edges: dict[str, list[str]] = memo.setdefault(frozenset(py_paths), {})
     queue, seen = [entry], {entry}
     while queue and len(seen) <= limit:
         path = queue.pop(0)
@@ -83,14 +93,19 @@ def import_closure(
         if code is None:
             continue
         yield path, code
-        for frm, names in import_statements(code.encode("utf-8", "surrogateescape")):
-            for module, imported in (
-                [(n, ()) for n in names] if frm is None else [(frm, tuple(names))]
-            ):
-                for found in sorted(resolve_import(py_paths, path, module, imported)):
-                    if found not in seen:
-                        seen.add(found)
-                        queue.append(found)
+        if path not in edges:
+            edges[path] = [
+                found
+                for frm, names in import_statements(code.encode("utf-8", "surrogateescape"))
+                for module, imported in (
+                    [(n, ()) for n in names] if frm is None else [(frm, tuple(names))]
+                )
+                for found in sorted(resolve_import(py_paths, path, module, imported))
+            ]
+        for found in edges[path]:
+            if found not in seen:
+                seen.add(found)
+                queue.append(found)
 
 
 def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:

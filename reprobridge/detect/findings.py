@@ -400,6 +400,8 @@ class DriftValue(EntryValue, kind="api_drift"):
     (:mod:`reprobridge.detect.procedure.drift`; the names are data in
     ``reprobridge/data/api_drift.toml``).
 
+    ``file`` is where the reference is: the entry, or a repository module the entry
+    imports (reported so the guide can name it; only the entry is edited).
     ``cell``/``line``/``column`` place ``was``, the reference as the code spells it
     (``np.float``, ``jax.tree_multimap``, the ``sklearn.cross_validation`` of an import
     statement), as a bound's are placed (:class:`BoundValue`). ``value`` is what replaces
@@ -409,6 +411,7 @@ class DriftValue(EntryValue, kind="api_drift"):
     ``distribution`` the package that removed it in ``removed_in``, ``replacement`` the
     table's replacement and ``source`` where the removal is documented; ``code`` the line."""
 
+    file: str
     cell: int | None
     line: int
     column: int

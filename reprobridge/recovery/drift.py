@@ -16,8 +16,8 @@ rule runs after ``rb init``'s lock (:func:`with_drift_edits`), and:
   edit exactly when it needs it;
 * the edits change one file, the one the command runs (the tiers' rule): an experiment
   whose smoke tier already edits another file (a config file's bounds) gets none, and the
-  guide says so, as it does for references no name edit can fix
-  (``from jax import tree_multimap``).
+  guide says so, as it does for references in the repository modules the entry imports
+  and for references no name edit can fix (``from jax import tree_multimap``).
 
 Each edited tier's ``[derived]`` sources name the removal (``jax 0.4.13 (locked) removed
 jax.tree_multimap in 0.3.16: <changelog>``) and the references' places; the guide's
@@ -128,7 +128,7 @@ def with_drift_edits(
             continue
         mine = sorted(
             (r for r in refs if r.value.entry == entry),
-            key=lambda r: (r.value.cell or 0, r.value.line, r.value.column),
+            key=lambda r: (r.value.file != entry, r.value.file, r.value.cell or 0, r.value.line),
         )
         edits: list[SourceEdit] = []
         sources: list[str] = []
@@ -139,9 +139,11 @@ def with_drift_edits(
             held = (versions or {}).get(v.distribution)
             if held and max(held) < Version(v.removed_in):
                 continue  # every locked version still has the name
-            if not v.value:
+            if not v.value or v.file != entry:
+                # No name edit fixes it, or it is in a module the entry imports: a tier
+                # edits one file, the one the command runs.
                 left.append(
-                    f"{entry} {_place(v)} `{v.was}` ({v.name}, replaced by {v.replacement})"
+                    f"{v.file} {_place(v)} `{v.was}` ({v.name}, replaced by {v.replacement})"
                 )
                 continue
             edits.append(
@@ -160,8 +162,9 @@ def with_drift_edits(
             shown.append(f"{_place(v)} `{v.was}` -> `{v.value}` ({_removal_note(v, versions)})")
         if left:
             warnings.append(
-                f"{exp_id}: code the pinned packages no longer run, which no renaming edit "
-                f"fixes: {'; '.join(left)}: change it by hand"
+                f"{exp_id}: calls names its packages removed that rb leaves as they are (an "
+                f"import no name edit fixes, or a module the entry imports: a tier edits the "
+                f"file the command runs only): {'; '.join(left)}: change them by hand"
             )
         if not edits:
             continue
@@ -188,8 +191,7 @@ def with_drift_edits(
         experiments[exp_id] = exp.model_copy(update={"tiers": tiers})
         decisions.append(
             f"{exp_id}: every tier runs a copy of {entry} with the names its packages "
-            f"removed renamed (applied when the run's version lacks them; references in "
-            f"other files are left as they are): {'; '.join(shown)}"
+            f"removed renamed (applied when the run's version lacks them): {'; '.join(shown)}"
         )
     if not decisions and not warnings:
         return merged

@@ -27,13 +27,16 @@ What counts (never executing anything; names resolve through the file's own impo
 
 A reference no single dotted-name edit can fix (``from jax import tree_multimap``, a
 replacement in a package the code does not import) is still reported, with an empty
-``value``: the guide names it, nothing rewrites it.
+``value``: the guide names it, nothing rewrites it. So is a reference in a repository
+module the entry imports (its ``file`` is the module's path): a tier edits one file, the
+one the command runs, so the guide names those for a person too.
 """
 
 from __future__ import annotations
 
 import ast
 import builtins
+import itertools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -44,6 +47,7 @@ from packaging.version import InvalidVersion, Version
 
 from reprobridge.data import API_DRIFT_FILE, load
 from reprobridge.detect._pyast import dotted, import_map_of, nodes_of
+from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DriftValue
 from reprobridge.detect.procedure.bounds import SourceLines
@@ -199,28 +203,54 @@ def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator
     yield from sorted(found, key=lambda r: (r.line, r.column))
 
 
+#: Repository modules per entry whose references are reported too (breadth first from the
+#: entry): enough for a script's own helpers, bounded for a monorepo.
+MODULE_LIMIT = 50
+
+
 class DriftDetector(Detector):
-    """``api_drift`` findings in the entry files of the experiments found so far."""
+    """``api_drift`` findings in the entry files of the experiments found so far, and in the
+    repository modules each imports (:data:`MODULE_LIMIT`): those are reported under the
+    entry (``file`` names the module), so the guide can say what no edit of the entry
+    fixes."""
 
     name = "drift"
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
+        modules: dict[str, list[Reference]] = {}
+        py_paths = set(ctx.index.py_scan())
         for entry in ctx.experiment_entries(".py", ".ipynb"):
             text = ctx.index.try_read_text(entry)
             if text is None:
                 continue
             if entry.endswith(".ipynb"):
                 findings += self._notebook(entry, text)
-                continue
-            tree = ctx.index.parse_python(entry)
-            if tree is None:
-                continue
-            imports = import_map_of([tree])
-            findings += [
-                self._finding(entry, None, r, r.line) for r in references(text, tree, imports)
-            ]
+            else:
+                findings += [
+                    self._finding(entry, entry, None, r, r.line)
+                    for r in self._module(ctx, entry, modules)
+                ]
+            closure = import_closure(ctx, entry, py_paths, MODULE_LIMIT + 1)
+            for path, _ in itertools.islice(closure, 1, None):
+                findings += [
+                    self._finding(entry, path, None, r, r.line)
+                    for r in self._module(ctx, path, modules)
+                ]
         return findings
+
+    @staticmethod
+    def _module(ctx: DetectContext, path: str, seen: dict[str, list[Reference]]) -> list[Reference]:
+        """The references of the Python file ``path`` (read once per detector run)."""
+        if path not in seen:
+            text = ctx.index.try_read_text(path)
+            tree = ctx.index.parse_python(path) if text is not None else None
+            seen[path] = (
+                list(references(text, tree, import_map_of([tree])))
+                if text is not None and tree is not None
+                else []
+            )
+        return seen[path]
 
     def _notebook(self, entry: str, text: str) -> list[Finding]:
         parsed = parsed_code_cells(text)
@@ -228,18 +258,19 @@ class DriftDetector(Detector):
         imports = import_map_of([tree for _, _, tree in parsed])
         raw_lines = text.splitlines()
         return [
-            self._finding(entry, number, r, json_line_of(raw_lines, r.code))
+            self._finding(entry, entry, number, r, json_line_of(raw_lines, r.code))
             for number, code, tree in parsed
             for r in references(code, tree, imports)
         ]
 
     def _finding(
-        self, entry: str, cell: int | None, r: Reference, line: int | None
+        self, entry: str, path: str, cell: int | None, r: Reference, line: int | None
     ) -> Finding[DriftValue]:
         where = f"cell {cell} line {r.line}" if cell is not None else f"line {r.line}"
         removal = r.removal
         value = DriftValue(
             entry=entry,
+            file=path,
             cell=cell,
             line=r.line,
             column=r.column,
@@ -252,13 +283,14 @@ class DriftDetector(Detector):
             source=removal.source,
             code=r.code,
         )
+        at = f"{path}::{'' if cell is None else f'{cell}:'}{r.line}:{r.column}"
         return Finding(
             kind="api_drift",
-            key=f"{entry}::{'' if cell is None else f'{cell}:'}{r.line}:{r.column}",
+            key=at if path == entry else f"{entry}->{at}",
             value=value,
-            evidence=(Evidence(entry, line),),
+            evidence=(Evidence(path, line),),
             detector=self.name,
             confidence="high",
-            note=f"{where}: `{r.was}` ({removal.distribution} removed {removal.name} in "
+            note=f"{path} {where}: `{r.was}` ({removal.distribution} removed {removal.name} in "
             f"{removal.removed_in})",
         )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from pathlib import Path
 
 import pytest
 
@@ -153,3 +154,24 @@ def test_references_come_in_source_order_and_are_typed() -> None:
     found = list(references(code, ast.parse(code), {"np": "numpy"}))
     assert all(isinstance(r, Reference) for r in found)
     assert [(r.line, r.value) for r in found] == [(2, "bool"), (3, "int")]
+
+
+def test_the_detector_reports_the_entry_and_the_modules_it_imports(tmp_path: Path) -> None:
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.findings import DriftValue, select
+    from reprobridge.detect.index import RepoIndex
+
+    (tmp_path / "README.md").write_text("```bash\npython train.py\n```\n")
+    (tmp_path / "train.py").write_text(
+        "import numpy as np\nfrom helpers import scale\n\nx = np.float(scale(2))\nprint('acc: 1')\n"
+    )
+    (tmp_path / "helpers.py").write_text("import numpy\n\n\ndef scale(v):\n    return numpy.NaN\n")
+    (tmp_path / "unused.py").write_text("import numpy as np\ny = np.int\n")  # not imported
+
+    found = select(detect_repo(RepoIndex.from_directory(tmp_path)).findings, DriftValue)
+
+    assert sorted((f.key, f.value.file, f.value.was, f.value.value) for f in found) == [
+        ("train.py->helpers.py::5:11", "helpers.py", "numpy.NaN", "numpy.nan"),
+        ("train.py::4:4", "train.py", "np.float", "float"),
+    ]
+    assert all(f.value.entry == "train.py" for f in found)

@@ -26,9 +26,11 @@ def _ref(
     removed_in: str = "0.3.16",
     line: int = 3,
     entry: str = NB,
+    file: str | None = None,
 ) -> Finding[DriftValue]:
     v = DriftValue(
         entry=entry,
+        file=file or entry,
         cell=4,
         line=line,
         column=13,
@@ -124,7 +126,7 @@ def test_a_reference_no_edit_fixes_is_a_warning_not_an_edit() -> None:
     assert out.manifest.experiments == merged.manifest.experiments
     (warning,) = out.notes.warnings
     assert "demo.ipynb cell 4 line 3 `jax.tree_multimap`" in warning
-    assert "change it by hand" in warning
+    assert "change them by hand" in warning
 
 
 def test_references_in_a_file_the_command_does_not_run_are_not_edited() -> None:
@@ -138,3 +140,12 @@ def test_locked_versions_reads_every_version_of_a_lock() -> None:
     versions = locked_versions(_lock("0.4.13"))
     assert versions is not None
     assert [str(v) for v in versions["jax"]] == ["0.4.13"]
+
+
+def test_a_reference_in_a_module_the_entry_imports_is_named_not_edited() -> None:
+    merged = MergeResult(_manifest())
+    out = with_drift_edits(merged, [_ref(), _ref(file="helpers.py", line=9)], _lock("0.4.13"))
+    assert len(out.manifest.experiments["demo"].tier("full").edits) == 1  # the entry's only
+    (warning,) = out.notes.warnings
+    assert "helpers.py cell 4 line 9 `jax.tree_multimap`" in warning
+    assert "a module the entry imports" in warning
