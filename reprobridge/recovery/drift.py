@@ -74,9 +74,7 @@ def locked_versions(lock: bytes | None) -> dict[str, list[Version]] | None:
 
 def _entry(exp: Experiment, entries: set[str]) -> str | None:
     """The file among ``entries`` that ``exp``'s command names as one of its words (its
-    launcher can then run a copy of it), or None."""
-    if not plain_command(exp.command):
-        return None
+    launcher can run a copy of it when the command is plain words), or None."""
     named = named_files(exp.command, exp.workdir) or []
     return next((f for f in named if f in entries), None)
 
@@ -167,6 +165,12 @@ def with_drift_edits(
                 f"file the command runs only): {'; '.join(left)}: change them by hand"
             )
         if not edits:
+            continue
+        if not plain_command(exp.command):
+            warnings.append(
+                f"{exp_id}: {entry} calls names its packages removed ({'; '.join(shown)}), but "
+                "the command is shell syntax, which cannot run a renamed copy: rename them by hand"
+            )
             continue
         other = next((e.file for t in exp.tiers.values() for e in t.edits if e.file != entry), None)
         if other is not None:

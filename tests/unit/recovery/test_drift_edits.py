@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from reprobridge.detect.base import Evidence, Finding
 from reprobridge.detect.findings import DriftValue
 from reprobridge.manifest.io import digest
@@ -9,12 +11,15 @@ from reprobridge.manifest.schema import Manifest, SourceEdit
 from reprobridge.recovery._common import MergeResult
 from reprobridge.recovery.drift import locked_versions, with_drift_edits
 
+REPOS = Path(__file__).resolve().parents[2] / "fixtures/repos"
 NB = "demo.ipynb"
 COMMAND = f"jupyter nbconvert --to notebook --execute --output demo.executed.ipynb {NB}"
 
 
-def _manifest(smoke_edits: list[dict[str, object]] | None = None, smoke: bool = True) -> Manifest:
-    exp: dict[str, object] = {"command": COMMAND, "kind": "notebook"}
+def _manifest(
+    smoke_edits: list[dict[str, object]] | None = None, smoke: bool = True, command: str = COMMAND
+) -> Manifest:
+    exp: dict[str, object] = {"command": command, "kind": "notebook"}
     if smoke:
         exp["tiers"] = {"smoke": {"timeout": "10m", "edits": smoke_edits or []}}
     return Manifest.model_validate({"project": {"name": "demo"}, "experiments": {"demo": exp}})
@@ -149,3 +154,38 @@ def test_a_reference_in_a_module_the_entry_imports_is_named_not_edited() -> None
     (warning,) = out.notes.warnings
     assert "helpers.py cell 4 line 9 `jax.tree_multimap`" in warning
     assert "a module the entry imports" in warning
+
+
+def test_a_shell_syntax_command_gets_a_warning_not_edits() -> None:
+    merged = MergeResult(_manifest(command=COMMAND + " | tee log"))
+    out = with_drift_edits(merged, [_ref()], _lock("0.4.13"))
+    assert out.manifest.experiments == merged.manifest.experiments
+    (warning,) = out.notes.warnings
+    assert "the command is shell syntax" in warning and "`jax.tree_multimap`" in warning
+
+
+def test_rb_init_writes_the_renames_and_rb_check_finds_nothing_stale(tmp_path: Path) -> None:
+    """The fixture notebook after `rb init` (no lock: the run's version decides), then
+    `rb check`, which renders again with the kept lock state: the same bytes."""
+    import shutil
+    import subprocess
+
+    from reprobridge.initializer import check_artifacts, init_repository
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPOS / "zero-notebook-removed-api", root)
+    (root / "expected.toml").unlink()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    result = init_repository(root, lock="never")
+
+    exp = result.manifest.experiments["demo"]
+    assert [e.was for e in exp.tier("full").edits] == [
+        "jax.tree_multimap",
+        "tu.tree_multimap",
+        "jax.tree_map",
+    ]
+    assert exp.tier("smoke").edits == exp.tier("full").edits
+    assert (root / "repro/derive.py").is_file()
+    launcher = (root / "repro/launchers/demo.sh").read_text()
+    assert "rb_entry=demo_rb_full.ipynb" in launcher
+    assert check_artifacts(root).stale == []
