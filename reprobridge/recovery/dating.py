@@ -10,9 +10,10 @@ array to a float, which those notebooks do). So the date is that of the last com
 changed a file the chosen experiments run — each script or notebook and the repository
 modules it imports, transitively — or a file that declares the environment's requirements
 or Python version (a requirements file, ``pyproject.toml``, ``setup.py``; not a notebook
-that no chosen experiment runs, though its ``pip install`` line is a declaration). When that cannot be known (an experiment is a shell script or a
-Makefile target, which run what they name; no commit touches those files), HEAD's date
-stands, as before.
+that no chosen experiment runs, though its ``pip install`` line is a declaration). A
+shell script counts with the Python files its commands name. When that cannot be known
+(a Makefile target, a shell command that names no file of the repository such as
+``python $SCRIPT``; no commit touches those files), HEAD's date stands, as before.
 
 git runs through :func:`reprobridge.detect.index.last_commit` (the hardened helper: no hooks, the
 repository's config neutralised), and every path is passed as a literal pathspec, so a

@@ -46,6 +46,7 @@ from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, RequirementValue, of_type
 from reprobridge.detect.index import RepoIndex, scan_imports
+from reprobridge.detect.procedure.shell import runs_in, script_lines
 
 #: Detectors whose findings come from declaration files (scoped by the file's folder).
 _DECLARED = frozenset(
@@ -275,18 +276,78 @@ def run_closure(
     """Path -> code of each file the ``chosen`` experiments run: each script or notebook
     (a notebook's code cells) and the repository modules it imports, transitively, in the
     order :func:`~reprobridge.detect._select.import_closure` reaches them, at most
-    ``_CLOSURE_LIMIT`` per experiment. None when no experiment was chosen or one is not a
-    Python script or notebook (a shell script or Makefile runs what it names). Computed
-    once per merge: the import reach and the environment's date both read it."""
-    entries = [f.value.entry for f in chosen]
-    if not entries or not all(e.endswith((".py", ".ipynb")) for e in entries):
+    ``_CLOSURE_LIMIT`` per experiment; a shell script runs the Python files its commands
+    name (:func:`_shell_runs`), and is in the closure itself with no code (it imports
+    nothing; its edits date the environment like the code's). None when no experiment was
+    chosen, or one is neither a Python script, a notebook nor a shell script whose every
+    Python command names a file of the repository (a Makefile target, ``python $SCRIPT``).
+    Computed once per merge: the import reach and the environment's date both read it."""
+    if not chosen:
         return None
-    py_paths = set(ctx.index.python_paths())
+    entries: list[str] = []
     closure: dict[str, str] = {}
+    for f in chosen:
+        entry = f.value.entry
+        if entry.endswith(".sh"):
+            runs = _shell_runs(ctx, entry)
+            if runs is None:
+                return None
+            closure[entry] = ""
+            entries += runs
+        elif entry.endswith((".py", ".ipynb")):
+            entries.append(entry)
+        else:
+            return None
+    py_paths = set(ctx.index.python_paths())
     for entry in entries:
         for path, code in import_closure(ctx, entry, py_paths, _CLOSURE_LIMIT):
             closure.setdefault(path, code)
     return closure
+
+
+#: A word that runs Python in a shell script (``python``, ``python3.9``), to count them.
+_PYTHON_WORD = re.compile(r"(?:^|[\s;&|(])python[\d.]*(?=\s)")
+
+
+def _shell_runs(ctx: DetectContext, script: str) -> list[str] | None:
+    """The repository's Python files and notebooks the shell script ``script`` runs (``python
+    x.py``, ``python -m pkg.mod``, a notebook), each looked for from the script's folder,
+    then from the root, then with leading ``../`` dropped (a loop that ``cd``s into each
+    chapter and runs ``python ../tool.py``); None when the script cannot be read or a
+    command names a file that is not found that way (``python $SCRIPT``), since what it
+    runs is then unknown."""
+    text = ctx.index.try_read_text(script)
+    if text is None:
+        return None
+    folder = posixpath.dirname(script)
+    found: list[str] = []
+    runs = runs_in(text)
+    words = sum(len(_PYTHON_WORD.findall(line)) for _n, line in script_lines(text))
+    if len(runs) < words:
+        return None  # a Python command rb cannot read (`python "$SCRIPT"`): unknown
+    for _line, run in runs:
+        entry = run.entry
+        if run.kind == "module":
+            stem = entry.replace(".", "/")
+            names = [f"{stem}.py", f"{stem}/__main__.py"]
+        else:
+            names = [entry]
+        hit = None
+        for name in names:
+            plain = name
+            while plain.startswith(("./", "../")):
+                plain = plain.split("/", 1)[1]
+            for cand in (posixpath.join(folder, name), name, plain):
+                path = posixpath.normpath(cand)
+                if not path.startswith("../") and ctx.index.get(path) is not None:
+                    hit = path
+                    break
+            if hit is not None:
+                break
+        if hit is None:
+            return None
+        found.append(hit)
+    return found
 
 
 def drop_unreached_imports(

@@ -85,15 +85,28 @@ def test_a_change_to_the_requirements_moves_it(make_repo) -> None:
     assert sources[0].startswith("git: committer date of HEAD")
 
 
-def test_a_shell_experiment_keeps_heads_date(make_repo) -> None:
-    root = make_repo(
+def _shell_repo(make_repo, run: str) -> Path:  # type: ignore[no-untyped-def]
+    return make_repo(
         {
             "README.md": "```bash\nbash run.sh\n```\n",
-            "run.sh": "python train.py\n",
+            "run.sh": run,
             "train.py": TRAIN,
             "lib/__init__.py": "",
             "lib/model.py": MODEL,
         }
     )
+
+
+def test_a_shell_experiment_is_dated_by_the_files_it_runs(make_repo) -> None:
+    root = _shell_repo(make_repo, "python train.py\n")
+    _commit(root, {"docs/index.md": "# docs\n"}, LATER)
+    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-15T00:00:00Z"
+    # the script itself is code it runs: its edits move the date
+    _commit(root, {"run.sh": "python train.py --quiet\n"}, LATER)
+    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+
+
+def test_a_shell_experiment_running_an_unknown_file_keeps_heads_date(make_repo) -> None:
+    root = _shell_repo(make_repo, 'SCRIPT="${1:-train.py}"\npython "$SCRIPT"\n')
     _commit(root, {"docs/index.md": "# docs\n"}, LATER)
     assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
