@@ -258,6 +258,11 @@ class CountOfTotal:
     value: str
     percent: bool
 
+    def metric(self, name: str) -> str:
+        """The name of the metric read for ``name``: ``name`` for a percentage, else
+        ``<name>_count`` (``name`` cut so that the whole stays within 64 characters)."""
+        return name if self.percent else f"{name[:58]}_count"
+
 
 def count_of_total(after: str, *, wrapped: bool = False) -> CountOfTotal | None:
     """How to read a whole number that ``after`` (the text printed right after it)

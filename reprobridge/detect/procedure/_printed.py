@@ -27,6 +27,9 @@ the same function (:func:`message_formats`).
   line of the same shape matches it, so these are weaker: callers keep them only when
   the file or notebook prints no labelled metric at all (:func:`keep_metrics`).
 
+:func:`output_metrics` finds the labelled metrics of printed text itself (a notebook's saved
+output), by the same rules.
+
 A labelled whole number printed as a count out of a total (``final score: 967/2000 =
 48.35% correct``, ``Accuracy: 9800/10000 (98%)``) is read as the percentage printed after
 it: a count is not comparable across runs that evaluate different numbers of examples,
@@ -69,6 +72,11 @@ _PAREN_LABEL_RE = re.compile(
     r"(?P<label>[^\W\d][\w@/.\-]*(?: [\w@/.\-]+){0,3} ?\([\w\- ]{1,30}\))\s*(?P<sep>[:=]?)\s*$"
 )
 _DELIMS_RE = re.compile(r"[|,;()\[\]{}\t<>]")
+#: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
+_OUTPUT_RE = re.compile(
+    r"(?<![\w@./\-])(?P<label>[^\W\d_][\w@./\- ]{0,40}?)\s*(?P<sep>[:=])\s*"
+    r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])"
+)
 _PRINTS = frozenset(
     {"print", "tqdm.write", "tqdm.tqdm.write", "tqdm.auto.tqdm.write", "click.echo", "click.secho"}
 )
@@ -561,7 +569,7 @@ def _labelled(name: str, label: str, sep: str, printed: Printed, i: int) -> Prin
         "percentage: the count is read, comparable only between runs that evaluate the "
         "same number of examples"
     )
-    return PrintedMetric(f"{name[:58]}_count", regex, True, printed.line, note)
+    return PrintedMetric(fraction.metric(name), regex, True, printed.line, note)
 
 
 def line_metrics(printed: Printed) -> list[PrintedMetric]:
@@ -586,6 +594,33 @@ def line_metrics(printed: Printed) -> list[PrintedMetric]:
         line_regex = _line_regex(printed, i) if named else None
         if named and line_regex:
             found.append(PrintedMetric(named, line_regex, False, printed.line))
+    return found
+
+
+def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
+    """(metric name, regex, printed value, matched text) of the result-like lines of
+    printed ``text`` (a notebook's saved output): ``label: value`` or ``label = value``
+    where the label names a result, read by the rules of :func:`line_metrics`."""
+    found: list[tuple[str, str, str, str]] = []
+    for line in text.splitlines():
+        for match in _OUTPUT_RE.finditer(line):
+            label = match.group("label").strip(" -./")
+            # Keep only the last words after a separator ("Epoch 3 | val acc" -> "val acc").
+            label = re.split(r"[|,;()\[\]]", label)[-1].strip()
+            label = " ".join(label.split()[-4:])  # "the net gave ... accuracy" -> its tail
+            name = result_name(label)
+            if name is None:  # no label, or a counter or setting: no result
+                continue
+            value, shown = NUMBER, match.group("value")
+            # A count out of a total, as in printed code: its percentage, or ``_count``.
+            fraction = count_of_total(line[match.end() :]) if shown.isdigit() else None
+            if fraction is not None:
+                value, name = fraction.value, fraction.metric(name)
+            regex = label_regex(label, match.group("sep"), value=value)
+            read = re.compile(regex).search(line, match.start())
+            if read is not None:
+                shown = read.group(1)
+            found.append((name, regex, shown, (read or match).group(0)))
     return found
 
 

@@ -13,7 +13,8 @@ from the cells:
 
 * ``metric`` candidates from saved outputs (stream text and ``text/plain`` results): lines
   such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
-  source that matches the printed text (the value seen is in the note);
+  source that matches the printed text (the value seen is in the note;
+  :func:`~reprobridge.detect.procedure._printed.output_metrics`);
 * ``metric`` candidates from the code cells, by the rules of ``.py`` files
   (:mod:`~reprobridge.detect.procedure._printed`): print-like calls (``print(f"step {k} loss {l}")``)
   and a cell's last expression when it names a result (``loss.item()``, shown alone on a
@@ -37,14 +38,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
-from reprobridge.detect._text import (
-    NUMBER,
-    count_of_total,
-    label_regex,
-    result_name,
-    slugify,
-    unique_id,
-)
+from reprobridge.detect._text import slugify, unique_id
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, MetricSource, MetricValue, SeedValue
 from reprobridge.detect.procedure._printed import (
@@ -53,14 +47,10 @@ from reprobridge.detect.procedure._printed import (
     last_expression_metric,
     line_metrics,
     message_formats,
+    output_metrics,
     printed_line,
 )
 
-#: ``label: value`` / ``label = value`` in a printed line (label may contain spaces).
-_OUTPUT_RE = re.compile(
-    r"(?<![\w@./\-])(?P<label>[^\W\d_][\w@./\- ]{0,40}?)\s*(?P<sep>[:=])\s*"
-    r"(?P<value>[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)(?![\w.])"
-)
 _MAGIC_RE = re.compile(r"^\s*[%!?]")
 #: ``files = !ls`` / ``t = %timeit f()``: an assignment from a magic or a shell escape.
 _ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")
@@ -159,33 +149,6 @@ def _line_of(raw_lines: list[str], needle: str, start: int) -> int | None:
         if escaped in line:
             return i + 1
     return None
-
-
-def output_metrics(text: str) -> list[tuple[str, str, str, str]]:
-    """(metric name, regex, printed value, matched text) of result-like lines in ``text``."""
-    found: list[tuple[str, str, str, str]] = []
-    for line in text.splitlines():
-        for match in _OUTPUT_RE.finditer(line):
-            label = match.group("label").strip(" -./")
-            # Keep only the last words after a separator ("Epoch 3 | val acc" -> "val acc").
-            label = re.split(r"[|,;()\[\]]", label)[-1].strip()
-            label = " ".join(label.split()[-4:])  # "the net gave ... accuracy" -> its tail
-            name = result_name(label)
-            if name is None:  # no label, or a counter or setting: no result
-                continue
-            value, shown = NUMBER, match.group("value")
-            # A count out of a total (the rule of _printed.py): its percentage, or ``_count``.
-            fraction = count_of_total(line[match.end() :]) if shown.isdigit() else None
-            if fraction is not None:
-                value = fraction.value
-                if not fraction.percent:
-                    name = f"{name[:58]}_count"
-            regex = label_regex(label, match.group("sep"), value=value)
-            read = re.compile(regex).search(line, match.start())
-            if read is not None:
-                shown = read.group(1)
-            found.append((name, regex, shown, (read or match).group(0)))
-    return found
 
 
 def _python2(cells: list[dict[str, Any]]) -> bool:

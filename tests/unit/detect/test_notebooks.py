@@ -7,7 +7,7 @@ import re
 
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import MAX_TEXT_BYTES, RepoIndex
-from reprobridge.detect.procedure.notebooks import output_metrics
+from reprobridge.detect.procedure._printed import output_metrics
 from reprobridge.detect.registry import detectors
 
 
