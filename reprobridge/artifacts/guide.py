@@ -119,9 +119,11 @@ def _renames(exp: Experiment) -> list[str]:
     copies = ", ".join(_code((tier.derived(t) or ("", ""))[1]) for t, tier in renamed)
     out = [
         f"**Code older than its packages**: {_code(source)} calls names that the pinned "
-        f"packages removed. The {' and '.join(t for t, _ in renamed)} tier(s) run a copy "
-        f"({copies}) in which `repro/derive.py` renames each, only when the run's environment "
-        "has the package at the release that removed it (the original is left as it is):",
+        f"packages removed. The {' and '.join(t for t, _ in renamed)} "
+        + ("tiers run copies" if len(renamed) > 1 else "tier runs a copy")
+        + f" ({copies}) in which `repro/derive.py` renames each, only when the run's "
+        "environment has the package at the release that removed it (the original is left "
+        "as it is):",
         "",
     ]
     for e in first.edits:
