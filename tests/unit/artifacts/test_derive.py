@@ -313,3 +313,43 @@ def test_the_guide_lists_the_renames_and_keeps_the_smoke_tier_unbounded() -> Non
 def test_a_tiers_copy_is_named_for_its_tier() -> None:
     assert derived_copy("nb/demo.ipynb", "full") == "nb/demo_rb_full.ipynb"
     assert derived_copy("nb/demo.ipynb") == "nb/demo_rb_smoke.ipynb"
+
+
+def test_derive_renames_on_python38_with_its_own_installed_versions(tmp_path: Path) -> None:
+    """repro/derive.py runs with whatever Python the run has: 3.8 syntax, stdlib only, and
+    the `--if` check reads that interpreter's installed distributions (pip is in every
+    venv pyenv makes)."""
+    import ast
+    import shutil
+    import sys
+
+    tree = ast.parse(SCRIPT.read_text(), feature_version=(3, 8))
+    imported = {
+        (n.module or "") if isinstance(n, ast.ImportFrom) else a.name
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Import | ast.ImportFrom)
+        for a in n.names
+    }
+    assert {name.split(".")[0] for name in imported} <= set(sys.stdlib_module_names)
+    candidates = [shutil.which("python3.8") or ""]
+    candidates += sorted(str(p) for p in Path.home().glob(".pyenv/versions/3.8*/bin/python3.8"))
+    python38 = next(
+        (
+            c
+            for c in filter(None, candidates)
+            if subprocess.run([c, "-c", "import pip"]).returncode == 0
+        ),
+        None,
+    )
+    if python38 is None:
+        pytest.skip("no working python3.8 with pip on this machine")
+    (tmp_path / "t.py").write_text("import numpy as np\nx = np.float(1)\n")
+    done = subprocess.run(
+        [python38, str(SCRIPT), "t.py", "c.py", "--if=pip>=1", ":2:4:float:np.float"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "c.py").read_text() == "import numpy as np\nx = float(1)\n"
