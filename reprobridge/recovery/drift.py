@@ -130,7 +130,8 @@ def with_drift_edits(
         )
         edits: list[SourceEdit] = []
         sources: list[str] = []
-        shown: list[str] = []
+        # (was, value, why) -> where: one sentence per rename, however many places.
+        renamed: dict[tuple[str, str, str], list[str]] = {}
         left: list[str] = []
         for r in mine:
             v = r.value
@@ -157,7 +158,7 @@ def with_drift_edits(
                 )
             )
             sources += [*r.sources(), f"rb rule: {_removal_note(v, versions)}"]
-            shown.append(f"{_place(v)} `{v.was}` -> `{v.value}` ({_removal_note(v, versions)})")
+            renamed.setdefault((v.was, v.value, _removal_note(v, versions)), []).append(_place(v))
         if left:
             warnings.append(
                 f"{exp_id}: calls names its packages removed that rb leaves as they are (an "
@@ -166,6 +167,10 @@ def with_drift_edits(
             )
         if not edits:
             continue
+        shown = [
+            f"`{was}` -> `{value}` at {', '.join(places)} ({why})"
+            for (was, value, why), places in renamed.items()
+        ]
         if not plain_command(exp.command):
             warnings.append(
                 f"{exp_id}: {entry} calls names its packages removed ({'; '.join(shown)}), but "
@@ -174,7 +179,7 @@ def with_drift_edits(
             continue
         other = next((e.file for t in exp.tiers.values() for e in t.edits if e.file != entry), None)
         if other is not None:
-            decisions.append(
+            warnings.append(
                 f"{exp_id}: {entry} calls names its packages removed ({'; '.join(shown)}), but "
                 f"a tier already edits {other} and a tier edits one file: rename them by hand"
             )

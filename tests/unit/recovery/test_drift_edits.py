@@ -84,7 +84,11 @@ def test_a_locked_version_past_the_removal_renames_in_every_tier() -> None:
         assert prov.digest == digest([edit.model_dump(mode="json", exclude_none=True)])
     # A renaming edit shortens nothing: the smoke tier stays an unbounded one.
     assert not exp.tier("smoke").bounded
-    assert any("every tier runs a copy of demo.ipynb" in d for d in out.notes.decisions)
+    (decision,) = out.notes.decisions
+    assert decision.startswith("demo: every tier runs a copy of demo.ipynb")
+    assert (
+        "`jax.tree_multimap` -> `jax.tree_util.tree_map` at cell 4 line 3 (jax 0.4.13" in decision
+    )
 
 
 def test_a_locked_version_that_still_has_the_name_gets_no_edit() -> None:
@@ -117,7 +121,7 @@ def test_a_smoke_tier_that_edits_another_file_keeps_one_file_per_tier() -> None:
     merged = MergeResult(_manifest([config]))
     out = with_drift_edits(merged, [_ref()], _lock("0.4.13"))
     assert out.manifest.experiments == merged.manifest.experiments
-    assert any("a tier already edits config.json" in d for d in out.notes.decisions)
+    assert any("a tier already edits config.json" in w for w in out.notes.warnings)
 
 
 def test_an_experiment_without_a_smoke_tier_gets_the_full_tiers_edits() -> None:
