@@ -34,8 +34,8 @@ _ENV_STEPS = 2000  # reinforcement learning counts environment steps, not update
 #: A smoke run is at most about 1/SMOKE_SHARE of the full run it checks.
 SMOKE_SHARE = 10
 
-#: Leaf names of a count of passes over the data: a smoke tier of :data:`EPOCHS` is as
-#: long as the data, so the dataset sizes beside such a bound are lowered too
+#: Leaf names of a count of passes over the data: each of a smoke tier's :data:`EPOCHS`
+#: passes is as long as the data, so the dataset sizes beside such a bound are lowered too
 #: (:func:`reprobridge.recovery.smoke.epoch_sizes`).
 EPOCH_NAMES = frozenset(
     {
