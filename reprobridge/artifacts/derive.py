@@ -123,7 +123,12 @@ def _release(version: str) -> tuple[int, ...]:
 
 
 def installed(distribution: str) -> str | None:
-    """The version of ``distribution`` installed for the Python running this script."""
+    """The version of ``distribution`` installed for the Python running this script;
+    ``python`` is the interpreter itself (the standard library's removals)."""
+    if distribution == "python":
+        import platform
+
+        return platform.python_version()
     from importlib import metadata
 
     try:

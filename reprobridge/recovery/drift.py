@@ -19,6 +19,9 @@ rule runs after ``rb init``'s lock (:func:`with_drift_edits`), and:
   guide says so, as it does for references in the repository modules the entry imports
   and for references no name edit can fix (``from jax import tree_multimap``).
 
+The standard library's removals (``time.clock``, gone in Python 3.8) are decided by the
+environment's Python (``environment.python``), with or without a lock.
+
 Each edited tier's ``[derived]`` sources name the removal (``jax 0.4.13 (locked) removed
 jax.tree_multimap in 0.3.16: <changelog>``) and the references' places; the guide's
 decisions say the same in a sentence.
@@ -79,10 +82,12 @@ def _entry(exp: Experiment, entries: set[str]) -> str | None:
     return next((f for f in named if f in entries), None)
 
 
-def _removal_note(v: DriftValue, versions: dict[str, list[Version]] | None) -> str:
-    held = (versions or {}).get(v.distribution)
+def _removal_note(v: DriftValue, versions: dict[str, list[Version]]) -> str:
+    held = versions.get(v.distribution)
     have = (
-        f"{v.distribution} {', '.join(map(str, held))} (locked)"
+        f"Python {held[0]} (environment.python)"
+        if v.distribution == "python" and held
+        else f"{v.distribution} {', '.join(map(str, held))} (locked)"
         if held
         else f"{v.distribution} (not locked: the run's version decides)"
     )
@@ -113,8 +118,10 @@ def with_drift_edits(
     refs = select(findings, DriftValue)
     if not refs:
         return merged
-    versions = locked_versions(lock)
     manifest: Manifest = merged.manifest
+    locked = locked_versions(lock)
+    # The standard library's version is the environment's Python, lock or not.
+    versions = {**(locked or {}), "python": [Version(manifest.environment.python)]}
     experiments = dict(manifest.experiments)
     derived = dict(manifest.derived)
     decisions: list[str] = []
@@ -135,7 +142,7 @@ def with_drift_edits(
         left: list[str] = []
         for r in mine:
             v = r.value
-            held = (versions or {}).get(v.distribution)
+            held = versions.get(v.distribution)
             if held and max(held) < Version(v.removed_in):
                 continue  # every locked version still has the name
             if not v.value or v.file != entry:
@@ -195,7 +202,7 @@ def with_drift_edits(
             derived[key] = Derivation(
                 sources=sorted({*(old.sources if old else []), *sources}),
                 digest=digest([e.model_dump(mode="json", exclude_none=True) for e in all_edits]),
-                confidence=old.confidence if old else ("high" if versions else "medium"),
+                confidence=old.confidence if old else ("high" if locked is not None else "medium"),
             )
         experiments[exp_id] = exp.model_copy(update={"tiers": tiers})
         decisions.append(

@@ -353,3 +353,13 @@ def test_derive_renames_on_python38_with_its_own_installed_versions(tmp_path: Pa
     )
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "c.py").read_text() == "import numpy as np\nx = float(1)\n"
+
+
+def test_the_python_condition_reads_the_running_interpreter() -> None:
+    import platform
+
+    edit = derive.Edit(None, 1, 0, "time.perf_counter", "time.clock", ("python", "3.8"))
+    assert derive.installed("python") == platform.python_version()
+    assert derive.applies(edit) is None  # rb's tests run on Python 3.11 or later
+    old = derive.Edit(None, 1, 0, "time.perf_counter", "time.clock", ("python", "99"))
+    assert "still has `time.clock`" in (derive.applies(old) or "")

@@ -175,3 +175,20 @@ def test_the_detector_reports_the_entry_and_the_modules_it_imports(tmp_path: Pat
         ("train.py::4:4", "train.py", "np.float", "float"),
     ]
     assert all(f.value.entry == "train.py" for f in found)
+
+
+def test_the_standard_librarys_removed_names_are_references_too() -> None:
+    code = (
+        "import time\n"
+        "from collections import Mapping, Iterable\n"
+        "from collections import OrderedDict, Sequence\n"  # OrderedDict stays: no edit
+        "from fractions import gcd\n"
+        "t0 = time.clock()\n"
+    )
+    assert _refs(code) == [
+        (2, 5, "collections", "collections.abc", "collections.Mapping"),
+        (3, 5, "collections", "", "collections.Sequence"),
+        (4, 5, "fractions", "math", "fractions.gcd"),
+        (5, 5, "time.clock", "time.perf_counter", "time.clock"),
+    ]
+    assert removals()["time.clock"].condition == "python>=3.8"

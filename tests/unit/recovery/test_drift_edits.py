@@ -193,3 +193,47 @@ def test_rb_init_writes_the_renames_and_rb_check_finds_nothing_stale(tmp_path: P
     launcher = (root / "repro/launchers/demo.sh").read_text()
     assert "rb_entry=demo_rb_full.ipynb" in launcher
     assert check_artifacts(root).stale == []
+
+
+def _stdlib_ref(name: str, was: str, value: str, removed_in: str) -> Finding[DriftValue]:
+    v = DriftValue(
+        entry="train.py",
+        file="train.py",
+        cell=None,
+        line=5,
+        column=6,
+        was=was,
+        value=value,
+        name=name,
+        distribution="python",
+        removed_in=removed_in,
+        replacement=value,
+        source="https://docs.python.org/3/whatsnew/3.8.html#api-and-feature-removals",
+        code=f"t0 = {was}()",
+    )
+    return Finding("api_drift", "train.py::5:6", v, (Evidence("train.py", 5),), "drift")
+
+
+def test_the_standard_librarys_removals_follow_the_environments_python() -> None:
+    def script(python: str) -> MergeResult:
+        return MergeResult(
+            Manifest.model_validate(
+                {
+                    "project": {"name": "t"},
+                    "environment": {"python": python},
+                    "experiments": {"train": {"command": "python train.py"}},
+                }
+            )
+        )
+
+    clock = _stdlib_ref("time.clock", "time.clock", "time.perf_counter", "3.8")
+    # Python 3.7 still has time.clock: nothing to rename, lock or no lock.
+    merged = script("3.7")
+    assert with_drift_edits(merged, [clock], None) is merged
+    out = with_drift_edits(script("3.11"), [clock], None)
+    (edit,) = out.manifest.experiments["train"].tier("full").edits
+    assert (edit.value, edit.when) == ("time.perf_counter", "python>=3.8")
+    prov = out.manifest.derived["experiments.train.tiers.full.edits"]
+    assert any(
+        "Python 3.11 (environment.python) removed time.clock in 3.8" in s for s in prov.sources
+    )
