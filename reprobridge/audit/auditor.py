@@ -75,6 +75,7 @@ from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
 from reprobridge.audit.threads import THREAD_VARS, thread_env
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.audit.workspace import (
+    Removal,
     SourceArchive,
     WorkspaceInfo,
     head_commit,
@@ -433,6 +434,9 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         listings = PackageListings(
             reuse=isinstance(executor, LocalExecutor) and executor.unsandboxed is None
         )
+        removal = Removal()
+        # Registered last, so run first: every workspace is gone before the audit ends.
+        stack.callback(removal.wait)
         results: dict[int, RunJudgement | None] = {}
         detached = 0
         for group in _groups(plan, executor):
@@ -457,6 +461,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     source,
                     executor,
                     listings,
+                    removal,
                 )
                 try:
                     prepared.append((i, steps, next(steps)))
@@ -478,13 +483,16 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 bundle=bundle.path,
             )
         if detached:
+            removal.wait()
             stack.pop_all()  # the jobs' environments may link into the cache: kept
             bundle.journal_append({"event": "detached", "at": _now(), "runs": detached})
             emit("audit-detached", audit_id=audit_id, runs=detached)
             return AuditResult(audit_id, bundle.path, False, None, detached_runs=detached)
         for i in sorted(results):
             judgements.setdefault(plan[i].experiment, []).append(results[i])
-        # Every job is collected: the caches kept for jobs that outlived an auditor can go.
+        # Every job is collected: the caches kept for jobs that outlived an auditor can go
+        # (once this audit's own removals are done: the sweep looks at the same names).
+        removal.wait()
         _remove_leftovers(bundle.path, opts.work_root)
         summary = AuditSummary(
             judged=summarize(
@@ -728,11 +736,13 @@ def _one_run(
     source: SourceArchive,
     executor: Executor,
     listings: PackageListings,
+    removal: Removal,
 ) -> _RunSteps:
     """Execute (or reuse, when resuming) one run; return its RunJudgement. ``cache`` is
     the audit's private uv cache for sandboxed setup steps; ``source`` the committed tree
     every run's workspace is extracted from; ``listings`` lists the run's
-    Python packages (once per environment of the audit, see audit/pkglisting.py).
+    Python packages (once per environment of the audit, see audit/pkglisting.py);
+    ``removal`` removes the run's temporary directory once it is done with.
 
     A coroutine, so that an executor can take many prepared runs at once (a job array):
     once the workspace and environment are ready it yields the run's request and is sent
@@ -875,7 +885,7 @@ def _one_run(
         bundle.write_json(f"{rel(run_dir)}/packages.json", listing)
     finally:
         if not detached:
-            shutil.rmtree(tmp, ignore_errors=True)
+            removal.remove(Path(tmp))
     term = completed.termination
     record = record.with_(
         termination=TerminationRecord(term.kind, term.returncode, term.signal, term.description),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import shutil
 import tarfile
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -114,6 +115,35 @@ class SourceArchive:
             path.write_bytes(_git_archive(self.root, self.commit))
             self._path = path
         return self._path
+
+
+class Removal:
+    """Removes finished runs' temporary directories in a background thread, one at a time,
+    while the auditor goes on to seal and start the next run (unlinking a workspace was
+    ~30 ms of each run's wall time on the loaded 2-core machine, the auditor meanwhile
+    mostly waiting on fsyncs and processes). :meth:`wait` before anything else looks at
+    those directories (the end-of-audit sweep of leftovers) and before the audit returns.
+    A killed auditor leaves the directory to ``--resume``, as before."""
+
+    def __init__(self) -> None:
+        self._thread: threading.Thread | None = None
+
+    def remove(self, path: Path) -> None:
+        """Start removing ``path`` (after the previous removal has finished)."""
+        self.wait()
+        self._thread = threading.Thread(
+            target=shutil.rmtree,
+            args=(path,),
+            kwargs={"ignore_errors": True},
+            name="rb-remove-workspace",
+        )
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Return once every removal started has finished."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
 
 
 def prepare_workspace(

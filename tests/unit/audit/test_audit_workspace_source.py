@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -51,3 +53,37 @@ def test_a_killed_auditors_archive_is_removed_on_resume(tmp_path: Path) -> None:
     (left / "c.tar").write_bytes(b"")
     assert auditor._remove_leftovers(bundle, tmp_path / "work") == [left]
     assert not left.exists()
+
+
+def test_run_directories_are_removed_in_the_background_and_gone_when_the_audit_returns(
+    tiny_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each finished run's temporary directory is removed while the next run goes on
+    (issue 14), and the audit waits for the last removal before it returns."""
+    real = workspace.shutil.rmtree
+    removed: list[Path] = []
+
+    def slow_rmtree(path: Path, *args: Any, **kwargs: Any) -> None:
+        if Path(path).name.startswith("rb-run-"):
+            time.sleep(0.3)  # still removing when the audit reaches its end
+            removed.append(Path(path))
+        real(path, *args, **kwargs)
+
+    monkeypatch.setattr(workspace.shutil, "rmtree", slow_rmtree)
+    root = tiny_repo("echo acc=0.9\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    result = run_audit(root, AuditOptions(runs=2, backend="host", work_root=work))
+    assert result.passed, result.summary
+    assert len(removed) == 2
+    assert list(work.iterdir()) == []
+
+
+def test_removal_runs_one_at_a_time(tmp_path: Path) -> None:
+    removal = workspace.Removal()
+    for name in ("a", "b"):
+        (tmp_path / name / "sub").mkdir(parents=True)
+        (tmp_path / name / "sub" / "f").write_bytes(b"x")
+        removal.remove(tmp_path / name)
+    removal.wait()
+    assert list(tmp_path.iterdir()) == []
