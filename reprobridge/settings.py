@@ -75,7 +75,9 @@ class Settings:
     #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
     threads: int | None = None
     #: The ``[agent]`` keys that are set (user-config key -> value; see :data:`AGENT_KEYS`).
-    agent: dict[str, Any] = field(default_factory=dict)
+    #: Left out of the hash (a dict has none), so Settings and Operator stay hashable as the
+    #: frozen pydantic model before them was.
+    agent: dict[str, Any] = field(default_factory=dict, hash=False)
 
 
 def parse_threads(text: str, source: str) -> int:

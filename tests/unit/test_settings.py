@@ -146,3 +146,13 @@ def test_every_source_is_still_checked_without_a_config_file(tmp_path: Path) -> 
     (tmp_path / "e" / "xdg" / "rb" / "config.toml").mkdir(parents=True)  # unreadable
     with pytest.raises(ConfigError, match=r"config\.toml: cannot be read"):
         load_operator(_env(tmp_path / "e"))
+
+
+def test_operator_settings_are_a_hashable_value(tmp_path: Path) -> None:
+    # The settings were a frozen pydantic model (hashable); the plain dataclass that
+    # replaced it keeps that, and equal sources give equal settings.
+    env = _env(tmp_path, "[agent]\nbudget_usd = 1.5\n")
+    a, b = load_operator(env), load_operator(env)
+    assert a == b and hash(a) == hash(b)
+    assert a.settings.agent == {"budget_usd": 1.5}
+    assert hash(load_operator(_env(tmp_path / "none")))
