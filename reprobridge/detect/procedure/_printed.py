@@ -287,11 +287,61 @@ def message_formats(tree: ast.Module) -> dict[int, ast.expr]:
     return found
 
 
+#: Levels below the root logger's default (WARNING): what they log is dropped unless the
+#: program lowers the level.
+_QUIET_LEVELS = frozenset({"info", "debug"})
+#: Levels a configuration may set that still drop INFO.
+_LOUD_LEVELS = frozenset({"WARNING", "WARN", "ERROR", "CRITICAL", "FATAL"})
+
+
+def _lowers_level(call: ast.Call) -> bool:
+    """Whether ``call`` configures logging to show INFO: ``basicConfig(level=...)``,
+    ``setLevel(...)`` (a level other than WARNING and above), ``dictConfig``/``fileConfig``."""
+    name = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if name in ("dictConfig", "fileConfig"):
+        return True
+    if name == "basicConfig":
+        level = kwarg(call, "level")
+    elif name == "setLevel" and call.args:
+        level = call.args[0]
+    else:
+        return False
+    if level is None:
+        return False
+    shown = dotted(level) or literal(level)
+    return not (isinstance(shown, str) and shown.rsplit(".", 1)[-1].upper() in _LOUD_LEVELS)
+
+
+def shows_info_logs(trees: Iterable[ast.Module]) -> bool:
+    """Whether any of ``trees`` lowers the logging level to INFO where it always runs: a
+    configuring call (:func:`_lowers_level`) at a module's or a function's top level, not
+    under an ``if`` (``if args.debug: logging.getLogger().setLevel(logging.INFO)`` leaves
+    a default run at WARNING, so its ``logging.info`` lines print nothing)."""
+    for tree in trees:
+        bodies: list[list[ast.stmt]] = [tree.body]
+        bodies += [f.body for f in nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)]
+        for body in bodies:
+            for stmt in body:
+                for node in walk_shallow([stmt]):
+                    if isinstance(node, ast.If):
+                        break
+                    if isinstance(node, ast.Call) and _lowers_level(node):
+                        return True
+    return False
+
+
 def printed_line(
-    call: ast.Call, imports: dict[str, str], messages: dict[int, ast.expr] | None = None
+    call: ast.Call,
+    imports: dict[str, str],
+    messages: dict[int, ast.expr] | None = None,
+    *,
+    info_logs: bool = True,
 ) -> Printed | None:
     """The line a print-like call writes (module docstring), or None for any other call;
-    ``messages`` are the formats variables it prints hold (:func:`message_formats`)."""
+    ``messages`` are the formats variables it prints hold (:func:`message_formats`).
+    ``info_logs`` False: the program never lowers the logging level
+    (:func:`shows_info_logs`), so ``logging.info``/``logging.debug`` on the root logger
+    (the ``logging`` module's own functions) print nothing."""
     if messages:
         args = [messages.get(id(a), a) for a in call.args]
         if any(a is not b for a, b in zip(args, call.args, strict=True)):
@@ -327,6 +377,8 @@ def printed_line(
         owner = func.value.func if isinstance(func.value, ast.Call) else func.value
         if "log" not in (dotted(owner) or "").lower() or not call.args:
             return None  # logger.info, logging.getLogger().info; not "err.info"
+        if not info_logs and attr in _QUIET_LEVELS and name.startswith("logging."):
+            return None  # the root logger at its default WARNING level drops it
         args = call.args[1:] if attr == "log" else call.args
         if not args:
             return None

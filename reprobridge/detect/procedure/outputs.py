@@ -79,6 +79,7 @@ from reprobridge.detect.procedure._printed import (
     line_metrics,
     message_formats,
     printed_line,
+    shows_info_logs,
 )
 from reprobridge.detect.procedure._switched import print_switch, switched_off
 
@@ -283,6 +284,23 @@ def _off_in(f: Finding[MetricValue], index: RepoIndex, trees: list[ast.Module]) 
     return switch is not None and switched_off(switch, trees)
 
 
+#: Bytes of a Python file that may configure the logging level.
+_LOG_CONFIG = ("basicConfig", "setLevel", "dictConfig", "fileConfig")
+
+
+def _shows_info_logs(ctx: DetectContext) -> bool:
+    """Whether some Python file of the repository lowers the logging level to INFO where
+    it always runs (:func:`~reprobridge.detect.procedure._printed.shows_info_logs`)."""
+    trees = []
+    for path in ctx.index.python_paths():
+        text = ctx.index.try_read_text(path)
+        if text and any(word in text for word in _LOG_CONFIG):
+            tree = ctx.index.parse_python(path)
+            if tree is not None:
+                trees.append(tree)
+    return shows_info_logs(trees)
+
+
 class OutputsMetricsDetector(Detector):
     """Output files and metric candidates of Python sources (see module docstring)."""
 
@@ -293,17 +311,18 @@ class OutputsMetricsDetector(Detector):
         findings: list[Finding] = []
         reach = _reached_modules(ctx)
         extra = {m for mods in reach.values() for m in mods}
+        info_logs = _shows_info_logs(ctx)
         for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, extra=extra)):
             tree = index.parse_python(path)
             if tree is None:
                 continue
             try:
-                findings.extend(self._file(path, tree))
+                findings.extend(self._file(path, tree, info_logs))
             except RecursionError:  # pathologically nested expressions (generated code)
                 ctx.warn("skipped: expressions nested too deeply to analyse", path)
         return findings + _inherited_metrics(findings, reach, index)
 
-    def _file(self, path: str, tree: ast.Module) -> list[Finding]:
+    def _file(self, path: str, tree: ast.Module, info_logs: bool) -> list[Finding]:
         imports = import_map(tree)
         outputs: dict[str, tuple[int, bool]] = {}
         metrics: dict[str, _Metric] = {}
@@ -315,7 +334,7 @@ class OutputsMetricsDetector(Detector):
         messages = message_formats(tree)
         for node in calls:
             self._output(node, imports, outputs)
-            shown = printed_line(node, imports, messages)
+            shown = printed_line(node, imports, messages, info_logs=info_logs)
             if shown is not None:
                 printed.extend(line_metrics(shown))
             if call_name(node, imports) == "json.dump" and len(node.args) >= 2:

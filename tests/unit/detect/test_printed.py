@@ -18,6 +18,7 @@ from reprobridge.detect.procedure._printed import (
     last_expression_metric,
     line_metrics,
     printed_line,
+    shows_info_logs,
 )
 
 
@@ -271,3 +272,34 @@ def test_a_count_out_of_a_total_is_never_the_metric_itself() -> None:
     # the regex wants the total and the percentage after the count: a bare count is no match
     with pytest.raises(check.MetricMissing):
         check.extract_metric({"regex": with_pct[0].regex}, "Accuracy: 12.5\n", ".")
+
+
+LOG_LOSS = (
+    "import logging\nfor t in range(2):\n    logging.info(f'step {t} loss: {0.5 / (t + 1):.3f}')\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("config", "shown"),
+    [
+        ("", False),  # the root logger's default level, WARNING, drops INFO
+        ("logging.basicConfig(level=logging.INFO)\n", True),
+        ("logging.basicConfig(format='%(message)s')\n", False),  # no level: still WARNING
+        ("logging.getLogger().setLevel(logging.WARNING)\n", False),
+        ("if DEBUG:\n    logging.getLogger().setLevel(logging.INFO)\n", False),
+        ("def main():\n    logging.basicConfig(level='DEBUG')\n", True),
+    ],
+)
+def test_root_logging_info_is_read_only_where_the_level_shows_it(
+    config: str, shown: bool, tmp_path: Path
+) -> None:
+    """torchsde's latent_sde.py logs its loss with ``logging.info`` and sets INFO only with
+    ``--debug``: a default run prints no loss, so the line is no readable result."""
+    program = "import logging\nDEBUG = False\n" + config + LOG_LOSS
+    tree = ast.parse(program)
+    assert shows_info_logs([tree]) is shown
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    printed = [p for c in calls if (p := printed_line(c, {}, info_logs=shown)) is not None]
+    assert [m.name for p in printed for m in line_metrics(p)] == (["loss"] if shown else [])
+    if shown and "def main" not in config:  # the line really is in the run's log
+        assert "loss: 0.250" in run(program, tmp_path)
