@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from reprobridge.artifacts.pyenv import torch_routing
 from reprobridge.constants import REGENERATE_COMMAND
 from reprobridge.manifest.notes import RecoveryNotes
-from reprobridge.manifest.schema import Experiment, Manifest, Metric, SourceEdit
+from reprobridge.manifest.schema import Experiment, Manifest, Metric, edit_place
 
 
 @dataclass(frozen=True)
@@ -103,10 +103,6 @@ def _source(m: Metric) -> str:
     return f"{_code(m.source.key)} in {_code(m.source.file)}"
 
 
-def _at(e: SourceEdit) -> str:
-    return f"cell {e.cell} line {e.line}" if e.cell is not None else f"line {e.line}"
-
-
 def _renames(exp: Experiment) -> list[str]:
     """The paragraph on the names the code calls that its packages removed (the renaming
     edits of its tiers; see :mod:`reprobridge.recovery.drift`), or nothing."""
@@ -128,7 +124,9 @@ def _renames(exp: Experiment) -> list[str]:
     ]
     for e in first.edits:
         if e.renames:
-            out.append(f"- {_at(e)}: {_code(e.was)} -> {_code(e.value)} (when {_code(e.when)})")
+            out.append(
+                f"- {edit_place(e.cell, e.line)}: {_code(e.was)} -> {_code(e.value)} (when {_code(e.when)})"
+            )
     return [*out, ""]
 
 
@@ -182,7 +180,9 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
         ]
         for e in smoke.edits:
             if not e.renames:
-                out.append(f"- {_at(e)}: {_code(e.code or e.was)} -> {_code(e.value)}")
+                out.append(
+                    f"- {edit_place(e.cell, e.line)}: {_code(e.code or e.was)} -> {_code(e.value)}"
+                )
         out.append("")
     elif smoke.args:
         out += [

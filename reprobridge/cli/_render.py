@@ -51,6 +51,10 @@ def _src(result: InitResult, path: str) -> str:
 def print_init_summary(result: InitResult, next_step: str | None = None) -> None:
     """A human summary of what was recovered and written; ``next_step``, when given, is the
     command to suggest (:func:`reprobridge.doctor.next_step_after_init`)."""
+    # The manifest's models are loaded already (``result`` holds one); kept out of the
+    # module's imports, which every verb pays.
+    from reprobridge.manifest.schema import edit_place
+
     m = result.manifest
     env = m.environment
     echo = click.echo
@@ -91,7 +95,7 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
         if smoke is not None:
             shown = [f"{k}={v}" for k, v in smoke.params.items()] + list(smoke.args)
             shown += [
-                f"{e.file}{f' cell {e.cell}' if e.cell else ''} line {e.line}: {e.was} -> {e.value}"
+                f"{e.file} {edit_place(e.cell, e.line)}: {e.was} -> {e.value}"
                 for e in smoke.edits
                 if not e.renames
             ]

@@ -435,6 +435,12 @@ def derived_copy(path: str, tier: str = "smoke") -> str:
     return f"{folder}/{copy}" if folder else copy
 
 
+def edit_place(cell: int | None, line: int) -> str:
+    """Where an edit's text is, for messages: ``cell 6 line 5`` in a notebook (cells count
+    from 1), ``line 5`` in a script or config file."""
+    return f"cell {cell} line {line}" if cell is not None else f"line {line}"
+
+
 class SourceEdit(StrictModel):
     """A piece of the experiment's own code that a tier replaces, in a copy of the file.
 

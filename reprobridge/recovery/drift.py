@@ -39,6 +39,7 @@ from packaging.version import InvalidVersion, Version
 
 from reprobridge.detect.base import Finding
 from reprobridge.detect.findings import DriftValue, select
+from reprobridge.detect.procedure.drift import removals
 from reprobridge.manifest.io import digest
 from reprobridge.manifest.schema import (
     Derivation,
@@ -46,6 +47,7 @@ from reprobridge.manifest.schema import (
     Manifest,
     SourceEdit,
     Tier,
+    edit_place,
     plain_command,
 )
 from reprobridge.recovery._common import MergeResult
@@ -92,10 +94,6 @@ def _removal_note(v: DriftValue, versions: dict[str, list[Version]]) -> str:
         else f"{v.distribution} (not locked: the run's version decides)"
     )
     return f"{have} removed {v.name} in {v.removed_in}: {v.source}"
-
-
-def _place(v: DriftValue) -> str:
-    return f"cell {v.cell} line {v.line}" if v.cell is not None else f"line {v.line}"
 
 
 def _with_edits(
@@ -149,7 +147,7 @@ def with_drift_edits(
                 # No name edit fixes it, or it is in a module the entry imports: a tier
                 # edits one file, the one the command runs.
                 left.append(
-                    f"{v.file} {_place(v)} `{v.was}` ({v.name}, replaced by {v.replacement})"
+                    f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.name}, replaced by {v.replacement})"
                 )
                 continue
             edits.append(
@@ -160,12 +158,13 @@ def with_drift_edits(
                     column=v.column,
                     was=v.was,
                     value=v.value,
-                    when=f"{v.distribution}>={v.removed_in}",
+                    when=removals()[v.name].condition,
                     code=v.code or None,
                 )
             )
-            sources += [*r.sources(), f"rb rule: {_removal_note(v, versions)}"]
-            renamed.setdefault((v.was, v.value, _removal_note(v, versions)), []).append(_place(v))
+            why = _removal_note(v, versions)
+            sources += [*r.sources(), f"rb rule: {why}"]
+            renamed.setdefault((v.was, v.value, why), []).append(edit_place(v.cell, v.line))
         if left:
             warnings.append(
                 f"{exp_id}: calls names its packages removed that rb leaves as they are (an "

@@ -38,7 +38,13 @@ from reprobridge.detect.paper._paper_doc import direction
 from reprobridge.detect.procedure.services import service_key
 from reprobridge.detect.runbounds import STEPS, smoke_of_full, smoke_value
 from reprobridge.manifest.notes import RecoveryNotes
-from reprobridge.manifest.schema import ID_PATTERN, PARAM_PATTERN, clean_rel_path, plain_command
+from reprobridge.manifest.schema import (
+    ID_PATTERN,
+    PARAM_PATTERN,
+    clean_rel_path,
+    edit_place,
+    plain_command,
+)
 from reprobridge.recovery._common import Builder
 from reprobridge.recovery.ranking import Ranked, main_reason, order_key, rank
 from reprobridge.recovery.smoke import (
@@ -876,8 +882,7 @@ def _literal_edits(
             edit["code"] = v.code
         edits.append(edit)
         sources += x.sources()
-        where = f"cell {v.cell} line {v.line}" if v.cell is not None else f"line {v.line}"
-        shown.append(f"{entry} {where} `{v.code}` -> {small}")
+        shown.append(f"{entry} {edit_place(v.cell, v.line)} `{v.code}` -> {small}")
     if not edits:
         return
     sources.append("rb rule: smoke tier lowers the literal bounds of the code, in a copy")

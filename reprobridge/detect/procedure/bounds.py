@@ -57,6 +57,7 @@ from reprobridge.detect.procedure._literal import LiteralBound, Site
 from reprobridge.detect.procedure.configbounds import CONFIG_SUFFIXES, config_bounds
 from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
 from reprobridge.detect.runbounds import smoke_value
+from reprobridge.manifest.schema import edit_place
 
 #: Calls whose last name component takes a training step (data: add a spelling here).
 TRAINING_CALLS = frozenset(
@@ -675,7 +676,7 @@ class BoundsDetector(Detector):
     def _finding(
         self, entry: str, cell: int | None, b: LiteralBound, evidence: Evidence
     ) -> Finding[BoundValue]:
-        where = f"cell {cell} line {b.line}" if cell is not None else f"line {b.line}"
+        where = edit_place(cell, b.line)
         what = {"loop": "training loop over range()", "argument": f"argument `{b.name}`"}.get(
             b.site, f"`{b.name}`"
         )

@@ -52,7 +52,7 @@ from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DriftValue
 from reprobridge.detect.procedure.bounds import SourceLines
 from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
-from reprobridge.manifest.schema import DOTTED_NAME_PATTERN
+from reprobridge.manifest.schema import DOTTED_NAME_PATTERN, edit_place
 
 #: What a table name and a replacement must be: the manifest's edits write nothing else.
 DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
@@ -266,7 +266,7 @@ class DriftDetector(Detector):
     def _finding(
         self, entry: str, path: str, cell: int | None, r: Reference, line: int | None
     ) -> Finding[DriftValue]:
-        where = f"cell {cell} line {r.line}" if cell is not None else f"line {r.line}"
+        where = edit_place(cell, r.line)
         removal = r.removal
         value = DriftValue(
             entry=entry,
