@@ -46,6 +46,7 @@ from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, RequirementValue, of_type
 from reprobridge.detect.index import RepoIndex, scan_imports
+from reprobridge.detect.procedure.readme import entry_path
 from reprobridge.detect.procedure.shell import runs_in, script_lines
 
 #: Detectors whose findings come from declaration files (scoped by the file's folder).
@@ -311,9 +312,10 @@ _PYTHON_WORD = re.compile(r"(?:^|[\s;&|(])python[\d.]*(?=\s)")
 
 def _shell_runs(ctx: DetectContext, script: str) -> list[str] | None:
     """The repository's Python files and notebooks the shell script ``script`` runs (``python
-    x.py``, ``python -m pkg.mod``, a notebook), each looked for from the script's folder,
-    then from the root, then with leading ``../`` dropped (a loop that ``cd``s into each
-    chapter and runs ``python ../tool.py``); None when the script cannot be read or a
+    x.py``, ``python -m pkg.mod``, a notebook), each looked for as a README command's is
+    (:func:`~reprobridge.detect.procedure.readme.entry_path`) from the script's folder, then
+    from the root, where a leading ``../`` cannot climb above it (a loop that ``cd``s into
+    each chapter and runs ``python ../tool.py``); None when the script cannot be read or a
     command names a file that is not found that way (``python $SCRIPT``), since what it
     runs is then unknown."""
     text = ctx.index.try_read_text(script)
@@ -326,27 +328,12 @@ def _shell_runs(ctx: DetectContext, script: str) -> list[str] | None:
     if len(runs) < words:
         return None  # a Python command rb cannot read (`python "$SCRIPT"`): unknown
     for _line, run in runs:
-        entry = run.entry
-        if run.kind == "module":
-            stem = entry.replace(".", "/")
-            names = [f"{stem}.py", f"{stem}/__main__.py"]
-        else:
-            names = [entry]
-        hit = None
-        for name in names:
-            plain = name
-            while plain.startswith(("./", "../")):
-                plain = plain.split("/", 1)[1]
-            for cand in (posixpath.join(folder, name), name, plain):
-                path = posixpath.normpath(cand)
-                if not path.startswith("../") and ctx.index.get(path) is not None:
-                    hit = path
-                    break
-            if hit is not None:
-                break
-        if hit is None:
+        # From the script's folder, then from the root; a `..` above the root is dropped
+        # (a loop that `cd`s into each chapter and runs `python ../tool.py`).
+        hits = [p for p, ok in (entry_path(ctx.index, run, b) for b in (folder or ".", ".")) if ok]
+        if not hits:
             return None
-        found.append(hit)
+        found.append(hits[0])
     return found
 
 

@@ -110,3 +110,20 @@ def test_a_shell_experiment_running_an_unknown_file_keeps_heads_date(make_repo) 
     root = _shell_repo(make_repo, 'SCRIPT="${1:-train.py}"\npython "$SCRIPT"\n')
     _commit(root, {"docs/index.md": "# docs\n"}, LATER)
     assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+
+
+def test_a_shell_script_in_a_folder_finds_what_it_runs_from_the_root_too(make_repo) -> None:
+    """``scripts/run.sh`` runs ``python train.py`` from the root (no ``scripts/train.py``)
+    and ``python -m lib.model``: both are the root's files, so the script's date is theirs,
+    not HEAD's."""
+    root = make_repo(
+        {
+            "README.md": "```bash\nbash scripts/run.sh\n```\n",
+            "scripts/run.sh": "python train.py\npython -m lib.model\n",
+            "train.py": TRAIN,
+            "lib/__init__.py": "",
+            "lib/model.py": MODEL,
+        }
+    )
+    _commit(root, {"docs/index.md": "# docs\n"}, LATER)
+    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-15T00:00:00Z"
