@@ -393,8 +393,10 @@ def test_detach_submits_an_array_and_attach_collects_it_later(tiny_repo) -> None
     # Progress: counts while waiting, plain lines on a pipe.
     assert "0 queued, 0 running, 3 finished of 3" in attached.stderr
     records = _records(root)
-    assert sorted(r["placement"]["job_id"] for r in records) == job_ids  # type: ignore[index]
-    assert all(len(r["placement"]["attempts"]) == 1 for r in records)  # type: ignore[index]
+    firsts = sorted(r["placement"]["attempts"][0]["job_id"] for r in records)  # type: ignore[index]
+    assert firsts == job_ids
+    for record in records:
+        _assert_collected(record["placement"]["attempts"], record)  # type: ignore[index]
 
 
 def _node_ready() -> bool:
@@ -470,6 +472,14 @@ def test_resume_after_sigkill_collects_the_running_job_by_id(tiny_repo) -> None:
     # then ends NODE_FAIL and is resubmitted, which is the executor doing its job (seen
     # once: job 14 found, NODE_FAIL, collected as 16). Anything else is a failure.
     assert attempts[0]["job_id"] == job_id
+    _assert_collected(attempts, record)
+
+
+def _assert_collected(attempts: list[dict[str, str]], record: dict[str, object]) -> None:
+    """The run's last attempt completed and is the record's job; any attempt before it
+    ended on an infrastructure state (a loaded CI's one node can stop answering: the job
+    ends NODE_FAIL and is resubmitted, which is the executor doing its job; CI saw array
+    task 11_2 found on --attach, lost, and collected as job 15). Anything else fails."""
     assert all(a["state"] in INFRA_STATES for a in attempts[:-1]), attempts
     assert attempts[-1]["state"] == "COMPLETED", attempts
     assert record["placement"]["job_id"] == attempts[-1]["job_id"]  # type: ignore[index]
