@@ -47,6 +47,8 @@ Confidence: ``high`` (a declaration says so), ``medium`` (inferred from code), `
 
 from __future__ import annotations
 
+import ast
+import contextlib
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -179,6 +181,26 @@ class DetectContext:
             text = self.text_or_warn(path, what)
             if text is not None:
                 yield path, text
+
+    def python_trees(self, paths: Iterable[str]) -> Iterator[tuple[str, ast.Module]]:
+        """``(path, tree)`` of each of ``paths``, in order, that parses
+        (:meth:`~reprobridge.detect.index.RepoIndex.parse_python`); the others are passed
+        over. Analyse each tree inside :meth:`skip_too_deep`."""
+        for path in paths:
+            tree = self.index.parse_python(path)
+            if tree is not None:
+                yield path, tree
+
+    @contextlib.contextmanager
+    def skip_too_deep(self, path: str) -> Iterator[None]:
+        """Analyse ``path`` inside this: a RecursionError (expressions nested too deeply for
+        a recursive walk, as generated code has) ends the analysis of that file with the
+        warning ``skipped: expressions nested too deeply to analyse``, not the detector.
+        What the analysis collected before it stays."""
+        try:
+            yield
+        except RecursionError:
+            self.warn("skipped: expressions nested too deeply to analyse", path)
 
 
 class Detector(ABC):

@@ -239,14 +239,10 @@ class DatasetsDetector(Detector):
         # Only files that load, write or name data are parsed, and only among the files the
         # experiments run (their entry points and what those import).
         libs = {p for p, info in scan.items() if info.imports & _LIB_MODULES}
-        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, matched=libs)):
-            tree = index.parse_python(path)
-            if tree is None:
-                continue
-            try:
+        paths = sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, matched=libs))
+        for path, tree in ctx.python_trees(paths):
+            with ctx.skip_too_deep(path):
                 self._python(path, tree, col)
-            except RecursionError:  # pathologically nested expressions (generated code)
-                ctx.warn("skipped: expressions nested too deeply to analyse", path)
         # URLs: in the documentation, scripts and configs, and in the same Python files.
         url_py = procedure_files(ctx, _HTTP_RE, self.name)
         for path in sorted([*self._text_files(ctx), *url_py]):

@@ -67,7 +67,12 @@ _VAR_RE = re.compile(r"\$[({]([A-Za-z_][A-Za-z0-9_.]*)[)}]")
 
 
 @dataclass
-class _Rule:
+class MakeRule:
+    """One target of a rule of a Makefile (``a b: deps`` gives two) at ``line``: its
+    ``description`` (the ``## help`` after the prerequisites, else the comment line just
+    above) and its ``recipe``, (line number, command) with the tab stripped and an inline
+    ``target: ; command`` first."""
+
     target: str
     line: int
     description: str
@@ -86,12 +91,12 @@ def _logical(text: str) -> list[tuple[int, str]]:
     return [(start, " ".join(parts)) for start, parts in continued_lines(lines)]
 
 
-def parse_makefile(text: str) -> tuple[dict[str, str], set[str], list[_Rule]]:
+def parse_makefile(text: str) -> tuple[dict[str, str], set[str], list[MakeRule]]:
     """(variables, .PHONY targets, rules with their recipe lines) of a Makefile's text."""
     variables: dict[str, str] = {}
     phony: set[str] = set()
-    rules: list[_Rule] = []
-    current: list[_Rule] = []
+    rules: list[MakeRule] = []
+    current: list[MakeRule] = []
     last_comment = ""
     for number, line in _logical(text):
         if line.startswith("\t"):
@@ -122,7 +127,7 @@ def parse_makefile(text: str) -> tuple[dict[str, str], set[str], list[_Rule]]:
                 current = []
                 continue
             description = help_text.strip() or last_comment
-            current = [_Rule(t, number, description) for t in names]
+            current = [MakeRule(t, number, description) for t in names]
             for rule in current:
                 if inline.strip():
                     rule.recipe.append((number, inline.strip()))
@@ -143,7 +148,7 @@ def expand(text: str, variables: dict[str, str], depth: int = 3) -> str:
     return text
 
 
-def _recipe_runs(rule: _Rule, variables: dict[str, str]) -> list[tuple[int, RunCommand]]:
+def _recipe_runs(rule: MakeRule, variables: dict[str, str]) -> list[tuple[int, RunCommand]]:
     return python_runs((n, expand(line, variables).lstrip("@-+ ")) for n, line in rule.recipe)
 
 

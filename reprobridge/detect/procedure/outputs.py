@@ -312,14 +312,10 @@ class OutputsMetricsDetector(Detector):
         reach = _reached_modules(ctx)
         extra = {m for mods in reach.values() for m in mods}
         info_logs = _shows_info_logs(ctx)
-        for path in sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, extra=extra)):
-            tree = index.parse_python(path)
-            if tree is None:
-                continue
-            try:
+        paths = sorted(procedure_files(ctx, _CANDIDATE_RE, self.name, extra=extra))
+        for path, tree in ctx.python_trees(paths):
+            with ctx.skip_too_deep(path):
                 findings.extend(self._file(path, tree, info_logs))
-            except RecursionError:  # pathologically nested expressions (generated code)
-                ctx.warn("skipped: expressions nested too deeply to analyse", path)
         return findings + _inherited_metrics(findings, reach, index)
 
     def _file(self, path: str, tree: ast.Module, info_logs: bool) -> list[Finding]:

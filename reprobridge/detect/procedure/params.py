@@ -207,14 +207,9 @@ class ParamsDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
-        for path in sorted(candidate_files(ctx)):
-            tree = ctx.index.parse_python(path)
-            if tree is None:
-                continue
-            try:
+        for path, tree in ctx.python_trees(sorted(candidate_files(ctx))):
+            with ctx.skip_too_deep(path):
                 findings.extend(self._file(ctx, path, tree))
-            except RecursionError:  # pathologically nested expressions (generated code)
-                ctx.warn("skipped: expressions nested too deeply to analyse", path)
         return findings
 
     def _file(self, ctx: DetectContext, path: str, tree: ast.Module) -> list[Finding]:
@@ -259,7 +254,7 @@ class ParamsDetector(Detector):
                     note=note,
                 )
             )
-        seed = self._seed(path, tree, imports, by_name)
+        seed = self._param_seed(path, by_name) or self._call_seed(path, tree, imports)
         if seed:
             findings.append(seed)
         loops = unbounded_loops(tree, imports)
@@ -271,34 +266,35 @@ class ParamsDetector(Detector):
                 findings.append(self._unbounded(found[0], [found[1]], by_name, entry=path))
         return findings
 
-    def _seed(
-        self,
-        path: str,
-        tree: ast.Module,
-        imports: dict[str, str],
-        by_name: dict[str, tuple[Param, Evidence]],
-    ) -> Finding | None:
+    def _param_seed(self, path: str, by_name: dict[str, tuple[Param, Evidence]]) -> Finding | None:
+        """The ``seed`` finding of a seed parameter (``--seed``, ``random_seed``; ``seed``
+        itself first), high confidence; None without one."""
         names = sorted(
             (n for n in by_name if n.lower() in SEED_NAMES or n.lower().endswith("_seed")),
             key=lambda n: (n.lower() != "seed", n.lower() not in SEED_NAMES, n),
         )
-        if names:
-            param, ev = by_name[names[0]]
-            default = (
-                param.default
-                if isinstance(param.default, int) and not isinstance(param.default, bool)
-                else None
-            )
-            return Finding(
-                kind="seed",
-                key=path,
-                value=SeedValue(path, param.flag, default, param.syntax),
-                evidence=(ev,),
-                detector=self.name,
-                confidence="high",
-                note=f"parameter {param.name}"
-                + ("" if default is not None else "; no literal default"),
-            )
+        if not names:
+            return None
+        param, ev = by_name[names[0]]
+        default = (
+            param.default
+            if isinstance(param.default, int) and not isinstance(param.default, bool)
+            else None
+        )
+        return Finding(
+            kind="seed",
+            key=path,
+            value=SeedValue(path, param.flag, default, param.syntax),
+            evidence=(ev,),
+            detector=self.name,
+            confidence="high",
+            note=f"parameter {param.name}"
+            + ("" if default is not None else "; no literal default"),
+        )
+
+    def _call_seed(self, path: str, tree: ast.Module, imports: dict[str, str]) -> Finding | None:
+        """The ``seed`` finding of the file's seeding calls (``torch.manual_seed(0)``): medium
+        confidence with a literal, low from a computed value; None without a call."""
         calls = list(seed_calls(tree, imports))
         if not calls:
             return None

@@ -152,3 +152,35 @@ def test_tests_and_unparsable_files_are_ignored(make_repo) -> None:
         },
     )
     assert ctx.findings == []
+
+
+def test_a_file_too_deep_to_analyse_is_skipped_with_a_warning(make_repo, monkeypatch) -> None:
+    """A RecursionError while analysing one file (generated code nests expressions deeper
+    than a recursive walk goes) skips that file with a warning; the others are still read,
+    and a file that does not parse is passed over."""
+    from reprobridge.detect.procedure import params
+
+    real = params.cli_params
+
+    def deep_in_gen(tree: ast.Module, imports: dict[str, str]):
+        if any(isinstance(n, ast.Name) and n.id == "GENERATED" for n in ast.walk(tree)):
+            raise RecursionError("maximum recursion depth exceeded")
+        return real(tree, imports)
+
+    monkeypatch.setattr(params, "cli_params", deep_in_gen)
+    script = "import argparse\np = argparse.ArgumentParser()\np.add_argument('--seed', type=int, default={})\n"
+    ctx = run(
+        make_repo,
+        {
+            "train.py": script.format(1) + "if __name__ == '__main__':\n    p.parse_args()\n",
+            "gen.py": script.format(2)
+            + "GENERATED = 1\nif __name__ == '__main__':\n    p.parse_args()\n",
+            "broken.py": "def (:\nif __name__ == '__main__':\n    pass\n",
+        },
+    )
+    seeds = {f.key: f.value for f in ctx.of(SeedValue)}
+    assert seeds["train.py"].default == 1
+    assert "gen.py" not in seeds
+    deep = [w for w in ctx.warnings if w.path == "gen.py"]
+    assert [w.message for w in deep] == ["skipped: expressions nested too deeply to analyse"]
+    assert not [w for w in ctx.warnings if w.path == "broken.py" and "nested" in w.message]
