@@ -25,10 +25,10 @@ from collections.abc import Iterable, Iterator
 from collections.abc import Set as AbstractSet
 from pathlib import PurePosixPath
 
+from reprobridge.detect._notebook import notebook_code
 from reprobridge.detect._text import is_test_path, skip_path
 from reprobridge.detect.base import DetectContext
 from reprobridge.detect.index import RepoIndex, import_statements
-from reprobridge.detect.procedure.notebooks import notebook_code
 
 #: Files one procedure detector parses at most.
 MAX_PARSED = 200

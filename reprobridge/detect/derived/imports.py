@@ -26,6 +26,7 @@ import sys
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from reprobridge.detect._notebook import json_line_of, notebook_code, notebook_shell_lines
 from reprobridge.detect._pkgmap import (
     GOOGLE_SUBPACKAGES,
     IMPORT_TO_DIST,
@@ -42,7 +43,6 @@ from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidenc
 from reprobridge.detect.derived._guards import ImportSite, import_sites
 from reprobridge.detect.findings import OptionalImportValue, RequirementValue
 from reprobridge.detect.index import scan_imports
-from reprobridge.detect.procedure.notebooks import json_line_of, notebook_code, notebook_shell_lines
 
 NOTE = "imported but not declared in any dependency file"
 #: A ``try`` statement: without one, no import of a file is guarded.

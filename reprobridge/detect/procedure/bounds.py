@@ -49,13 +49,13 @@ import shlex
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, replace
 
+from reprobridge.detect._notebook import json_line_of, parsed_code_cells
 from reprobridge.detect._pyast import defaults_of, dotted, nodes_of, walk_shallow
 from reprobridge.detect._select import resolve_import
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import BoundValue, ExperimentValue
 from reprobridge.detect.procedure._literal import LiteralBound, Site
 from reprobridge.detect.procedure.configbounds import CONFIG_SUFFIXES, config_bounds
-from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
 from reprobridge.detect.runbounds import smoke_value
 from reprobridge.manifest.schema import edit_place
 

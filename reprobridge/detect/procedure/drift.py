@@ -46,12 +46,12 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from reprobridge.data import API_DRIFT_FILE, load
+from reprobridge.detect._notebook import json_line_of, parsed_code_cells
 from reprobridge.detect._pyast import dotted, import_map_of, nodes_of
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DriftValue
 from reprobridge.detect.procedure.bounds import SourceLines
-from reprobridge.detect.procedure.notebooks import json_line_of, parsed_code_cells
 from reprobridge.manifest.schema import DOTTED_NAME_PATTERN, edit_place
 
 #: What a table name and a replacement must be: the manifest's edits write nothing else.

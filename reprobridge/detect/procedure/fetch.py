@@ -39,11 +39,11 @@ import ast
 import posixpath
 from pathlib import PurePosixPath
 
+from reprobridge.detect._notebook import json_line_of
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DatasetValue, ExperimentValue, FetchValue, InputValue
 from reprobridge.detect.procedure._io_calls import IoCall, called_names, function_at, io_calls
-from reprobridge.detect.procedure.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60

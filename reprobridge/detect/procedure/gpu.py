@@ -28,10 +28,10 @@ import io
 import re
 import tokenize
 
+from reprobridge.detect._notebook import json_line_of
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import HardwareValue, NvccValue
-from reprobridge.detect.procedure.notebooks import json_line_of
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60

@@ -8,8 +8,8 @@ medium confidence. A notebook that is not valid JSON (or not nbformat) is
 ``ctx.warn``-ed and skipped.
 
 Imports are left to the imports detector, which reads the code cells through
-:func:`notebook_code` (IPython magics and shell escapes blanked). What this detector adds
-from the cells:
+:func:`~reprobridge.detect._notebook.notebook_code` (IPython magics and shell escapes
+blanked). What this detector adds from the cells:
 
 * ``metric`` candidates from saved outputs (stream text and ``text/plain`` results): lines
   such as ``test accuracy: 0.912`` or ``f1=0.87`` whose label names a result, with a regex
@@ -30,13 +30,19 @@ Evidence lines point into the ``.ipynb`` JSON (the line holding the matched text
 from __future__ import annotations
 
 import ast
-import functools
 import json
 import re
 import shlex
 from pathlib import PurePosixPath
 from typing import Any
 
+from reprobridge.detect._notebook import (
+    cell_code,
+    cell_source,
+    json_line_of,
+    output_texts,
+    parsed_cell,
+)
 from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
 from reprobridge.detect._text import slugify, unique_id
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
@@ -51,105 +57,6 @@ from reprobridge.detect.procedure._printed import (
     printed_line,
 )
 
-_MAGIC_RE = re.compile(r"^\s*[%!?]")
-#: ``files = !ls`` / ``t = %timeit f()``: an assignment from a magic or a shell escape.
-_ASSIGNED_MAGIC_RE = re.compile(r"^\s*[\w.,\s]+=\s*[%!]")
-#: Cell magics whose body is still Python (``%%time``); any other (``%%bash``) is not.
-_PYTHON_CELL_MAGICS = frozenset({"time", "timeit", "capture", "prun", "debug", "memit"})
-
-
-def _source(cell: dict[str, Any]) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else str(src)
-
-
-def _is_magic(line: str) -> bool:
-    stripped = line.rstrip()
-    return bool(
-        _MAGIC_RE.match(line)
-        or _ASSIGNED_MAGIC_RE.match(line)
-        or (stripped.endswith("?") and not stripped.lstrip().startswith("#"))
-    )
-
-
-@functools.lru_cache(maxsize=1024)
-def cell_code(source: str) -> str:
-    """The Python of one code cell: magic, shell-escape and help lines blanked (line count
-    kept); a cell magic other than the timing/capture ones (``%%bash``) blanks the cell.
-    Memoized: every notebook reader asks for each cell's code, several times."""
-    lines = source.splitlines()
-    first = next((ln.strip() for ln in lines if ln.strip()), "")
-    if first.startswith("%%"):
-        magic = first[2:].split(None, 1)[0] if len(first) > 2 else ""
-        if magic not in _PYTHON_CELL_MAGICS:
-            return "\n" * len(lines)
-    return "\n".join("" if _is_magic(line) else line for line in lines)
-
-
-def notebook_cells(text: str) -> list[dict[str, Any]] | None:
-    """The cell dicts of an nbformat-4 notebook's JSON ``text``; None when it is not one."""
-    try:
-        nb = json.loads(text)
-    except (json.JSONDecodeError, RecursionError):
-        return None
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if not isinstance(cells, list):
-        return None
-    return [c for c in cells if isinstance(c, dict)]
-
-
-def notebook_code(text: str) -> str | None:
-    """The Python of every code cell of the notebook ``text``, in order, one cell after the
-    other (see :func:`cell_code`); None when ``text`` is not an nbformat-4 notebook."""
-    cells = notebook_cells(text)
-    if cells is None:
-        return None
-    return "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
-
-
-def notebook_shell_lines(text: str) -> list[str]:
-    """The shell-escape and ``%pip``/``%conda`` lines of the notebook's code cells
-    (``!pip install x``), without the escape character."""
-    out: list[str] = []
-    for cell in notebook_cells(text) or []:
-        if cell.get("cell_type") != "code":
-            continue
-        for line in _source(cell).splitlines():
-            stripped = line.strip()
-            if stripped.startswith(("!", "%pip ", "%conda ")):
-                out.append(stripped[1:].strip())
-    return out
-
-
-def json_line_of(raw_lines: list[str], needle: str) -> int | None:
-    """The 1-based line of the notebook JSON holding the code line ``needle``."""
-    return _line_of(raw_lines, needle, 0)
-
-
-def _output_texts(cell: dict[str, Any]) -> list[str]:
-    texts: list[str] = []
-    for out in cell.get("outputs") or []:
-        if not isinstance(out, dict):
-            continue
-        if out.get("output_type") == "stream":
-            raw = out.get("text", "")
-        else:
-            raw = (out.get("data") or {}).get("text/plain", "")
-        texts.append("".join(raw) if isinstance(raw, list) else str(raw))
-    return texts
-
-
-def _line_of(raw_lines: list[str], needle: str, start: int) -> int | None:
-    # The JSON escapes quotes and backslashes; search for the escaped form.
-    escaped = json.dumps(needle)[1:-1]
-    for i in range(start, len(raw_lines)):
-        if escaped in raw_lines[i]:
-            return i + 1
-    for i, line in enumerate(raw_lines):
-        if escaped in line:
-            return i + 1
-    return None
-
 
 def _python2(cells: list[dict[str, Any]]) -> bool:
     """Whether a code cell is Python 2 (``print 'x'``, backquotes), which no current
@@ -157,50 +64,12 @@ def _python2(cells: list[dict[str, Any]]) -> bool:
     for cell in cells:
         if cell.get("cell_type") != "code":
             continue
-        parsed = parsed_cell(cell_code(_source(cell)))
+        parsed = parsed_cell(cell_code(cell_source(cell)))
         if isinstance(parsed, SyntaxError):
             line = (parsed.text or "").strip()
             if re.match(r"print\s+[^\s(=]", line) or "`" in line or "<>" in line:
                 return True
     return False
-
-
-@functools.lru_cache(maxsize=256)
-def parsed_cell(code: str) -> ast.Module | SyntaxError | None:
-    """``ast.parse(code)``; the SyntaxError; None for code that cannot be parsed otherwise
-    (NUL bytes, nesting too deep). Memoized: the detector reads each code cell three times
-    (the Python 2 check, its metrics, the seed), and parsing was most of its time. The
-    trees are shared, so callers only read them (``nodes_of`` caches its walk on them)."""
-    try:
-        return ast.parse(code)
-    except SyntaxError as exc:
-        return exc
-    except (ValueError, RecursionError):
-        return None
-
-
-def parsed_code_cells(text: str) -> list[tuple[int, str, ast.Module]]:
-    """(cell number, code, tree) of each code cell of the notebook ``text`` that parses, in
-    order; cells are counted from 1 over every cell (markdown too), as an edit's ``cell``
-    is. The code is :func:`cell_code`'s: magics blanked, the cell's own lines kept, so the
-    lines and columns of its nodes are the cell's, as ``repro/derive.py`` counts them
-    (``str.splitlines``). Empty for text that is no notebook."""
-    try:
-        nb = json.loads(text)
-    except (ValueError, RecursionError):
-        return []
-    cells = nb.get("cells") if isinstance(nb, dict) else None
-    if not isinstance(cells, list):
-        return []
-    parsed: list[tuple[int, str, ast.Module]] = []
-    for number, cell in enumerate(cells, 1):
-        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
-            continue
-        code = cell_code(_source(cell))
-        tree = parsed_cell(code)  # memoized: shared with the other notebook readers
-        if isinstance(tree, ast.Module):
-            parsed.append((number, code, tree))
-    return parsed
 
 
 def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
@@ -212,7 +81,7 @@ def _notebook_imports(cells: list[dict[str, Any]]) -> dict[str, str]:
     parsing every cell a second time. Otherwise (say a cell continued by the next one)
     the joined code is parsed, as that is what decides.
     """
-    codes = [cell_code(_source(c)) for c in cells if c.get("cell_type") == "code"]
+    codes = [cell_code(cell_source(c)) for c in cells if c.get("cell_type") == "code"]
     trees = [parsed_cell(code) for code in codes]
     modules = [t for t in trees if isinstance(t, ast.Module)]
     if len(modules) == len(trees):
@@ -247,7 +116,7 @@ def _cell_metrics(
     out: list[tuple[PrintedMetric, int | None]] = []
     for m in sorted(found, key=lambda m: (m.line, m.name)):
         needle = lines[m.line - 1].strip() if 0 < m.line <= len(lines) else ""
-        out.append((m, _line_of(raw_lines, needle, cursor) if needle else None))
+        out.append((m, json_line_of(raw_lines, needle, cursor) if needle else None))
     return out
 
 
@@ -319,7 +188,7 @@ class NotebooksDetector(Detector):
                 heading = next(
                     (
                         ln.lstrip("#").strip()
-                        for ln in _source(cell).splitlines()
+                        for ln in cell_source(cell).splitlines()
                         if ln.startswith("#")
                     ),
                     "",
@@ -360,9 +229,9 @@ class NotebooksDetector(Detector):
         for cell in cells:
             if cell.get("cell_type") != "code":
                 continue
-            source = _source(cell)
+            source = cell_source(cell)
             first = source.splitlines()[0] if source.strip() else ""
-            src_line = _line_of(raw_lines, first, cursor) if first else None
+            src_line = json_line_of(raw_lines, first, cursor) if first else None
             if src_line:
                 cursor = src_line
             if seed is None:
@@ -380,19 +249,21 @@ class NotebooksDetector(Detector):
                         key=path,
                         value=SeedValue(path, None, value),
                         evidence=(
-                            Evidence(path, _line_of(raw_lines, needle, cursor) if needle else None),
+                            Evidence(
+                                path, json_line_of(raw_lines, needle, cursor) if needle else None
+                            ),
                         ),
                         detector=self.name,
                         confidence="medium",
                         note="literal seed in a code cell",
                     )
             code_metrics.extend(_cell_metrics(source, raw_lines, cursor, imports))
-            for out_text in _output_texts(cell):
+            for out_text in output_texts(cell):
                 for name, regex, shown, matched in output_metrics(out_text):
                     if name in metrics:
                         continue
                     note = f"saved output shows {matched.strip()!r} (value {shown})"
-                    at = _line_of(raw_lines, matched, cursor)
+                    at = json_line_of(raw_lines, matched, cursor)
                     metrics[name] = self._metric(path, name, regex, at, "medium", note)
         # What the code cells print: the metric the executed notebook will show, whether or
         # not the saved outputs show it (outputs are often cleared before a commit).

@@ -73,10 +73,10 @@ def _joined_imports(cells: list[dict]) -> dict[str, str]:
     """The definition _notebook_imports keeps: the code cells joined, parsed as one module."""
     import ast
 
+    from reprobridge.detect._notebook import cell_code, cell_source
     from reprobridge.detect._pyast import import_map
-    from reprobridge.detect.procedure.notebooks import _source, cell_code
 
-    code = "\n".join(cell_code(_source(c)) for c in cells if c.get("cell_type") == "code")
+    code = "\n".join(cell_code(cell_source(c)) for c in cells if c.get("cell_type") == "code")
     try:
         return import_map(ast.parse(code))
     except (SyntaxError, ValueError, RecursionError):
