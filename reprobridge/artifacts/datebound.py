@@ -58,11 +58,6 @@ class Relaxation:
     bound: str
     why: str
 
-    @property
-    def setting(self) -> str:
-        """uv's ``NAME=DATE`` form (``--exclude-newer-package``)."""
-        return f"{self.package}={self.bound}"
-
 
 @dataclass(frozen=True)
 class BoundedResolution:
@@ -90,9 +85,15 @@ def filtered_by_bound(stderr: str) -> list[str]:
     return sorted({canonicalize_name(next(filter(None, m))) for m in _FILTERED.findall(stderr)})
 
 
+def package_bound_flags(bounds: Iterable[tuple[str, str]]) -> list[str]:
+    """uv's command-line flags for per-package date bounds ``(NAME, DATE)``:
+    ``--exclude-newer-package NAME=DATE`` each, in order."""
+    return [a for name, bound in bounds for a in ("--exclude-newer-package", f"{name}={bound}")]
+
+
 def relaxation_flags(relaxed: Iterable[Relaxation]) -> list[str]:
     """uv's command-line flags for ``relaxed``."""
-    return [a for r in relaxed for a in ("--exclude-newer-package", r.setting)]
+    return package_bound_flags((r.package, r.bound) for r in relaxed)
 
 
 def relaxation_notes(relaxed: Iterable[Relaxation], exclude_newer: str) -> list[str]:

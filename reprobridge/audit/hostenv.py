@@ -36,6 +36,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from reprobridge import _proc
+from reprobridge.artifacts.datebound import package_bound_flags
 from reprobridge.artifacts.pyenv import TorchRouting, torch_routing
 from reprobridge.manifest.schema import Manifest
 
@@ -136,8 +137,7 @@ def pip_inputs(
         flags += ["-c", str(constraints)]
     if install.exclude_newer:
         flags += ["--exclude-newer", install.exclude_newer]
-        for name, bound in install.exclude_newer_package:
-            flags += ["--exclude-newer-package", f"{name}={bound}"]
+        flags += package_bound_flags(install.exclude_newer_package)
     for url in install.indexes:
         flags += ["--extra-index-url", url]
     return flags
