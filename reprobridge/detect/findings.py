@@ -394,11 +394,28 @@ class BoundValue(EntryValue, kind="bound"):
     every: int = 0
 
 
+class Removal(_Record):
+    """One entry of ``reprobridge/data/api_drift.toml`` (its header describes the fields):
+    ``name``, fully qualified, is gone from ``distribution`` since ``removed_in``;
+    ``replacement`` names what replaces it and ``source`` where the removal is documented."""
+
+    distribution: str
+    name: str
+    removed_in: str
+    replacement: str
+    source: str
+
+    @property
+    def condition(self) -> str:
+        """``jax>=0.3.16``: the versions that lack the name (a renaming edit's ``when``)."""
+        return f"{self.distribution}>={self.removed_in}"
+
+
 class DriftValue(EntryValue, kind="api_drift"):
     """[entry::line:column, a notebook's entry::cell:line:column]: a reference of an
     experiment's entry file to a name a later release of a package removed
     (:mod:`reprobridge.detect.procedure.drift`; the names are data in
-    ``reprobridge/data/api_drift.toml``).
+    ``reprobridge/data/api_drift.toml``, each a :class:`Removal`).
 
     ``file`` is where the reference is: the entry, or a repository module the entry
     imports (reported so the guide can name it; only the entry is edited).
@@ -407,9 +424,12 @@ class DriftValue(EntryValue, kind="api_drift"):
     statement), as a bound's are placed (:class:`BoundValue`). ``value`` is what replaces
     that text, spelled through the code's own alias (``np.float64``), or "" where no edit of
     that text alone can name the replacement (``from jax import tree_multimap``): such a
-    reference is reported, never rewritten. ``name`` is the removed name fully qualified,
-    ``distribution`` the package that removed it in ``removed_in``, ``replacement`` the
-    table's replacement and ``source`` where the removal is documented; ``code`` the line."""
+    reference is reported, never rewritten. ``removal`` is the table's entry for the name;
+    ``code`` the line.
+
+    The fields of a renaming edit (:class:`~reprobridge.manifest.schema.SourceEdit`) have
+    the same names and meanings (``when`` is the removal's :attr:`Removal.condition`):
+    :mod:`reprobridge.recovery.drift` builds the edit from the value's attributes."""
 
     file: str
     cell: int | None
@@ -417,9 +437,10 @@ class DriftValue(EntryValue, kind="api_drift"):
     column: int
     was: str
     value: str
-    name: str
-    distribution: str
-    removed_in: str
-    replacement: str
-    source: str
+    removal: Removal
     code: str
+
+    @property
+    def when(self) -> str:
+        """The versions the edit applies to (``jax>=0.3.16``)."""
+        return self.removal.condition

@@ -38,8 +38,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from reprobridge.detect.base import Finding
-from reprobridge.detect.findings import DriftValue, select
-from reprobridge.detect.procedure.drift import removals
+from reprobridge.detect.findings import DriftValue, Removal, select
 from reprobridge.manifest.io import digest
 from reprobridge.manifest.schema import (
     Derivation,
@@ -84,16 +83,16 @@ def _entry(exp: Experiment, entries: set[str]) -> str | None:
     return next((f for f in named if f in entries), None)
 
 
-def _removal_note(v: DriftValue, versions: dict[str, list[Version]]) -> str:
-    held = versions.get(v.distribution)
+def _removal_note(removal: Removal, versions: dict[str, list[Version]]) -> str:
+    held = versions.get(removal.distribution)
     have = (
         f"Python {held[0]} (environment.python)"
-        if v.distribution == "python" and held
-        else f"{v.distribution} {', '.join(map(str, held))} (locked)"
+        if removal.distribution == "python" and held
+        else f"{removal.distribution} {', '.join(map(str, held))} (locked)"
         if held
-        else f"{v.distribution} (not locked: the run's version decides)"
+        else f"{removal.distribution} (not locked: the run's version decides)"
     )
-    return f"{have} removed {v.name} in {v.removed_in}: {v.source}"
+    return f"{have} removed {removal.name} in {removal.removed_in}: {removal.source}"
 
 
 def _with_edits(
@@ -131,7 +130,12 @@ def with_drift_edits(
             continue
         mine = sorted(
             (r for r in refs if r.value.entry == entry),
-            key=lambda r: (r.value.file != entry, r.value.file, r.value.cell or 0, r.value.line),
+            key=lambda r: (
+                r.value.file != entry,
+                r.value.file,
+                r.value.cell or 0,
+                r.value.line,
+            ),
         )
         edits: list[SourceEdit] = []
         sources: list[str] = []
@@ -140,29 +144,20 @@ def with_drift_edits(
         left: list[str] = []
         for r in mine:
             v = r.value
-            held = versions.get(v.distribution)
-            if held and max(held) < Version(v.removed_in):
+            held = versions.get(v.removal.distribution)
+            if held and max(held) < Version(v.removal.removed_in):
                 continue  # every locked version still has the name
             if not v.value or v.file != entry:
                 # No name edit fixes it, or it is in a module the entry imports: a tier
                 # edits one file, the one the command runs.
                 left.append(
-                    f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.name}, replaced by {v.replacement})"
+                    f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.removal.name}, "
+                    f"replaced by {v.removal.replacement})"
                 )
                 continue
-            edits.append(
-                SourceEdit(
-                    file=entry,
-                    cell=v.cell,
-                    line=v.line,
-                    column=v.column,
-                    was=v.was,
-                    value=v.value,
-                    when=removals()[v.name].condition,
-                    code=v.code or None,
-                )
-            )
-            why = _removal_note(v, versions)
+            # The value names the edit's fields as SourceEdit does (see DriftValue).
+            edits.append(SourceEdit.model_validate(v, from_attributes=True))
+            why = _removal_note(v.removal, versions)
             sources += [*r.sources(), f"rb rule: {why}"]
             renamed.setdefault((v.was, v.value, why), []).append(edit_place(v.cell, v.line))
         if left:

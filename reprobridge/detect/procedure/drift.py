@@ -3,13 +3,14 @@
 Code written in 2022 calls ``jax.tree_multimap``; the environment a lock gives it today may
 have a jax without it (removed in 0.3.16), and the run stops on an ``AttributeError`` a
 person fixes by changing one name. The removed names, the release that removed each and
-its replacement are data (``reprobridge/data/api_drift.toml``, typed here as
-:class:`Removal`); this detector reads the entry file of every experiment found before it
-(a ``.py`` or ``.ipynb``, a notebook's code cells as one program, parsed with the helpers
-the other procedure detectors share) and reports each reference to such a name as an
-``api_drift`` finding (:class:`~reprobridge.detect.findings.DriftValue`), with its exact
-text and place. Whether a reference becomes an edit depends on the locked versions, which
-only the lock knows: :mod:`reprobridge.recovery.drift` decides after ``rb init`` locks.
+its replacement are data (``reprobridge/data/api_drift.toml``, each entry a
+:class:`~reprobridge.detect.findings.Removal`); this detector reads the entry file of every
+experiment found before it (a ``.py`` or ``.ipynb``, a notebook's code cells as one program,
+parsed with the helpers the other procedure detectors share) and reports each reference to
+such a name as an ``api_drift`` finding (:class:`~reprobridge.detect.findings.DriftValue`),
+with its exact text and place and the table's entry. Whether a reference becomes an edit depends on the locked versions,
+which only the lock knows: :mod:`reprobridge.recovery.drift` decides after ``rb init``
+locks.
 
 What counts (never executing anything; names resolve through the file's own imports, so
 ``np.float`` after ``import numpy as np`` is ``numpy.float`` and a local ``np`` is not):
@@ -36,10 +37,8 @@ from __future__ import annotations
 
 import ast
 import builtins
-import itertools
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 
 from packaging.utils import canonicalize_name
@@ -50,28 +49,12 @@ from reprobridge.detect._notebook import json_line_of, parsed_code_cells
 from reprobridge.detect._pyast import dotted, import_map_of, nodes_of
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import DriftValue
+from reprobridge.detect.findings import DriftValue, Removal
 from reprobridge.detect.procedure.bounds import SourceLines
 from reprobridge.manifest.schema import DOTTED_NAME_PATTERN, edit_place
 
 #: What a table name and a replacement must be: the manifest's edits write nothing else.
 DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
-
-
-@dataclass(frozen=True)
-class Removal:
-    """One entry of ``api_drift.toml`` (see the file's header for the fields)."""
-
-    distribution: str
-    name: str
-    removed_in: str
-    replacement: str
-    source: str
-
-    @property
-    def condition(self) -> str:
-        """``jax>=0.3.16``: the versions that lack the name (the edit's ``when``)."""
-        return f"{self.distribution}>={self.removed_in}"
 
 
 @cache
@@ -109,19 +92,6 @@ def removals() -> dict[str, Removal]:
     return out
 
 
-@dataclass(frozen=True)
-class Reference:
-    """A reference found in one piece of code: where, its text, and the edit (``value``
-    is "" when no edit of ``was`` alone fixes it)."""
-
-    line: int
-    column: int
-    was: str
-    value: str
-    removal: Removal
-    code: str
-
-
 def _spelled(name: str, imports: dict[str, str], replacement: str) -> str:
     """The replacement of ``name`` (an attribute chain as the code spells it) spelled through
     the code's own alias, or "" when it cannot be (another top-level package)."""
@@ -140,12 +110,16 @@ def _find(line: str, pattern: str) -> tuple[int, str] | None:
     return (match.start(1), match.group(1)) if match else None
 
 
-def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator[Reference]:
-    """Every reference of ``tree`` (parsed from ``code``) to a removed name, in source
-    order; ``imports`` is the file's import map (a notebook's: all its cells')."""
+def references(
+    code: str, tree: ast.Module, imports: dict[str, str], entry: str, file: str, cell: int | None
+) -> Iterator[DriftValue]:
+    """Every reference of ``tree`` (parsed from ``code``, the text of ``file`` or of its
+    notebook cell ``cell``) to a removed name, in source order, as ``entry``'s findings'
+    values; ``imports`` is the file's import map (a notebook's: all its cells')."""
     table = removals()
     src = SourceLines(code)
-    found: list[Reference] = []
+    # (line, column, was, value, removal, code): the rest of a DriftValue, in its order.
+    found: list[tuple[int, int, str, str, Removal, str]] = []
     for node in nodes_of(tree, ast.Attribute):
         name = dotted(node)
         if name is None or name.split(".")[0] not in imports:
@@ -157,7 +131,7 @@ def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator
             continue  # split over lines, or with spaces or comments inside: left alone
         column, was, line = span
         value = _spelled(name, imports, removal.replacement)
-        found.append(Reference(node.lineno, column, was, value, removal, line))
+        found.append((node.lineno, column, was, value, removal, line))
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue
@@ -184,7 +158,7 @@ def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator
         at = _find(text, r"\bfrom\s+(" + re.escape(node.module) + r")\s+import\b")
         if at is None:
             continue
-        found.append(Reference(node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
+        found.append((node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
     for node in nodes_of(tree, ast.Import):
         if not 0 < node.lineno <= len(src.lines):
             continue
@@ -199,8 +173,9 @@ def references(code: str, tree: ast.Module, imports: dict[str, str]) -> Iterator
             if at is None:
                 continue
             value = removal.replacement if keeps_binding else ""
-            found.append(Reference(node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
-    yield from sorted(found, key=lambda r: (r.line, r.column))
+            found.append((node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
+    for hit in sorted(found, key=lambda h: h[:2]):
+        yield DriftValue(entry, file, cell, *hit)
 
 
 #: Repository modules per entry whose references are reported too (breadth first from the
@@ -218,7 +193,7 @@ class DriftDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
-        modules: dict[str, list[Reference]] = {}
+        parsed: dict[str, tuple[str, ast.Module, dict[str, str]] | None] = {}
         py_paths = set(ctx.index.py_scan())
         for entry in ctx.experiment_entries(".py", ".ipynb"):
             text = ctx.index.try_read_text(entry)
@@ -226,30 +201,28 @@ class DriftDetector(Detector):
                 continue
             if entry.endswith(".ipynb"):
                 findings += self._notebook(entry, text)
-            else:
-                findings += [
-                    self._finding(entry, entry, None, r, r.line)
-                    for r in self._module(ctx, entry, modules)
-                ]
-            closure = import_closure(ctx, entry, py_paths, MODULE_LIMIT + 1)
-            for path, _ in itertools.islice(closure, 1, None):
-                findings += [
-                    self._finding(entry, path, None, r, r.line)
-                    for r in self._module(ctx, path, modules)
-                ]
+            # The entry (a script) and the repository modules it imports; a notebook's
+            # own cells were read above.
+            for path, _ in import_closure(ctx, entry, py_paths, MODULE_LIMIT + 1):
+                module = self._parsed(ctx, path, parsed) if path.endswith(".py") else None
+                if module is not None:
+                    findings += [
+                        self._finding(v, v.line) for v in references(*module, entry, path, None)
+                    ]
         return findings
 
     @staticmethod
-    def _module(ctx: DetectContext, path: str, seen: dict[str, list[Reference]]) -> list[Reference]:
-        """The references of the Python file ``path`` (read once per detector run)."""
+    def _parsed(
+        ctx: DetectContext,
+        path: str,
+        seen: dict[str, tuple[str, ast.Module, dict[str, str]] | None],
+    ) -> tuple[str, ast.Module, dict[str, str]] | None:
+        """The text, tree and import map of the Python file ``path`` (read once per detector
+        run), or None when it does not read or parse."""
         if path not in seen:
             text = ctx.index.try_read_text(path)
             tree = ctx.index.parse_python(path) if text is not None else None
-            seen[path] = (
-                list(references(text, tree, import_map_of([tree])))
-                if text is not None and tree is not None
-                else []
-            )
+            seen[path] = (text, tree, import_map_of([tree])) if text and tree else None
         return seen[path]
 
     def _notebook(self, entry: str, text: str) -> list[Finding]:
@@ -258,39 +231,21 @@ class DriftDetector(Detector):
         imports = import_map_of([tree for _, _, tree in parsed])
         raw_lines = text.splitlines()
         return [
-            self._finding(entry, entry, number, r, json_line_of(raw_lines, r.code))
+            self._finding(v, json_line_of(raw_lines, v.code))
             for number, code, tree in parsed
-            for r in references(code, tree, imports)
+            for v in references(code, tree, imports, entry, entry, number)
         ]
 
-    def _finding(
-        self, entry: str, path: str, cell: int | None, r: Reference, line: int | None
-    ) -> Finding[DriftValue]:
-        where = edit_place(cell, r.line)
-        removal = r.removal
-        value = DriftValue(
-            entry=entry,
-            file=path,
-            cell=cell,
-            line=r.line,
-            column=r.column,
-            was=r.was,
-            value=r.value,
-            name=removal.name,
-            distribution=removal.distribution,
-            removed_in=removal.removed_in,
-            replacement=removal.replacement,
-            source=removal.source,
-            code=r.code,
-        )
-        at = f"{path}::{'' if cell is None else f'{cell}:'}{r.line}:{r.column}"
+    def _finding(self, v: DriftValue, line: int | None) -> Finding[DriftValue]:
+        removal = v.removal
+        at = f"{v.file}::{'' if v.cell is None else f'{v.cell}:'}{v.line}:{v.column}"
         return Finding(
             kind="api_drift",
-            key=at if path == entry else f"{entry}->{at}",
-            value=value,
-            evidence=(Evidence(path, line),),
+            key=at if v.file == v.entry else f"{v.entry}->{at}",
+            value=v,
+            evidence=(Evidence(v.file, line),),
             detector=self.name,
             confidence="high",
-            note=f"{path} {where}: `{r.was}` ({removal.distribution} removed {removal.name} in "
-            f"{removal.removed_in})",
+            note=f"{v.file} {edit_place(v.cell, v.line)}: `{v.was}` ({removal.distribution} "
+            f"removed {removal.name} in {removal.removed_in})",
         )

@@ -10,8 +10,9 @@ import pytest
 
 from reprobridge.data import API_DRIFT_FILE, load
 from reprobridge.detect._pyast import import_map_of
+from reprobridge.detect.findings import DriftValue
 from reprobridge.detect.procedure import drift
-from reprobridge.detect.procedure.drift import Reference, references, removals
+from reprobridge.detect.procedure.drift import references, removals
 from reprobridge.manifest.schema import AT_LEAST_PATTERN, DOTTED_NAME_PATTERN
 
 
@@ -19,7 +20,7 @@ def _refs(code: str) -> list[tuple[int, int, str, str, str]]:
     tree = ast.parse(code)
     return [
         (r.line, r.column, r.was, r.value, r.removal.name)
-        for r in references(code, tree, import_map_of([tree]))
+        for r in references(code, tree, import_map_of([tree]), "t.py", "t.py", None)
     ]
 
 
@@ -151,8 +152,8 @@ def test_a_reference_split_over_lines_is_left_alone() -> None:
 
 def test_references_come_in_source_order_and_are_typed() -> None:
     code = "import numpy as np\nb = np.bool\na = np.int\n"
-    found = list(references(code, ast.parse(code), {"np": "numpy"}))
-    assert all(isinstance(r, Reference) for r in found)
+    found = list(references(code, ast.parse(code), {"np": "numpy"}, "t.py", "m.py", None))
+    assert all(isinstance(r, DriftValue) and (r.entry, r.file) == ("t.py", "m.py") for r in found)
     assert [(r.line, r.value) for r in found] == [(2, "bool"), (3, "int")]
 
 

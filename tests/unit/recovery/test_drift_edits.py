@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reprobridge.detect.base import Evidence, Finding
-from reprobridge.detect.findings import DriftValue
+from reprobridge.detect.findings import DriftValue, Removal
 from reprobridge.manifest.io import digest
 from reprobridge.manifest.schema import Manifest, SourceEdit
 from reprobridge.recovery._common import MergeResult
@@ -41,11 +41,13 @@ def _ref(
         column=13,
         was=was,
         value=value,
-        name=was,
-        distribution="jax",
-        removed_in=removed_in,
-        replacement="jax.tree_util.tree_map",
-        source="https://github.com/jax-ml/jax/releases/tag/jax-v0.3.16",
+        removal=Removal(
+            distribution="jax",
+            name=was,
+            removed_in=removed_in,
+            replacement="jax.tree_util.tree_map",
+            source="https://github.com/jax-ml/jax/releases/tag/jax-v0.3.16",
+        ),
         code=f"params = {was}(f, params, grads)",
     )
     return Finding("api_drift", f"{entry}::4:{line}:13", v, (Evidence(entry, 41),), "drift")
@@ -204,11 +206,13 @@ def _stdlib_ref(name: str, was: str, value: str, removed_in: str) -> Finding[Dri
         column=6,
         was=was,
         value=value,
-        name=name,
-        distribution="python",
-        removed_in=removed_in,
-        replacement=value,
-        source="https://docs.python.org/3/whatsnew/3.8.html#api-and-feature-removals",
+        removal=Removal(
+            distribution="python",
+            name=name,
+            removed_in=removed_in,
+            replacement=value,
+            source="https://docs.python.org/3/whatsnew/3.8.html#api-and-feature-removals",
+        ),
         code=f"t0 = {was}()",
     )
     return Finding("api_drift", "train.py::5:6", v, (Evidence("train.py", 5),), "drift")
