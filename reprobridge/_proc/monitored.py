@@ -387,6 +387,23 @@ def _exited(pid: int) -> bool:
     return info is not None
 
 
+@contextlib.contextmanager
+def signals_handled(handler: Callable[[int, object], None]) -> Iterator[None]:
+    """SIGINT and SIGTERM go to ``handler`` inside this, the previous handlers are put back
+    after: a supervisor (the auditor, the bench) stops its children and records what it
+    has instead of dying with them. Only the main thread can install handlers; elsewhere
+    nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def run_monitored(
     argv: Sequence[str],
     *,

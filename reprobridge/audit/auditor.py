@@ -40,7 +40,7 @@ from typing import Any, Literal
 from reprobridge import __version__, _proc, sandbox
 from reprobridge._log import emit
 from reprobridge._machine import MIN_NIX, Runner, dotted, nix_version
-from reprobridge._proc.monitored import Completed, StreamCapture, Termination
+from reprobridge._proc.monitored import Completed, StreamCapture, Termination, signals_handled
 from reprobridge.audit import fingerprint as fp
 from reprobridge.audit import limits
 from reprobridge.audit.backends import (
@@ -312,17 +312,8 @@ class _Interrupt:
         self.signum = signum
         self.event.set()
 
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[None]:
-        if threading.current_thread() is not threading.main_thread():
-            yield
-            return
-        old = {s: signal.signal(s, self._handler) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            yield
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
+    def installed(self) -> contextlib.AbstractContextManager[None]:
+        return signals_handled(self._handler)
 
 
 class AuditInterrupted(AuditError):

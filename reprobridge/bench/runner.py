@@ -25,12 +25,11 @@ import json
 import os
 import re
 import shutil
-import signal
 import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,7 +38,7 @@ from typing import Any
 import reprobridge
 from reprobridge import _proc
 from reprobridge._fs import write_atomic
-from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored
+from reprobridge._proc.monitored import MARKER_VAR, Completed, run_monitored, signals_handled
 from reprobridge.audit.threads import share_per_job, usable_cpus
 from reprobridge.bench.records import LEVELS, BenchReport, Dependencies, ExperimentRow, RepoRecord
 from reprobridge.bench.suite import RepoEntry, Suite, resolve_source
@@ -137,31 +136,37 @@ def run_bench(suite: Suite, base: Path, opts: BenchOptions) -> list[RepoRecord]:
     return [r for r in records if r is not None]
 
 
-@contextlib.contextmanager
-def _signals_stop(stop: threading.Event, caught: list[int]) -> Iterator[None]:
+def _signals_stop(
+    stop: threading.Event, caught: list[int]
+) -> contextlib.AbstractContextManager[None]:
     """On the main thread, SIGINT and SIGTERM set ``stop`` (and are noted in ``caught``)
     instead of killing the bench, so its children are stopped too. A bench started in the
     background has SIGINT ignored by its shell; this handler makes `kill -INT` work as well."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
 
     def handler(signum: int, frame: object) -> None:
         caught.append(signum)
         stop.set()
 
-    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        yield
-    finally:
-        for s, h in old.items():
-            signal.signal(s, h)
+    return signals_handled(handler)
+
+
+class _Interrupted(Exception):
+    """The bench was stopped while a child ran (:func:`_child`): no record is written."""
 
 
 def bench_one(
     entry: RepoEntry, base: Path, opts: BenchOptions, stop: threading.Event
 ) -> RepoRecord | None:
     """Bench one repository; write and return its record (None when interrupted)."""
+    try:
+        return _bench_one(entry, base, opts, stop)
+    except _Interrupted:
+        return None
+
+
+def _bench_one(
+    entry: RepoEntry, base: Path, opts: BenchOptions, stop: threading.Event
+) -> RepoRecord | None:
     say = opts.progress or (lambda _name, _text: None)
     if stop.is_set():
         return None
@@ -193,8 +198,6 @@ def bench_one(
         say(entry.name, "rb init")
         argv = [*opts.rb_argv, "init", str(work), "--json", "--agent", opts.agent]
         done = _child(argv, work, logs / "init", deadline, stop)
-        if done is None:
-            return None
         rec.init_exit, rec.init_s = done.termination.returncode, done.wall_s
         if (late := _past_limit(done, opts, "rb init")) is not None:
             return _finish(rec, opts, t0, "init", late)
@@ -234,8 +237,6 @@ def bench_one(
         "-q",
     ]
     done = _child(argv, work, logs / "audit", deadline, stop)
-    if done is None:
-        return None
     rec.audit_exit, rec.audit_s = done.termination.returncode, done.wall_s
     if (late := _past_limit(done, opts, "rb audit")) is not None:
         return _finish(rec, opts, t0, "environment", late)
@@ -370,8 +371,9 @@ def _commit_all(work: Path) -> None:
 
 def _child(
     argv: list[str], work: Path, log: Path, deadline: float, stop: threading.Event
-) -> Completed | None:
-    """Run one rb child until ``deadline``; None when the bench was interrupted."""
+) -> Completed:
+    """Run one rb child until ``deadline`` (its output in ``log``.stdout and .stderr);
+    raises :class:`_Interrupted` when ``stop`` ended it."""
     env = dict(os.environ)
     pkg_parent = str(Path(reprobridge.__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (pkg_parent, env.get("PYTHONPATH", "")) if p)
@@ -390,7 +392,9 @@ def _child(
         stop_event=stop,
         stop_reason=lambda: "rb bench interrupted",
     )
-    return None if done.termination.kind == "interrupted" else done
+    if done.termination.kind == "interrupted":
+        raise _Interrupted
+    return done
 
 
 def _json_or_none(path: Path) -> dict[str, Any] | None:
