@@ -23,7 +23,16 @@ Rules:
   values and the final one is the result. How many matches there were is reported.
 - An executed notebook prints into its cells, not to stdout: the text outputs (streams,
   and the ``text/plain`` of results and displays) of every declared output ending in
-  ``.ipynb`` are searched too, after the log (:func:`metric_log`).
+  ``.ipynb`` are searched too, after the log (:func:`metric_log`). A cell that raised
+  (an ``error`` output) shows no metric: a number it printed before raising proves
+  nothing, as a number printed by a run that then crashed proves nothing.
+- Cells that raised (:func:`raised_cells`). A notebook run past its errors
+  (``--allow-errors``) ends with exit 0 whatever its cells did, so its executed copy is
+  read: a cell that raised and that nothing marks as meant to raise (the
+  ``raises-exception`` cell tag, which Jupyter honours) leaves the run ``INCOMPLETE`` (a
+  line names each such cell and its error): it may be a teaching cell that raises on
+  purpose or a broken one, and only its authors can say which. A cell tagged
+  ``raises-exception`` that raised is what its authors said it does.
 - Ambiguity. The line the value is read from must hold one value: ``train acc=0.99 val
   acc=0.85`` matched by ``acc=([0-9.]+)`` is ambiguous (which one is meant?) and fails, quoting
   the line. Across lines the last match wins (the rule above), so a result printed twice
@@ -58,9 +67,10 @@ Rules:
 
 Output: one line per metric and output, then the verdict: ``PASS`` (at least one metric
 was compared with a threshold, and every check held), ``FAIL`` (a check failed) or
-``INCOMPLETE`` (nothing failed, but no metric or some metric was not judged: the line says
-which). Exit status 0 (pass), 1 (fail), 2 (usage error: bad arguments or an unreadable
-spec), 20 (incomplete; the same code as ``rb audit``'s INCOMPLETE).
+``INCOMPLETE`` (nothing failed, but no metric or some metric was not judged, or a notebook
+cell raised unmarked: the line says which). Exit status 0 (pass), 1 (fail), 2 (usage
+error: bad arguments or an unreadable spec), 20 (incomplete; the same code as ``rb
+audit``'s INCOMPLETE).
 """
 
 from __future__ import annotations
@@ -90,7 +100,9 @@ __all__ = [
     "has_thresholds",
     "judge_metric",
     "main",
+    "raised_cells",
     "tier_metrics",
+    "unexpected_raises",
 ]
 
 TIERS = ("full", "smoke")
@@ -142,7 +154,8 @@ class CheckResult:
     """The outcome of one check line (a metric or an output).
 
     ``judged`` is false for a metric whose value was extracted but compared with no
-    threshold (``UNJUDGED``): it fails nothing and passes nothing.
+    threshold (``UNJUDGED``), and for an executed notebook whose cells raised unmarked:
+    it fails nothing and passes nothing.
     """
 
     def __init__(
@@ -479,23 +492,112 @@ def _regex_value(regex: str, log_text: str, select: str) -> float:
     return value
 
 
+#: The cell tag with which Jupyter (nbclient, nbconvert) runs on past a cell that raises.
+RAISES_TAG = "raises-exception"
+
+
+def _notebook_cells(path: Path) -> list[Any]:
+    """The cells of the notebook at ``path``; [] when it is not a readable nbformat-4 one."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            nb = json.load(handle)
+    except (OSError, ValueError, RecursionError):
+        return []
+    cells = nb.get("cells") if isinstance(nb, dict) else None
+    return cells if isinstance(cells, list) else []
+
+
+def _outputs(cell: Any) -> list[Any]:
+    outputs = cell.get("outputs") if isinstance(cell, dict) else None
+    return outputs if isinstance(outputs, list) else []
+
+
+def _error_output(cell: Any) -> Any:
+    """The cell's first ``error`` output, or None."""
+    return next(
+        (o for o in _outputs(cell) if isinstance(o, dict) and o.get("output_type") == "error"),
+        None,
+    )
+
+
+class RaisedCell:
+    """A code cell of an executed notebook that raised.
+
+    ``cell`` counts every cell from 1 (markdown too), as a smoke edit's ``cell`` does;
+    ``error`` is ``Name: first line of the message`` (at most 200 characters);
+    ``expected`` is whether the cell carries the ``raises-exception`` tag.
+    """
+
+    def __init__(self, cell: int, error: str, expected: bool) -> None:
+        self.cell = cell
+        self.error = error
+        self.expected = expected
+
+    def describe(self) -> str:
+        return f"cell {self.cell} ({self.error})"
+
+    def __repr__(self) -> str:
+        return f"RaisedCell({self.cell!r}, {self.error!r}, expected={self.expected!r})"
+
+
+def raised_cells(path: Path) -> list[RaisedCell]:
+    """Every cell of the executed notebook at ``path`` whose outputs hold an error, in order."""
+    found: list[RaisedCell] = []
+    for number, cell in enumerate(_notebook_cells(path), 1):
+        error = _error_output(cell)
+        if error is None:
+            continue
+        name = str(error.get("ename") or "error")
+        message = str(error.get("evalue") or "").strip().splitlines()
+        text = f"{name}: {message[0]}" if message else name
+        meta = cell.get("metadata")
+        tags = meta.get("tags") if isinstance(meta, dict) else None
+        expected = isinstance(tags, list) and RAISES_TAG in tags
+        found.append(RaisedCell(number, text[:200], expected))
+    return found
+
+
+def _declared_notebooks(spec: Mapping[str, Any], workdir: str) -> list[str]:
+    """The declared ``.ipynb`` outputs present under ``workdir``, in declared order."""
+    found: list[str] = []
+    for output in spec.get("outputs") or []:
+        rel = str(output.get("path", "")) if isinstance(output, dict) else ""
+        if rel.lower().endswith(".ipynb") and Path(workdir, rel).is_file():
+            found.append(rel)
+    return found
+
+
+def unexpected_raises(spec: Mapping[str, Any], workdir: str) -> dict[str, list[RaisedCell]]:
+    """Per declared executed notebook under ``workdir``: its cells that raised without the
+    ``raises-exception`` tag (notebooks without any are left out)."""
+    found: dict[str, list[RaisedCell]] = {}
+    for rel in _declared_notebooks(spec, workdir):
+        cells = [c for c in raised_cells(Path(workdir, rel)) if not c.expected]
+        if cells:
+            found[rel] = cells
+    return found
+
+
+def describe_raises(rel: str, cells: Sequence[RaisedCell]) -> str:
+    """One line naming the cells of ``rel`` that raised unmarked (every one of them)."""
+    return "{}: {} cell(s) raised that nothing marks as meant to raise: {}".format(
+        rel, len(cells), "; ".join(c.describe() for c in cells)
+    )
+
+
 def notebook_text(path: Path) -> str:
     """The text outputs of a notebook's code cells, in order, one per line group.
 
     Streams (stdout/stderr) and the ``text/plain`` of execute results and displays; ""
     when the file is not a readable nbformat-4 notebook (a missing output is reported by
-    the output check, not here).
+    the output check, not here). A cell that raised contributes nothing (see the module
+    docstring: what it printed before raising is no result).
     """
-    try:
-        with open(path, encoding="utf-8") as handle:
-            nb = json.load(handle)
-    except (OSError, ValueError):
-        return ""
-    cells = nb.get("cells") if isinstance(nb, dict) else None
     parts = []
-    for cell in cells if isinstance(cells, list) else []:
-        outputs = cell.get("outputs") if isinstance(cell, dict) else None
-        for out in outputs if isinstance(outputs, list) else []:
+    for cell in _notebook_cells(path):
+        if _error_output(cell) is not None:
+            continue
+        for out in _outputs(cell):
             if not isinstance(out, dict):
                 continue
             text = out.get("text")
@@ -511,11 +613,7 @@ def notebook_text(path: Path) -> str:
 def metric_log(spec: Mapping[str, Any], log_text: str, workdir: str) -> str:
     """What regex sources search: ``log_text``, then the text outputs of each declared
     ``.ipynb`` output found under ``workdir`` (in the order the outputs are declared)."""
-    extra = []
-    for output in spec.get("outputs") or []:
-        rel = str(output.get("path", "")) if isinstance(output, dict) else ""
-        if rel.lower().endswith(".ipynb") and Path(workdir, rel).is_file():
-            extra.append(notebook_text(Path(workdir, rel)))
+    extra = [notebook_text(Path(workdir, rel)) for rel in _declared_notebooks(spec, workdir)]
     if not extra:
         return log_text
     sep = "" if not log_text or log_text.endswith("\n") else "\n"
@@ -737,6 +835,10 @@ def check_experiment(
                 results.append(CheckResult(rel, False, line))
                 continue
         results.append(CheckResult(rel, True, f"PASS output {rel}: exists"))
+    for rel, cells in sorted(unexpected_raises(spec, workdir).items()):
+        # Neither a failure (the cell may raise on purpose) nor a pass: not judged.
+        line = "INCOMPLETE output " + describe_raises(rel, cells)
+        results.append(CheckResult(rel, True, line, judged=False))
     return results
 
 
@@ -760,7 +862,7 @@ def overall(results: Sequence[CheckResult], metric_names: Sequence[str]) -> str:
     if not all(r.ok for r in results):
         return "FAIL"
     metrics = [r for r in results if r.name in set(metric_names)]
-    if not metrics or not all(r.judged for r in metrics):
+    if not metrics or not all(r.judged for r in results):
         return "INCOMPLETE"
     return "PASS"
 

@@ -87,13 +87,18 @@ class RunJudgement:
     says) and every declared output is in order. ``procedure_reason`` is the termination
     description when that failed, else the first output problem, else the description
     (``exit(0)``). ``outputs`` maps each declared path to ``{exists, sha256, size,
-    expected_sha256, ok, reason}``.
+    expected_sha256, ok, reason}``. ``cells_raised``: one line per declared executed
+    notebook naming each of its cells that raised without the ``raises-exception`` tag
+    (check.py's :func:`~reprobridge.artifacts.check.unexpected_raises`); such a run may
+    pass its procedure (a notebook run past its errors exits 0) but the procedure level
+    is then ``incomplete``, never ``pass``.
     """
 
     procedure_ok: bool
     procedure_reason: str
     metrics: dict[str, MetricResult]
     outputs: dict[str, dict[str, Any]]
+    cells_raised: tuple[str, ...] = ()
 
 
 def _spec(exp: Experiment) -> dict[str, Any]:
@@ -276,7 +281,14 @@ def judge_run(
         reason = "; ".join(f"output {path} {rec['reason']}" for path, rec in bad)
     else:
         ok, reason = True, termination_description
-    return RunJudgement(procedure_ok=ok, procedure_reason=reason, metrics=metrics, outputs=outputs)
+    raised = check.unexpected_raises(_spec(exp), str(workdir))
+    return RunJudgement(
+        procedure_ok=ok,
+        procedure_reason=reason,
+        metrics=metrics,
+        outputs=outputs,
+        cells_raised=tuple(check.describe_raises(rel, cells) for rel, cells in raised.items()),
+    )
 
 
 # -- one experiment -----------------------------------------------------------------------
@@ -341,11 +353,31 @@ def _procedure_verdict(exp: Experiment, runs: Sequence[RunJudgement]) -> Verdict
         # "only n run(s) were made".
         k = min(exp.stability.k or n, n)
         extra = f" ({detail})" if failed else ""
-        status: VerdictStatus = "pass" if done >= k else "fail"
-        return Verdict(status, f"{done} of {n} run(s) completed, k_of_n needs {k}{extra}")
-    if not failed:
-        return Verdict("pass", f"all {n} run(s) completed")
-    return Verdict("fail", f"{len(failed)} of {n} run(s) failed ({detail})")
+        completed = f"{done} of {n} run(s) completed, k_of_n needs {k}{extra}"
+        if done < k:
+            return Verdict("fail", completed)
+        return _raised_or_pass([r for r in runs if r.procedure_ok], completed)
+    if failed:
+        return Verdict("fail", f"{len(failed)} of {n} run(s) failed ({detail})")
+    return _raised_or_pass(runs, f"all {n} run(s) completed")
+
+
+#: What makes a run whose notebook cells raised judgeable (the gap line's hint).
+RAISES_HINT = (
+    "tag each cell meant to raise `raises-exception` in the notebook (cell metadata "
+    '"tags"), or fix what broke it'
+)
+
+
+def _raised_or_pass(runs: Sequence[RunJudgement], completed: str) -> Verdict:
+    """``pass`` with ``completed``; ``incomplete`` when some run's notebook cells raised
+    unmarked (every such cell named): the run ended normally, but whether those cells
+    were meant to raise only their authors can say."""
+    raised = [(i, line) for i, r in enumerate(runs) for line in r.cells_raised]
+    if not raised:
+        return Verdict("pass", completed)
+    shown = "; ".join(f"run {i + 1}: {line}" for i, line in raised)
+    return Verdict("incomplete", f"{completed}, but notebook cells raised ({shown}); {RAISES_HINT}")
 
 
 def _metric_issue(name: str, index: int, result: MetricResult) -> str:
@@ -369,7 +401,11 @@ def judge_experiment(
     - environment: ``pass`` or ``fail`` as the caller says (``environment_reason``).
     - With no runs, procedure and metric are ``skipped`` (nothing ran).
     - procedure: policies ``all`` and ``mean_within`` need every run to pass its procedure
-      (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``.
+      (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``. Then
+      ``incomplete`` instead of ``pass`` when a passing run's executed notebook has cells
+      that raised without the ``raises-exception`` tag (every one named): the run ended
+      normally, but a cell may raise on purpose or be broken, and only a mark says which.
+      Such a run still counts below: its metrics were read from cells that did not raise.
     - metric: ``not-applicable`` when the tier declares no metrics (never a pass), with a
       reason telling the user to declare some. Otherwise a run *counts* only when its
       procedure passed: a number printed by a run that then crashed is recorded but proves

@@ -4,7 +4,8 @@ A :class:`RepoRecord` is written atomically to ``<out>/records/<name>.json`` whe
 repository is done (whatever the outcome), so an interrupted bench resumes by skipping the
 names that have one. Levels are cumulative: a repository reaches ``procedure`` only through
 an experiment whose environment was built, ``metric`` only through a run whose procedure
-passed. ``None`` means not applicable (``target`` without expected values, and every level
+passed (or ran to the end with notebook cells raising unmarked: ``ExperimentRow.cells_raised``,
+counted and listed apart). ``None`` means not applicable (``target`` without expected values, and every level
 of a repository that was not run).
 """
 
@@ -38,6 +39,11 @@ class ExperimentRow(BaseModel):
     metric_extracted: bool
     reason: str  # the first failing level's reason ("" when none failed)
     metrics: dict[str, float] = Field(default_factory=dict)
+    #: The procedure ran to the end, but notebook cells raised that nothing marks as meant
+    #: to raise (the audit's procedure verdict is ``incomplete`` and names them; ``reason``
+    #: says which): the row counts as "procedure ran", its metrics (read from the cells
+    #: that did not raise) as extracted, and the totals list the repository apart.
+    cells_raised: bool = False
 
 
 class Dependencies(BaseModel):

@@ -455,6 +455,11 @@ def _judge(rec: RepoRecord, summary: AuditSummary, bundle: Path, entry: RepoEntr
             tail = _run_tail(bundle, exp_id)
             if tail:
                 reason += f" — {tail}"
+        # The audit's procedure is `incomplete` only when the run ended normally but its
+        # notebook cells raised unmarked (audit/judge.py): it ran, and says what raised.
+        raised = proc_st == "incomplete"
+        if raised and not failed:
+            reason = f"procedure incomplete: {v.levels['procedure'].reason}"
         if not reason and not metrics:
             reason = "metric: " + (v.levels["metric"].reason or "no metric extracted")
         rows.append(
@@ -462,9 +467,10 @@ def _judge(rec: RepoRecord, summary: AuditSummary, bundle: Path, entry: RepoEntr
                 id=exp_id,
                 environment=env_st,
                 procedure=proc_st,
-                metric_extracted=proc_st == "pass" and bool(metrics),
+                metric_extracted=proc_st in {"pass", "incomplete"} and bool(metrics),
                 reason=reason,
                 metrics=metrics,
+                cells_raised=raised,
             )
         )
     rec.experiments = rows
@@ -473,7 +479,7 @@ def _judge(rec: RepoRecord, summary: AuditSummary, bundle: Path, entry: RepoEntr
     rec.claims_total = len(claims)
     rec.claims_holding = sum(1 for c in claims if c.holds is True)
     rec.levels["environment"] = any(r.environment == "pass" for r in rows)
-    rec.levels["procedure"] = any(r.environment == "pass" and r.procedure == "pass" for r in rows)
+    rec.levels["procedure"] = any(r.environment == "pass" and _ran(r) for r in rows)
     rec.levels["metric"] = any(r.metric_extracted for r in rows)
     if entry.expected:
         rec.levels["target"] = rec.levels["metric"] and all(
@@ -495,10 +501,16 @@ def _judge(rec: RepoRecord, summary: AuditSummary, bundle: Path, entry: RepoEntr
         rec.cause = f"target: expected {_expected_text(entry)}, measured {got or 'nothing'}"
     elif failed is not None:
         # The experiment that got furthest explains the repository's miss.
-        best = max(rows, key=lambda r: (r.environment == "pass", r.procedure == "pass"))
+        best = max(rows, key=lambda r: (r.environment == "pass", _ran(r)))
         rec.cause = (
             f"{best.id}: {best.reason}" if best.reason else f"{best.id}: {failed} not reached"
         )
+
+
+def _ran(row: ExperimentRow) -> bool:
+    """Whether the row counts as "procedure ran": its procedure passed, or it ran to the end
+    with notebook cells raising unmarked (listed apart in the totals)."""
+    return row.procedure == "pass" or row.cells_raised
 
 
 def _expected_text(entry: RepoEntry) -> str:

@@ -150,6 +150,19 @@ def total_lines(report: BenchReport) -> list[str]:
         + (", ".join(t.local_module_repos) if t.local_module_repos else "none")
     )
     lines.append(f"- wall time: {t.wall_s:.0f} s; agent cost: {_cost(t.agent_cost_usd)}")
+    raised = [
+        f"{r.name} ({e.id}: {e.reason})"
+        for r in report.records
+        for e in r.experiments
+        if e.cells_raised
+    ]
+    if raised:
+        # Counted above as "procedure ran" (its metrics, read from cells that did not
+        # raise, as extracted); the audit's verdict for them is never a pass.
+        lines.append(
+            "- counted with notebook cells that raised unmarked (audit procedure incomplete): "
+            + "; ".join(raised)
+        )
     return lines
 
 

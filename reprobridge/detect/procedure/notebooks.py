@@ -2,8 +2,9 @@
 
 Every ``*.ipynb`` (outside vendored directories and ``.ipynb_checkpoints``) becomes an
 experiment of kind ``notebook`` run headless as ``jupyter nbconvert --to notebook
---execute --output-dir <folder> --output <stem>.executed.ipynb <path>`` (the executed copy
-lands next to the notebook under exactly that name, whatever the nbconvert version),
+--execute --allow-errors --output-dir <folder> --output <stem>.executed.ipynb <path>`` (the
+executed copy lands next to the notebook under exactly that name, whatever the nbconvert
+version; every cell runs, and the auditor names each cell that raised unmarked),
 medium confidence. A notebook that is not valid JSON (or not nbformat) is
 ``ctx.warn``-ed and skipped.
 
@@ -204,8 +205,14 @@ class NotebooksDetector(Detector):
         # --ExecutePreprocessor.timeout=-1: nbconvert stops a cell after 30 s by default
         # (before 6.0, and in nbclient's older releases), so a training cell failed with
         # "Cell execution timed out" on a slow CPU; the experiment's own timeout bounds it.
+        # --allow-errors: teaching notebooks raise on purpose (`# this will not work`), often
+        # unmarked, and nbconvert stops at the first cell that raises. Run to the end; the
+        # auditor reads the executed copy and names every cell that raised without the
+        # `raises-exception` tag (the procedure is then incomplete, never a pass), and a
+        # cell that raised shows no metric (repro/check.py).
         command = (
-            f"jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=-1 "
+            f"jupyter nbconvert --to notebook --execute --allow-errors "
+            f"--ExecutePreprocessor.timeout=-1 "
             f"--output-dir {folder} --output {output} {shlex.quote(path)}"
         )
         py2 = _python2(cells)

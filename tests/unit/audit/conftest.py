@@ -2,12 +2,35 @@
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+import tomlkit
 
 from reprobridge.audit import backends
+from reprobridge.initializer import init_repository
+
+
+@pytest.fixture
+def init_without_requirements() -> Callable[[Path], Path]:
+    """``init(root)``: ``git init`` the folder, ``rb init`` it (no lock), empty its
+    ``python_requirements`` and commit. For runs whose tools a stand-in on the runs' PATH
+    replaces (``tool_on_run_path``), so the host backend installs nothing."""
+
+    def init(root: Path) -> Path:
+        subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+        init_repository(root, lock="never")
+        manifest_path = root / "reprobridge.toml"
+        doc = tomlkit.parse(manifest_path.read_text())
+        doc["environment"]["python_requirements"] = []  # type: ignore[index]
+        manifest_path.write_text(tomlkit.dumps(doc))
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
+        return root
+
+    return init
 
 
 @pytest.fixture

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import tomlkit
 
 from reprobridge.artifacts import check
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.verify import verify_audit
-from reprobridge.initializer import init_repository
 from reprobridge.manifest.io import load_manifest
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/repos/notebook-with-outputs"
@@ -67,21 +64,13 @@ print(f"[NbConvertApp] Writing {os.path.getsize(out)} bytes to {out}", file=sys.
 
 
 @pytest.fixture
-def notebook_repo(tmp_path: Path) -> Path:
+def notebook_repo(tmp_path: Path, init_without_requirements: Callable[[Path], Path]) -> Path:
     root = tmp_path / "nb-paper"
     (root / "notebooks").mkdir(parents=True)
     shutil.copy2(FIXTURE / "notebooks/linear_probe.ipynb", root / "notebooks")
-    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
-    init_repository(root, lock="never")
-    # rb init now lists the notebook's imports (numpy, torch) and nbconvert/ipykernel; the
+    # rb init lists the notebook's imports (numpy, torch) and nbconvert/ipykernel; the
     # fake jupyter stands in for all of them, so the host backend installs nothing.
-    manifest_path = root / "reprobridge.toml"
-    doc = tomlkit.parse(manifest_path.read_text())
-    doc["environment"]["python_requirements"] = []  # type: ignore[index]
-    manifest_path.write_text(tomlkit.dumps(doc))
-    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
-    subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
-    return root
+    return init_without_requirements(root)
 
 
 @pytest.fixture
@@ -95,7 +84,7 @@ def test_rb_init_declares_the_executed_notebook_as_output(notebook_repo: Path) -
     exp = manifest.experiments["linear_probe"]
     assert exp.kind == "notebook"
     assert exp.command == (
-        "jupyter nbconvert --to notebook --execute --ExecutePreprocessor.timeout=-1 "
+        "jupyter nbconvert --to notebook --execute --allow-errors --ExecutePreprocessor.timeout=-1 "
         "--output-dir notebooks --output linear_probe.executed.ipynb notebooks/linear_probe.ipynb"
     )
     assert [o.path for o in exp.outputs] == ["notebooks/linear_probe.executed.ipynb"]
@@ -129,6 +118,13 @@ def test_metric_log_appends_declared_notebook_outputs(tmp_path: Path) -> None:
                 "outputs": [
                     {"output_type": "stream", "text": "acc=0.5"},
                     {"output_type": "display_data", "data": {"text/plain": ["acc", "=0.7"]}},
+                ],
+            },
+            {
+                # A cell that raised shows no metric: what it printed first is no result.
+                "cell_type": "code",
+                "outputs": [
+                    {"output_type": "stream", "text": "acc=0.9\n"},
                     {"output_type": "error", "ename": "E", "evalue": "acc=0.0"},
                 ],
             },

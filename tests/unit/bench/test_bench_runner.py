@@ -423,3 +423,31 @@ def test_the_operators_thread_count_replaces_the_share(tmp_path: Path) -> None:
     assert argv[argv.index("--threads") + 1] == "5"
     report = make_report(suite, suite_obj, opts, records)
     assert (report.threads, report.threads_from) == (5, "set by the operator")
+
+
+def test_a_notebook_run_with_unmarked_raising_cells_counts_apart(tmp_path: Path) -> None:
+    raised = {
+        **_exp(values={"loss": 0.5}),
+        "procedure": {
+            "status": "incomplete",
+            "reason": "all 1 run(s) completed, but notebook cells raised (run 1: "
+            "nb.executed.ipynb: 1 cell(s) raised that nothing marks as meant to raise: "
+            "cell 23 (ValueError: List arity mismatch: 5 != 4))",
+        },
+    }
+    _repo(tmp_path / "lessons", {"init": _init([]), "audit": _ok(_audit({"nb": raised}))})
+    suite = _suite(tmp_path, '[[repo]]\nname = "lessons"\npath = "lessons"\n')
+
+    (rec,) = _bench(tmp_path, suite, jobs=1, time_limit_s=60)
+
+    # It ran to the end and its metric was read from cells that did not raise: counted,
+    # with the audit's own word kept and the cells named.
+    assert rec.levels["procedure"] and rec.levels["metric"]
+    (row,) = rec.experiments
+    assert row.cells_raised and row.procedure == "incomplete" and row.metric_extracted
+    assert row.reason.startswith("procedure incomplete: all 1 run(s) completed, but notebook")
+    report = make_report(suite, load_suite(suite)[0], BenchOptions(out=tmp_path / "out"), [rec])
+    assert (
+        "- counted with notebook cells that raised unmarked (audit procedure incomplete): "
+        "lessons (nb: procedure incomplete: all 1 run(s) completed, but notebook cells raised"
+    ) in render_markdown(report)
