@@ -30,6 +30,7 @@ from reprobridge.errors import (
     SchemaVersionError,
     UnsafePathError,
 )
+from reprobridge.manifest import emit
 from reprobridge.manifest.schema import SCHEMA_VERSION, Derivation, Manifest
 from reprobridge.manifest.validation import first_problem
 
@@ -215,6 +216,14 @@ def _is_table_path(loc: tuple[str, ...]) -> bool:
     return _matches(_TABLE_PATHS, loc) or _matches(_SUPER_PATHS, loc)
 
 
+def _is_super_path(loc: tuple[str, ...]) -> bool:
+    return _matches(_SUPER_PATHS, loc)
+
+
+#: How :func:`render_new_manifest` lays out tables: the layout of :func:`_to_item`.
+_LAYOUT = emit.Layout(_is_table_path, _is_super_path, aot=("claims",))
+
+
 def manifest_data(manifest: Manifest) -> dict[str, Any]:
     """The manifest as plain TOML-able data: None dropped, empty containers dropped."""
     data = manifest.model_dump(mode="json", by_alias=True, exclude_none=True)
@@ -276,7 +285,7 @@ def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
 
     if isinstance(value, dict):
         if _is_table_path(loc):
-            table = tomlkit.table(is_super_table=_matches(_SUPER_PATHS, loc))
+            table = tomlkit.table(is_super_table=_is_super_path(loc))
             fill_table(table, [(k, _to_item(v, (*loc, k))) for k, v in value.items()])
             return table
         inline = tomlkit.inline_table()
@@ -302,33 +311,32 @@ def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
 
 
 def render_new_manifest(manifest: Manifest, *, version: str) -> str:
-    """A fresh reprobridge.toml for ``manifest`` (deterministic bytes)."""
-    import tomlkit
+    """A fresh reprobridge.toml for ``manifest`` (deterministic bytes).
 
-    data = manifest_data(manifest)
+    Written by :mod:`reprobridge.manifest.emit`, byte for byte the document tomlkit
+    would build from :func:`_to_item` (which a re-run's refresh still uses), without
+    building tomlkit items: they were most of a small repository's manifest cost."""
+    return render_data(manifest_data(manifest), version=version)
+
+
+def render_data(data: dict[str, Any], *, version: str) -> str:
+    """:func:`render_new_manifest` of the manifest's plain data (:func:`manifest_data`)."""
+    data = dict(data)
     if "derived" in data:
         data["derived"] = dict(sorted(data["derived"].items()))
-    doc = tomlkit.document()
-    for line in HEADER.format(version=version).splitlines():
-        doc.add(tomlkit.comment(line))
-    doc.add(tomlkit.nl())
-    doc.add("schema", SCHEMA_VERSION)
+    out = [f"# {line}\n" for line in HEADER.format(version=version).splitlines()]
+    out.append("\n")
+    out.append(f"schema = {SCHEMA_VERSION}\n")
     for key in ("project", "environment", "datasets", "experiments", "claims", "derived"):
         if key in data:
             if key == "derived":
-                doc.add(tomlkit.nl())
-                doc.add(
-                    tomlkit.comment(
-                        "Provenance of derived values (managed by rb init; do not edit)."
-                    )
+                out.append("\n")
+                out.append("# Provenance of derived values (managed by rb init; do not edit).\n")
+                out.append(
+                    "# A value whose digest no longer matches was edited by you and is kept.\n"
                 )
-                doc.add(
-                    tomlkit.comment(
-                        "A value whose digest no longer matches was edited by you and is kept."
-                    )
-                )
-            doc.add(key, _to_item(data[key], (key,)))
-    return tomlkit.dumps(doc)
+            _LAYOUT.block(out, key, data[key], (key,), emit.key(key), blank=True)
+    return "".join(out)
 
 
 # -- refreshing an existing document -----------------------------------------------------
