@@ -774,10 +774,8 @@ def _one_run(
         # Prepared here, run later with the experiment's other runs (a job array).
         batched=isinstance(executor, BatchExecutor),
     )
-    record = RunRecord(
-        experiment=run.experiment,
-        k=run.k,
-        seed=run.seed,
+    record = RunRecord.for_run(
+        run,
         tier=opts.tier,
         backend=backend.name,
         hermetic=state.hermetic,

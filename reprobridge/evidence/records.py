@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -128,6 +128,13 @@ class _Fields:
 
     def opt_dict(self, key: str) -> dict[str, Any] | None:
         return self._opt(key, dict, "not an object")
+
+    def opt_record(self, key: str, read: Callable[[Any, str], _T]) -> _T | None:
+        """The record nested at ``key``, read by ``read(raw, where)`` (a ``from_json``);
+        None when the key is absent or null."""
+        if self.opt_dict(key) is None:
+            return None
+        return read(self.raw[key], f"{self.where}.{key}")
 
     def list_(self, key: str, default: list[Any] | None = None) -> list[Any]:
         return self._get(key, list, "not a list", default)
@@ -249,6 +256,11 @@ class NotStarted:
     level: str
     reason: str
 
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> NotStarted:
+        f = _Fields(raw, where)
+        return cls(f.str_("level", ""), f.str_("reason"))
+
 
 @dataclass(frozen=True)
 class TerminationRecord:
@@ -263,6 +275,16 @@ class TerminationRecord:
     def ok(self) -> bool:
         """Exit 0: the only normal end of a run."""
         return self.kind == "exit" and self.returncode == 0
+
+    @classmethod
+    def from_json(cls, raw: Any, where: str) -> TerminationRecord:
+        f = _Fields(raw, where)
+        return cls(
+            f.str_("kind", ""),
+            f.opt_int("returncode"),
+            f.opt_int("signal"),
+            f.str_("description", "unknown"),
+        )
 
 
 @dataclass(frozen=True)
@@ -339,6 +361,22 @@ class RunRecord:
     output: StreamSummary | None = None
     peaks: dict[str, Any] | None = None
 
+    @classmethod
+    def for_run(
+        cls,
+        run: PlannedRun,
+        *,
+        tier: str,
+        backend: str,
+        hermetic: bool | None,
+        sandbox: str,
+        extra_ro_binds: tuple[str, ...] = (),
+    ) -> RunRecord:
+        """The record's first step: the planned ``run``'s identity and where it runs."""
+        return cls(
+            run.experiment, run.k, run.seed, tier, backend, hermetic, sandbox, extra_ro_binds
+        )
+
     def with_(self, **changes: Any) -> RunRecord:
         """A copy with ``changes`` (the writer's next step)."""
         return replace(self, **changes)
@@ -390,28 +428,16 @@ class RunRecord:
     @classmethod
     def from_json(cls, raw: Any, where: str = "status.json: record") -> RunRecord:
         f = _Fields(raw, where)
-        not_started = None
-        if f.opt_dict("not_started") is not None:
-            ns = _Fields(f.raw["not_started"], f"{where}.not_started")
-            not_started = NotStarted(ns.str_("level", ""), ns.str_("reason"))
-        termination = None
-        if f.opt_dict("termination") is not None:
-            t = _Fields(f.raw["termination"], f"{where}.termination")
-            termination = TerminationRecord(
-                t.str_("kind", ""),
-                t.opt_int("returncode"),
-                t.opt_int("signal"),
-                t.str_("description", "unknown"),
-            )
-        elif f.has("termination"):
+        not_started = f.opt_record("not_started", NotStarted.from_json)
+        termination = f.opt_record("termination", TerminationRecord.from_json)
+        if termination is None and f.has("termination"):
+            # The writer omits it until the run ended: null is no record of an end.
             raise f._bad("termination", "not an object")
         refused = f.opt_dict("files_refused")
         if refused is not None and not all(isinstance(v, str) for v in refused.values()):
             raise f._bad("files_refused", "not an object of strings")
         streams = {
-            name: StreamSummary.from_json(f.raw[name], f"{where}.{name}")
-            if f.opt_dict(name) is not None
-            else None
+            name: f.opt_record(name, StreamSummary.from_json)
             for name in ("stdout", "stderr", "output")
         }
         return cls(
