@@ -289,6 +289,70 @@ def _apply(f: Any) -> Any:
     return f
 
 
+#: Where `rb audit`'s runs execute, and the Slurm executor's settings (docs/audit.md), in
+#: --help order: (declarations, click.option's keywords) each. All but --executor apply
+#: with ``--executor slurm`` only; audit_command refuses --jobs, --detach and --attach
+#: without it.
+_EXECUTOR_OPTIONS: tuple[tuple[tuple[str, ...], dict[str, Any]], ...] = (
+    (
+        ("--executor",),
+        {
+            "type": click.Choice(["local", "slurm"]),
+            "default": "local",
+            "show_default": True,
+            "help": "Where runs execute: this machine, or Slurm (one job array per experiment; docs/audit.md).",
+        },
+    ),
+    (("--partition",), {"help": "Slurm partition (--executor slurm)."}),
+    (("--account",), {"help": "Slurm account (--executor slurm)."}),
+    (("--qos",), {"help": "Slurm QOS (--executor slurm)."}),
+    (
+        ("--slurm-opt", "slurm_opts"),
+        {
+            "multiple": True,
+            "metavar": "KEY=VALUE",
+            "help": "Any other sbatch option, written as '#SBATCH --KEY=VALUE' (repeatable).",
+        },
+    ),
+    (
+        ("--jobs",),
+        {
+            "type": click.IntRange(min=1),
+            "metavar": "K",
+            "help": "Slurm: at most K runs of an experiment's job array at once (--array=…%K).",
+        },
+    ),
+    (
+        ("--detach",),
+        {
+            "is_flag": True,
+            "help": "Slurm: submit the jobs and return; collect them later with --attach.",
+        },
+    ),
+    (
+        ("--attach",),
+        {
+            "metavar": "AUDIT-ID",
+            "help": "Collect a detached (or killed) Slurm audit: find its jobs by id, wait, judge, seal.",
+        },
+    ),
+    (
+        ("--pending-timeout",),
+        {
+            "type": click.FloatRange(min=1),
+            "metavar": "SECONDS",
+            "help": "Give up on a Slurm job still pending after this long (default: wait).",
+        },
+    ),
+)
+
+
+def _executor_options(f: Any) -> Any:
+    for decls, attrs in reversed(_EXECUTOR_OPTIONS):
+        f = click.option(*decls, **attrs)(f)
+    return f
+
+
 @click.command("audit")
 @click.argument("experiments", nargs=-1)
 @runs_option(3, most=1000)
@@ -302,47 +366,7 @@ def _apply(f: Any) -> Any:
     help="Continue an interrupted audit (default: the latest unfinished one).",
 )
 @sign_option("the bundle")
-@click.option(
-    "--executor",
-    type=click.Choice(["local", "slurm"]),
-    default="local",
-    show_default=True,
-    help="Where runs execute: this machine, or Slurm (one job array per experiment; docs/audit.md).",
-)
-@click.option("--partition", help="Slurm partition (--executor slurm).")
-@click.option("--account", help="Slurm account (--executor slurm).")
-@click.option("--qos", help="Slurm QOS (--executor slurm).")
-@click.option(
-    "--slurm-opt",
-    "slurm_opts",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Any other sbatch option, written as '#SBATCH --KEY=VALUE' (repeatable).",
-)
-@click.option(
-    "--jobs",
-    type=click.IntRange(min=1),
-    default=None,
-    metavar="K",
-    help="Slurm: at most K runs of an experiment's job array at once (--array=…%K).",
-)
-@click.option(
-    "--detach",
-    is_flag=True,
-    help="Slurm: submit the jobs and return; collect them later with --attach.",
-)
-@click.option(
-    "--attach",
-    metavar="AUDIT-ID",
-    help="Collect a detached (or killed) Slurm audit: find its jobs by id, wait, judge, seal.",
-)
-@click.option(
-    "--pending-timeout",
-    type=click.FloatRange(min=1),
-    default=None,
-    metavar="SECONDS",
-    help="Give up on a Slurm job still pending after this long (default: wait).",
-)
+@_executor_options
 @_apply
 def audit_command(
     experiments: tuple[str, ...],
