@@ -1,7 +1,7 @@
 """The auditor's fixed cost per run: a trivial experiment audited N times vs. run N times bare.
 
 Usage: python benchmarks/audit_overhead.py [--runs 10] [--repeats 1] [--sandbox auto|on|off]
-       [--keep DIR]
+       [--burn SECONDS] [--keep DIR]
 
 A tiny committed repository after `rb init` whose one experiment is ``echo acc=0.9``. In
 the same process, first the generated launcher runs N times bare (``bash
@@ -18,11 +18,21 @@ capped logs, evidence hashed and fsynced, the judgement.
 With ``--repeats K`` the pair (bare, audited) is measured K times, interleaved, and the
 medians of the per-pair ratio and extra cost per run are printed last (the machine's load
 changes between pairs; a median of ratios taken side by side is what survives it).
+
+``--burn S`` (issue 14, "CPU accounting under bubblewrap"): the experiment is ``python3
+burn.py``, which spends S seconds of CPU before it prints, and the script also prints the
+CPU time each audited run's record holds (``cpu_user_s + cpu_sys_s``, and ``cpu_source``:
+``cgroup``, ``sampler`` or ``rusage``) against the CPU time the workload's interpreter
+reports for itself (``time.process_time()`` at its end, printed to its log). rusage alone
+does not see what runs inside bubblewrap; a record that holds the workload's CPU is at
+least 1.0x of it (it also counts the launcher's bash). The bare side's ``getrusage`` is
+shown the same way (it also counts a pyenv shim, where ``python3`` is one).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import resource
 import shutil
 import statistics
@@ -36,6 +46,14 @@ from typing import Literal, cast
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.initializer import init_repository
+
+BURN = """import time
+start = time.process_time()
+while time.process_time() - start < {seconds}:
+    pass
+print("acc=0.9")
+print(f"cpu={{time.process_time():.4f}}")  # the interpreter's own CPU, start included
+"""
 
 MANIFEST = f"""schema = 1
 [project]
@@ -74,10 +92,15 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
-def make_repo(root: Path) -> Path:
-    """A committed repository after `rb init` with the trivial experiment ``main``."""
+def make_repo(root: Path, burn: float | None = None) -> Path:
+    """A committed repository after `rb init` with the trivial experiment ``main``
+    (``burn``: ``python3 burn.py``, ``burn`` seconds of CPU, instead of ``echo``)."""
     root.mkdir(parents=True)
-    (root / "reprobridge.toml").write_text(MANIFEST)
+    manifest = MANIFEST
+    if burn is not None:
+        (root / "burn.py").write_text(BURN.format(seconds=burn))
+        manifest = manifest.replace('"echo acc=0.9"', '"python3 burn.py"')
+    (root / "reprobridge.toml").write_text(manifest)
     (root / "README.md").write_text("# overhead\n\nA trivial experiment: `echo acc=0.9`.\n")
     git = ["git", "-C", str(root), "-c", "user.name=bench", "-c", "user.email=bench@example"]
     subprocess.run([*git, "init", "-q", "-b", "main"], check=True)
@@ -87,19 +110,35 @@ def make_repo(root: Path) -> Path:
     return root
 
 
-def bare(repo: Path, runs: int) -> Cost:
-    """The launcher run ``runs`` times, as a person would run it."""
+def _reported_cpu(stdout: bytes) -> float | None:
+    """The ``cpu=S`` line burn.py prints (None for the ``echo`` workload)."""
+    for line in stdout.decode().splitlines():
+        if line.startswith("cpu="):
+            return float(line[4:])
+    return None
+
+
+def bare(repo: Path, runs: int) -> tuple[Cost, list[float]]:
+    """The launcher run ``runs`` times, as a person would run it; also the CPU each run's
+    workload reported for itself (``--burn``)."""
     t0, c0 = time.perf_counter(), _cpu()
+    reported = []
     for _ in range(runs):
         out = subprocess.run(
             ["bash", "repro/launchers/main.sh"], cwd=repo, capture_output=True, check=True
         )
         assert b"acc=0.9" in out.stdout
-    return Cost(time.perf_counter() - t0, _cpu() - c0, runs)
+        cpu = _reported_cpu(out.stdout)
+        reported += [cpu] if cpu is not None else []
+    return Cost(time.perf_counter() - t0, _cpu() - c0, runs), reported
 
 
-def audited(repo: Path, runs: int, sandbox: str) -> tuple[Cost, str]:
-    """One audit of ``runs`` runs; also where the runs went (bubblewrap or why not)."""
+def audited(
+    repo: Path, runs: int, sandbox: str
+) -> tuple[Cost, str, list[tuple[float, float | None, str]]]:
+    """One audit of ``runs`` runs; also where the runs went (bubblewrap or why not), and
+    for each run its recorded CPU seconds, the CPU its workload reported, and the
+    record's ``cpu_source``."""
     t0, c0 = time.perf_counter(), _cpu()
     result = run_audit(
         repo,
@@ -110,7 +149,14 @@ def audited(repo: Path, runs: int, sandbox: str) -> tuple[Cost, str]:
     cost = Cost(time.perf_counter() - t0, _cpu() - c0, runs)
     if not result.passed:
         raise SystemExit(f"the audit did not pass: {result.summary}")
-    return cost, str(result.summary["sandbox"])
+    recorded = []
+    for status in sorted(result.path.glob("runs/**/status.json")):
+        rec = json.loads(status.read_text())["record"]
+        reported = _reported_cpu((status.parent / "stdout.log").read_bytes())
+        recorded.append(
+            (rec["cpu_user_s"] + rec["cpu_sys_s"], reported, str(rec.get("cpu_source")))
+        )
+    return cost, str(result.summary["sandbox"]), recorded
 
 
 def _print_pair(plain: Cost, audit: Cost) -> None:
@@ -136,20 +182,30 @@ def main(argv: list[str] | None = None) -> int:
         "--repeats", type=int, default=1, help="interleaved (bare, audited) pairs (default 1)"
     )
     parser.add_argument("--sandbox", choices=["auto", "on", "off"], default="auto")
+    parser.add_argument(
+        "--burn", type=float, default=None, help="the workload burns this many CPU seconds"
+    )
     parser.add_argument("--keep", type=Path, help="build the repository here and keep it")
     args = parser.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="rb-audit-overhead-"))
     pairs: list[tuple[Cost, Cost]] = []
+    in_record: list[float] = []  # audited: record / the workload's own CPU, per run
+    in_rusage: list[float] = []  # bare: getrusage per run / the workload's own CPU
+    sources: set[str] = set()
     where = ""
     try:
-        repo = make_repo((args.keep or tmp) / "repo")
+        repo = make_repo((args.keep or tmp) / "repo", args.burn)
         for _ in range(args.repeats):
-            plain = bare(repo, args.runs)
-            audit, where = audited(repo, args.runs, args.sandbox)
+            plain, reported = bare(repo, args.runs)
+            audit, where, recs = audited(repo, args.runs, args.sandbox)
             pairs.append((plain, audit))
+            in_rusage += [plain.cpu_per_run / r for r in reported]
+            in_record += [cpu / own for cpu, own, _ in recs if own]
+            sources |= {source for _, _, source in recs}
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    print(f"audit overhead: `echo acc=0.9`, {args.runs} runs each; audited runs: {where}")
+    work = "`echo acc=0.9`" if args.burn is None else f"`python3 burn.py` ({args.burn} s of CPU)"
+    print(f"audit overhead: {work}, {args.runs} runs each; audited runs: {where}")
     for i, (plain, audit) in enumerate(pairs, 1):
         if len(pairs) > 1:
             print(f"pair {i} of {len(pairs)}:")
@@ -163,7 +219,17 @@ def main(argv: list[str] | None = None) -> int:
             f"CPU {statistics.median(extra_cpu):.1f} ms; ratio audited/bare wall "
             f"{statistics.median(ratio):.1f}x"
         )
+    if in_record:
+        print(
+            f"CPU accounting, / the CPU the workload reported for itself (median, range): "
+            f"audited run's record {_spread(in_record)} (cpu_source {', '.join(sorted(sources))}); "
+            f"bare launcher's rusage {_spread(in_rusage)}"
+        )
     return 0
+
+
+def _spread(values: list[float]) -> str:
+    return f"{statistics.median(values):.2f}x ({min(values):.2f}-{max(values):.2f})"
 
 
 if __name__ == "__main__":
