@@ -31,14 +31,29 @@ def _minus(a: float | None, b: float | None) -> float | None:
 
 @dataclass(frozen=True)
 class Spread:
-    """How far one metric's values spread over an experiment's runs."""
+    """How far one metric's values spread over an experiment's runs: ``values`` are those
+    of every run that gave one, in run order; ``std`` is the audit's statistics', over
+    the runs it counted (None without statistics)."""
 
     experiment: str
     metric: str
-    n: int
-    low: float | None
-    high: float | None
+    values: tuple[float, ...]
     std: float | None
+
+    @property
+    def n(self) -> int:
+        """How many runs gave a value."""
+        return len(self.values)
+
+    @property
+    def low(self) -> float | None:
+        """The smallest value; None without values."""
+        return min(self.values, default=None)
+
+    @property
+    def high(self) -> float | None:
+        """The largest value; None without values."""
+        return max(self.values, default=None)
 
     @property
     def range(self) -> float | None:
@@ -62,19 +77,15 @@ class RunDifferences:
 def run_differences(exp: ExperimentData) -> RunDifferences:
     """See :class:`RunDifferences`; variables that differ by design (a run's id, its
     scratch ``HOME``) are left out."""
-    spreads = []
-    for m in exp.metrics:
-        values = [v for v in m.values if v is not None]
-        spreads.append(
-            Spread(
-                exp.id,
-                m.name,
-                len(values),
-                min(values) if values else None,
-                max(values) if values else None,
-                m.stats.std if m.stats else None,
-            )
+    spreads = [
+        Spread(
+            exp.id,
+            m.name,
+            tuple(v for v in m.values if v is not None),
+            m.stats.std if m.stats else None,
         )
+        for m in exp.metrics
+    ]
     sealed = [r for r in exp.runs if r.not_started is None]
     return RunDifferences(
         experiment=exp.id,

@@ -27,7 +27,7 @@ from reprobridge.report.load import (
     flatten,
     package_sets,
 )
-from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+from reprobridge.report.numbers import fmt_ci, fmt_delta, fmt_opt, fmt_value, round_numbers
 from reprobridge.report.states import PASS_NOT_HERMETIC, label, overall_state, shown_status
 from reprobridge.report.svg import esc, fmt_bytes, metric_plot, resource_charts
 
@@ -96,10 +96,6 @@ def _fp_rows(fingerprint: dict[str, object]) -> list[tuple[str, object]]:
 
 def _yes(value: bool | None) -> str:
     return "—" if value is None else "yes" if value else "no"
-
-
-def _opt(value: float | None) -> str:
-    return "—" if value is None else fmt_value(value)
 
 
 # -- the page -----------------------------------------------------------------------------
@@ -500,10 +496,10 @@ def _run_diff(d: RunDifferences) -> str:
         [
             s.metric,
             str(s.n),
-            _opt(s.low),
-            _opt(s.high),
-            _opt(s.range),
-            _opt(s.std),
+            fmt_opt(s.low),
+            fmt_opt(s.high),
+            fmt_opt(s.range),
+            fmt_opt(s.std),
         ]
         for s in d.spreads
     ]
@@ -650,14 +646,13 @@ def _comparison(c: Comparison) -> str:
     parts.append("<h3>Metric means</h3>")
     rows = []
     for m in c.metrics:
-        delta = m.delta
-        shown = "—" if delta is None else ("+" if delta > 0 else "") + fmt_value(delta)
+        shown = fmt_delta(m.delta)
         rows.append(
             [
                 m.experiment,
                 m.metric,
-                _opt(m.before),
-                _opt(m.after),
+                fmt_opt(m.before),
+                fmt_opt(m.after),
                 Raw(f'<span class="delta">{esc(shown)}</span>'),
                 _badge(m.outcome_before, m.outcome_before or "absent"),
                 _badge(m.outcome_after, m.outcome_after or "absent"),

@@ -18,7 +18,7 @@ from reprobridge.evidence.records import LEVELS
 from reprobridge.report.compare import Comparison
 from reprobridge.report.html import audit_warnings
 from reprobridge.report.load import AuditData, failure_excerpt
-from reprobridge.report.numbers import fmt_ci, fmt_value, round_numbers
+from reprobridge.report.numbers import fmt_ci, fmt_delta, fmt_opt, fmt_value, round_numbers
 from reprobridge.report.states import PASS_NOT_HERMETIC, overall_state, shown_status
 
 _ICON = {
@@ -109,10 +109,6 @@ def _table(headers: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     out = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     return [*out, ""]
-
-
-def _opt(value: float | None) -> str:
-    return "—" if value is None else fmt_value(value)
 
 
 def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> str:
@@ -248,14 +244,13 @@ def _comparison(c: Comparison) -> list[str]:
         )
     rows = []
     for m in c.metrics:
-        delta = m.delta
-        shown = "—" if delta is None else ("+" if delta > 0 else "") + fmt_value(delta)
+        shown = fmt_delta(m.delta)
         rows.append(
             [
                 md_escape(m.experiment),
                 md_escape(m.metric),
-                _opt(m.before),
-                _opt(m.after),
+                fmt_opt(m.before),
+                fmt_opt(m.after),
                 shown,
                 f"{_status(m.outcome_before)} → {_status(m.outcome_after)}",
             ]

@@ -29,6 +29,16 @@ def fmt_value(value: float, digits: int = SIG_DIGITS) -> str:
     return f"{value:.{digits}g}"
 
 
+def fmt_opt(value: float | None) -> str:
+    """:func:`fmt_value`, or ``—`` for a value that is absent."""
+    return "—" if value is None else fmt_value(value)
+
+
+def fmt_delta(value: float | None) -> str:
+    """A difference with its sign (``+0.01``, ``-0.02``, ``0``), or ``—`` when absent."""
+    return "—" if value is None else ("+" if value > 0 else "") + fmt_value(value)
+
+
 def fmt_values(values: Sequence[float]) -> list[str]:
     """Each of ``values`` with :data:`SIG_DIGITS` significant digits, or more where two
     different values would print the same (up to 17, where every float is distinct)."""

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from reprobridge.report.numbers import fmt_ci, fmt_value, fmt_values, round_numbers
+from reprobridge.report.numbers import (
+    fmt_ci,
+    fmt_delta,
+    fmt_opt,
+    fmt_value,
+    fmt_values,
+    round_numbers,
+)
 from reprobridge.stats import summarize
 
 
@@ -38,3 +45,13 @@ def test_fmt_ci() -> None:
     assert fmt_ci(s, mean=True) == "0.91 [0.8904, 0.9296]"
     clipped = summarize([0.99, 1.0, 0.97], value_range=(0, 1))
     assert fmt_ci(clipped) == "[0.9487, 1] (clipped to the range [0, 1]; raw [0.9487, 1.025])"
+
+
+def test_an_absent_value_or_difference_is_a_dash_and_a_difference_has_its_sign() -> None:
+    assert [fmt_opt(None), fmt_opt(0.88031)] == ["—", "0.8803"]
+    assert [fmt_delta(None), fmt_delta(0.01), fmt_delta(-0.02), fmt_delta(0.0)] == [
+        "—",
+        "+0.01",
+        "-0.02",
+        "0",
+    ]
