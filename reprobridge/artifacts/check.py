@@ -28,11 +28,12 @@ Rules:
   nothing, as a number printed by a run that then crashed proves nothing.
 - Cells that raised (:func:`raised_cells`). A notebook run past its errors
   (``--allow-errors``) ends with exit 0 whatever its cells did, so its executed copy is
-  read: a cell that raised and that nothing marks as meant to raise (the
-  ``raises-exception`` cell tag, which Jupyter honours) leaves the run ``INCOMPLETE`` (a
-  line names each such cell and its error): it may be a teaching cell that raises on
-  purpose or a broken one, and only its authors can say which. A cell tagged
-  ``raises-exception`` that raised is what its authors said it does.
+  read: a cell that raised and that nothing marks as meant to raise leaves the run
+  ``INCOMPLETE`` (a line names each such cell and its error): it may be a teaching cell
+  that raises on purpose or a broken one, and only its authors can say which. Marks: the
+  ``raises-exception`` cell tag (which Jupyter honours), and the output's ``raises``
+  (``[{"cell": 5, "error": "ValueError"}]``; ``rb init`` lists there the cells whose saved
+  outputs show an error), which expects that exception and no other.
 - Ambiguity. The line the value is read from must hold one value: ``train acc=0.99 val
   acc=0.85`` matched by ``acc=([0-9.]+)`` is ambiguous (which one is meant?) and fails, quoting
   the line. Across lines the last match wins (the rule above), so a result printed twice
@@ -525,23 +526,29 @@ class RaisedCell:
 
     ``cell`` counts every cell from 1 (markdown too), as a smoke edit's ``cell`` does;
     ``error`` is ``Name: first line of the message`` (at most 200 characters);
-    ``expected`` is whether the cell carries the ``raises-exception`` tag.
+    ``expected`` is whether the cell carries the ``raises-exception`` tag or the output's
+    ``raises`` lists it with this exception's name; ``declared`` is the name listed there
+    for the cell, if any (another error is not the one expected).
     """
 
-    def __init__(self, cell: int, error: str, expected: bool) -> None:
+    def __init__(self, cell: int, error: str, expected: bool, declared: str = "") -> None:
         self.cell = cell
         self.error = error
         self.expected = expected
+        self.declared = declared
 
     def describe(self) -> str:
-        return f"cell {self.cell} ({self.error})"
+        also = f"; expected {self.declared}" if self.declared and not self.expected else ""
+        return f"cell {self.cell} ({self.error}{also})"
 
     def __repr__(self) -> str:
         return f"RaisedCell({self.cell!r}, {self.error!r}, expected={self.expected!r})"
 
 
-def raised_cells(path: Path) -> list[RaisedCell]:
-    """Every cell of the executed notebook at ``path`` whose outputs hold an error, in order."""
+def raised_cells(path: Path, declared: Mapping[int, str] | None = None) -> list[RaisedCell]:
+    """Every cell of the executed notebook at ``path`` whose outputs hold an error, in
+    order; ``declared`` maps a cell to the exception it is meant to raise (an output's
+    ``raises``)."""
     found: list[RaisedCell] = []
     for number, cell in enumerate(_notebook_cells(path), 1):
         error = _error_output(cell)
@@ -552,27 +559,40 @@ def raised_cells(path: Path) -> list[RaisedCell]:
         text = f"{name}: {message[0]}" if message else name
         meta = cell.get("metadata")
         tags = meta.get("tags") if isinstance(meta, dict) else None
-        expected = isinstance(tags, list) and RAISES_TAG in tags
-        found.append(RaisedCell(number, text[:200], expected))
+        want = (declared or {}).get(number, "")
+        expected = (isinstance(tags, list) and RAISES_TAG in tags) or want == name
+        found.append(RaisedCell(number, text[:200], expected, want))
     return found
 
 
-def _declared_notebooks(spec: Mapping[str, Any], workdir: str) -> list[str]:
+def _declared_notebooks(spec: Mapping[str, Any], workdir: str) -> list[Mapping[str, Any]]:
     """The declared ``.ipynb`` outputs present under ``workdir``, in declared order."""
-    found: list[str] = []
+    found: list[Mapping[str, Any]] = []
     for output in spec.get("outputs") or []:
         rel = str(output.get("path", "")) if isinstance(output, dict) else ""
         if rel.lower().endswith(".ipynb") and Path(workdir, rel).is_file():
-            found.append(rel)
+            found.append(output)
     return found
 
 
+def _declared_raises(output: Mapping[str, Any]) -> dict[int, str]:
+    """An output's ``raises`` as {cell: exception name} (malformed entries left out)."""
+    declared: dict[int, str] = {}
+    for item in output.get("raises") or []:
+        if isinstance(item, dict) and isinstance(item.get("cell"), int):
+            declared[item["cell"]] = str(item.get("error") or "")
+    return declared
+
+
 def unexpected_raises(spec: Mapping[str, Any], workdir: str) -> dict[str, list[RaisedCell]]:
-    """Per declared executed notebook under ``workdir``: its cells that raised without the
-    ``raises-exception`` tag (notebooks without any are left out)."""
+    """Per declared executed notebook under ``workdir``: its cells that raised and that
+    nothing marks as meant to (neither the ``raises-exception`` tag nor the output's
+    ``raises`` with that exception); notebooks without any are left out."""
     found: dict[str, list[RaisedCell]] = {}
-    for rel in _declared_notebooks(spec, workdir):
-        cells = [c for c in raised_cells(Path(workdir, rel)) if not c.expected]
+    for output in _declared_notebooks(spec, workdir):
+        rel = str(output["path"])
+        raised = raised_cells(Path(workdir, rel), _declared_raises(output))
+        cells = [c for c in raised if not c.expected]
         if cells:
             found[rel] = cells
     return found
@@ -613,7 +633,7 @@ def notebook_text(path: Path) -> str:
 def metric_log(spec: Mapping[str, Any], log_text: str, workdir: str) -> str:
     """What regex sources search: ``log_text``, then the text outputs of each declared
     ``.ipynb`` output found under ``workdir`` (in the order the outputs are declared)."""
-    extra = [notebook_text(Path(workdir, rel)) for rel in _declared_notebooks(spec, workdir)]
+    extra = [notebook_text(Path(workdir, o["path"])) for o in _declared_notebooks(spec, workdir)]
     if not extra:
         return log_text
     sep = "" if not log_text or log_text.endswith("\n") else "\n"

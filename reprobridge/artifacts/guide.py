@@ -130,6 +130,30 @@ def _renames(exp: Experiment) -> list[str]:
     return [*out, ""]
 
 
+def _cells_that_raise(exp: Experiment) -> list[str]:
+    """The paragraph on a notebook run past its errors (``--allow-errors``), naming the
+    cells its outputs' ``raises`` expect to raise; nothing for other experiments."""
+    if exp.kind != "notebook" or "--allow-errors" not in exp.command.split():
+        return []
+    out = [
+        "**Cells that raise**: the notebook runs with `--allow-errors`, so a cell that raises",
+        "(a lesson that shows an error on purpose) does not end the run. The audit names every",
+        "cell that raised unmarked and is then `INCOMPLETE`, never `PASS`: rb cannot tell a",
+        "cell that raises on purpose from a broken one. A cell that raised shows no metric.",
+        "Mark a cell meant to raise with the `raises-exception` cell tag (or the output's",
+        "`raises` in `reprobridge.toml`).",
+    ]
+    expected = [(o.path, r) for o in exp.outputs for r in o.raises]
+    if expected:
+        out += [
+            "The authors' saved outputs show these cells raising; the run expects the same",
+            "error there, and no other:",
+            "",
+            *(f"- {_code(path)} cell {r.cell}: {_code(r.error)}" for path, r in expected),
+        ]
+    return [*out, ""]
+
+
 def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
     out = [f"### `{exp_id}`", ""]
     if exp.description:
@@ -192,6 +216,7 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
             "",
         ]
     out += _renames(exp)
+    out += _cells_that_raise(exp)
     rows = [
         *(("setup (runs first)", _code(c)) for c in exp.setup),
         ("command", _code(exp.command)),

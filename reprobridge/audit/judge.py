@@ -88,8 +88,8 @@ class RunJudgement:
     description when that failed, else the first output problem, else the description
     (``exit(0)``). ``outputs`` maps each declared path to ``{exists, sha256, size,
     expected_sha256, ok, reason}``. ``cells_raised``: one line per declared executed
-    notebook naming each of its cells that raised without the ``raises-exception`` tag
-    (check.py's :func:`~reprobridge.artifacts.check.unexpected_raises`); such a run may
+    notebook naming each of its cells that raised unmarked (neither the ``raises-exception``
+    tag nor the output's ``raises``: check.py's :func:`~reprobridge.artifacts.check.unexpected_raises`); such a run may
     pass its procedure (a notebook run past its errors exits 0) but the procedure level
     is then ``incomplete``, never ``pass``.
     """
@@ -365,7 +365,8 @@ def _procedure_verdict(exp: Experiment, runs: Sequence[RunJudgement]) -> Verdict
 #: What makes a run whose notebook cells raised judgeable (the gap line's hint).
 RAISES_HINT = (
     "tag each cell meant to raise `raises-exception` in the notebook (cell metadata "
-    '"tags"), or fix what broke it'
+    '"tags") or in reprobridge.toml, in the executed notebook\'s entry of `outputs`: '
+    '`raises = [{cell = N, error = "ValueError"}]`; or fix what broke it'
 )
 
 
@@ -403,7 +404,8 @@ def judge_experiment(
     - procedure: policies ``all`` and ``mean_within`` need every run to pass its procedure
       (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``. Then
       ``incomplete`` instead of ``pass`` when a passing run's executed notebook has cells
-      that raised without the ``raises-exception`` tag (every one named): the run ended
+      that raised unmarked (no ``raises-exception`` tag, not in the output's ``raises``;
+      every one named): the run ended
       normally, but a cell may raise on purpose or be broken, and only a mark says which.
       Such a run still counts below: its metrics were read from cells that did not raise.
     - metric: ``not-applicable`` when the tier declares no metrics (never a pass), with a

@@ -334,6 +334,21 @@ class OutputValue(EntryValue, kind="output"):
     path: str
 
 
+class SavedError(_Record):
+    """A notebook cell (counted from 1 over every cell) whose saved outputs show ``error``
+    (the exception's class name) raised."""
+
+    cell: int
+    error: str
+
+
+class RaisesValue(EntryValue, kind="raises"):
+    """[notebook path]: its code cells whose saved outputs show an error: the authors saw
+    them raise, so an executed copy is expected to raise there (``cells``, in order)."""
+
+    cells: tuple[SavedError, ...]
+
+
 class MetricSource(_Record):
     """Where a metric is read: a ``regex`` over the log, or a ``key`` of a JSON ``file``."""
 

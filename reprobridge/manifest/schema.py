@@ -383,12 +383,35 @@ class Stability(StrictModel):
         return self
 
 
+#: A dotted Python name (``jax.tree_util.tree_map``, ``float``): the only text an edit may
+#: write besides a whole number, so that a manifest value can rename what the code calls but
+#: never inject code of its own.
+DOTTED_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$"
+
+
+class ExpectedRaise(StrictModel):
+    """A cell of an executed notebook that is meant to raise, and what."""
+
+    cell: int = Field(ge=1, description="The cell, counted from 1 over every cell (markdown too).")
+    error: Annotated[str, StringConstraints(pattern=DOTTED_NAME_PATTERN)] = Field(
+        description="The exception's class name (`ValueError`); another error is not expected."
+    )
+
+
 class Output(StrictModel):
     """A file the experiment must write."""
 
     path: RelPath = Field(description="Relative to the experiment's workdir (no `..`).")
     sha256: Annotated[str, StringConstraints(pattern=r"^[0-9a-f]{64}$")] | None = Field(
         None, description="Expected content hash (checked in the full tier only)."
+    )
+    raises: list[ExpectedRaise] = Field(
+        default_factory=_empty,
+        description=(
+            "An executed notebook's cells meant to raise (rb init: those whose saved "
+            "outputs show an error), as the `raises-exception` cell tag marks them; any other "
+            "cell that raised leaves the audit INCOMPLETE."
+        ),
     )
 
 
@@ -414,10 +437,6 @@ class Hardware(StrictModel):
 DERIVED_SUFFIX = "_rb_smoke"
 DERIVED_SUFFIXES = {"smoke": DERIVED_SUFFIX, "full": "_rb_full"}
 
-#: A dotted Python name (``jax.tree_util.tree_map``, ``float``): the only text an edit may
-#: write besides a whole number, so that a manifest value can rename what the code calls but
-#: never inject code of its own.
-DOTTED_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,99}(?:\.[A-Za-z_][A-Za-z0-9_]{0,99}){0,9}$"
 #: ``jax>=0.3.16``: a distribution (normalised name) at a version or later.
 AT_LEAST_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,98}[a-z0-9])?>=[0-9]{1,9}(?:\.[0-9]{1,9}){0,5}$"
 

@@ -24,6 +24,7 @@ from reprobridge.detect.findings import (
     MetricValue,
     OutputValue,
     ParamValue,
+    RaisesValue,
     RejectedValue,
     SeedValue,
     ServiceValue,
@@ -771,8 +772,17 @@ def _one_experiment(
         # metrics): declaring it makes the auditor keep it as evidence and read it.
         outs = sorted([*outs, executed])
         out_sources = [*out_sources, *src]
+    declared: list[dict[str, Any]] = [{"path": o} for o in outs]
+    raised = _for_entry(by_kind, RaisesValue, entry) if executed else []
+    if raised:
+        # The cells the authors' saved outputs show raising are expected to raise the same
+        # error in the executed copy (check.py); any other cell that raises is named.
+        for out in declared:
+            if out["path"] == executed:
+                out["raises"] = [c.to_json() for c in raised[0].value.cells]
+        out_sources = [*out_sources, *raised[0].sources()]
     if outs:
-        b.put(f"{p}.outputs", [{"path": o} for o in outs], out_sources, "medium")
+        b.put(f"{p}.outputs", declared, out_sources, "medium")
     metrics: dict[str, Finding[MetricValue]] = {}
     for m in sorted(
         _for_entry(by_kind, MetricValue, entry),

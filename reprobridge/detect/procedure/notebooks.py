@@ -23,7 +23,10 @@ blanked). What this detector adds from the cells:
   reads the executed notebook's outputs, where these lines will be. A saved output's
   regex wins over a code cell's of the same name (it was seen to match);
 * a ``seed`` finding from a seeding call with a literal in a code cell
-  (``torch.manual_seed(0)``).
+  (``torch.manual_seed(0)``);
+* a ``raises`` finding naming the code cells whose saved outputs show an error (the
+  authors saw them raise; the run expects them to raise that error again, see
+  ``docs/audit.md``, "Notebook cells that raise").
 
 Evidence lines point into the ``.ipynb`` JSON (the line holding the matched text).
 """
@@ -47,7 +50,14 @@ from reprobridge.detect._notebook import (
 from reprobridge.detect._pyast import call_name, import_map, import_map_of, nodes_of, seed_calls
 from reprobridge.detect._text import slugify, unique_id
 from reprobridge.detect.base import Confidence, DetectContext, Detector, Evidence, Finding
-from reprobridge.detect.findings import ExperimentValue, MetricSource, MetricValue, SeedValue
+from reprobridge.detect.findings import (
+    ExperimentValue,
+    MetricSource,
+    MetricValue,
+    RaisesValue,
+    SavedError,
+    SeedValue,
+)
 from reprobridge.detect.procedure._printed import (
     PrintedMetric,
     keep_metrics,
@@ -57,6 +67,7 @@ from reprobridge.detect.procedure._printed import (
     output_metrics,
     printed_line,
 )
+from reprobridge.manifest.schema import DOTTED_NAME_PATTERN
 
 
 def _python2(cells: list[dict[str, Any]]) -> bool:
@@ -286,4 +297,39 @@ class NotebooksDetector(Detector):
         if seed is not None:
             findings.append(seed)
         findings.extend(metrics[name] for name in sorted(metrics))
+        raised = self._saved_errors(path, raw_lines, cells)
+        if raised is not None:
+            findings.append(raised)
         return findings
+
+    def _saved_errors(
+        self, path: str, raw_lines: list[str], cells: list[dict[str, Any]]
+    ) -> Finding | None:
+        """The ``raises`` finding of the cells whose saved outputs hold an error output
+        (its ``ename`` a Python name), evidence at the first one; None without any."""
+        saved: list[SavedError] = []
+        for number, cell in enumerate(cells, 1):
+            outputs = cell.get("outputs") if cell.get("cell_type") == "code" else None
+            for out in outputs if isinstance(outputs, list) else []:
+                if not isinstance(out, dict) or out.get("output_type") != "error":
+                    continue
+                ename = out.get("ename")
+                if isinstance(ename, str) and re.fullmatch(DOTTED_NAME_PATTERN, ename):
+                    saved.append(SavedError(number, ename))
+                break  # a cell stops at its first error
+        if not saved:
+            return None
+        first = next(
+            (i for i, ln in enumerate(raw_lines, 1) if '"ename"' in ln and saved[0].error in ln),
+            None,
+        )
+        shown = ", ".join(f"cell {s.cell} ({s.error})" for s in saved)
+        return Finding(
+            kind="raises",
+            key=path,
+            value=RaisesValue(path, tuple(saved)),
+            evidence=(Evidence(path, first),),
+            detector=self.name,
+            confidence="medium",
+            note=f"saved outputs show {shown} raising",
+        )

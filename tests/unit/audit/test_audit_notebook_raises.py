@@ -26,8 +26,10 @@ import pytest
 from reprobridge.artifacts import check
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.verify import verify_audit
+from reprobridge.manifest.io import load_manifest
 
-FIXTURE = Path(__file__).resolve().parents[2] / "fixtures/repos/zero-notebook-raising-cells"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures/repos"
+FIXTURE = FIXTURES / "zero-notebook-raising-cells"
 
 FAKE_JUPYTER = r"""#!/usr/bin/env python3
 # `jupyter nbconvert --to notebook --execute [--allow-errors] ... --output-dir DIR --output
@@ -123,6 +125,47 @@ def test_cells_tagged_raises_exception_are_what_their_authors_said(
     v = result.summary["experiments"]["lessons"]
     assert v["procedure"] == {"status": "pass", "reason": "all 1 run(s) completed"}
     assert v["per_metric"]["test_accuracy"]["values"] == [0.6667]
+
+
+def test_cells_the_saved_outputs_show_raising_are_expected_to_raise_that_error(
+    tmp_path: Path, init_without_requirements: Callable[[Path], Path], fake_jupyter: Path
+) -> None:
+    root = tmp_path / "saved"
+    root.mkdir()
+    shutil.copy2(FIXTURES / "zero-notebook-saved-errors/lesson.ipynb", root)
+    init_without_requirements(root)
+    manifest, _ = load_manifest(root / "reprobridge.toml")
+    (output,) = manifest.experiments["lesson"].outputs
+    # rb init lists what the authors saw raise under the executed notebook's output.
+    assert [(r.cell, r.error) for r in output.raises] == [(3, "ZeroDivisionError"), (4, "KeyError")]
+    guide = (root / "REPRODUCE.md").read_text()
+    assert "- `lesson.executed.ipynb` cell 4: `KeyError`" in guide
+    assert "**Cells that raise**: the notebook runs with `--allow-errors`" in guide
+
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+
+    reason = result.summary["experiments"]["lesson"]["procedure"]["reason"]
+    # Cell 3 raised what the authors saw; cell 4 raised another error than theirs, and
+    # cell 5 (a file absent from the repository) did not raise for them at all.
+    assert "lesson.executed.ipynb: 2 cell(s) raised" in reason
+    assert (
+        "cell 4 (ValueError: invalid literal for int() with base 10: 'wide'; expected KeyError)"
+        in reason
+    )
+    assert "cell 5 (FileNotFoundError: [Errno 2] No such file or directory: " in reason
+    assert "cell 3" not in reason
+    assert verify_audit(result.path).ok
+
+
+def test_a_cell_raising_another_error_than_the_declared_one_is_named(tmp_path: Path) -> None:
+    spec = _executed(tmp_path, [_code(STREAM), _code(ERROR)])
+    spec["outputs"][0]["raises"] = [{"cell": 2, "error": "KeyError"}]
+
+    (cell,) = check.unexpected_raises(spec, str(tmp_path))["nb.executed.ipynb"]
+
+    assert cell.describe() == "cell 2 (ValueError: List arity mismatch: 5 != 4; expected KeyError)"
+    spec["outputs"][0]["raises"] = [{"cell": 2, "error": "ValueError"}]
+    assert check.unexpected_raises(spec, str(tmp_path)) == {}
 
 
 def _executed(tmp_path: Path, cells: list[dict[str, Any]]) -> dict[str, Any]:
