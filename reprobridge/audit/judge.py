@@ -324,12 +324,14 @@ class ExperimentVerdict:
     runs: int
 
     @property
+    def levels(self) -> dict[str, Verdict]:
+        """The three levels by name, lowest first."""
+        return {"environment": self.environment, "procedure": self.procedure, "metric": self.metric}
+
+    @property
     def failed_level(self) -> str | None:
         """The lowest level that failed (``environment``, ``procedure``, ``metric``), or None."""
-        for name in ("environment", "procedure", "metric"):
-            if getattr(self, name).status == "fail":
-                return name
-        return None
+        return next((name for name, v in self.levels.items() if v.status == "fail"), None)
 
 
 def _runs_list(numbers: Sequence[int]) -> str:

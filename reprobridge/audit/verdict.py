@@ -23,7 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
+
+from reprobridge.audit.judge import ExperimentVerdict
+from reprobridge.evidence.records import ClaimResult
 
 Overall = Literal["PASS", "FAIL", "INCOMPLETE"]
 
@@ -41,26 +44,22 @@ class OverallVerdict:
 
 
 def overall_verdict(
-    experiments: Mapping[str, Mapping[str, Any]], claims: Sequence[Mapping[str, Any]]
+    experiments: Mapping[str, ExperimentVerdict], claims: Sequence[ClaimResult]
 ) -> OverallVerdict:
-    """Decide from the JSON verdicts of ``summarize``: ``experiments[id][level]`` holds
-    ``{status, reason}`` for ``environment``, ``procedure`` and ``metric``; each claim
-    holds ``expr``, ``holds`` (True/False/None), ``skipped`` and ``reason``."""
-    failed = any(
-        exp[level]["status"] == "fail"
-        for exp in experiments.values()
-        for level in ("environment", "procedure", "metric")
-    ) or any(c.get("holds") is False for c in claims)
+    """Decide from the verdicts of ``summarize``: each experiment's three levels, and each
+    claim's ``holds`` (True/False/None), ``skipped`` and ``reason``."""
+    failed = any(exp.failed_level is not None for exp in experiments.values()) or any(
+        c.holds is False for c in claims
+    )
     gaps: list[str] = []
     for exp_id, exp in experiments.items():
-        for level in ("environment", "procedure", "metric"):
-            status = exp[level]["status"]
-            if status not in {"pass", "fail"}:
-                gaps.append(f"{exp_id}: {level} {status}: {exp[level]['reason']}")
+        for level, verdict in exp.levels.items():
+            if verdict.status not in {"pass", "fail"}:
+                gaps.append(f"{exp_id}: {level} {verdict.status}: {verdict.reason}")
     for claim in claims:
-        if claim.get("holds") is None and not claim.get("skipped"):
+        if claim.holds is None and not claim.skipped:
             gaps.append(
-                f"claim {claim['expr']}: undecided ({claim.get('reason') or 'no values'}); "
+                f"claim {claim.expr}: undecided ({claim.reason or 'no values'}); "
                 "every metric it names needs a value in the runs of this audit"
             )
     if failed:

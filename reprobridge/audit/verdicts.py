@@ -14,10 +14,16 @@ from pathlib import Path
 from typing import Any
 
 from reprobridge.audit.claims import evaluate_claim, references
-from reprobridge.audit.judge import RunJudgement, claim_values, judge_experiment, judge_run
+from reprobridge.audit.judge import (
+    ExperimentVerdict,
+    RunJudgement,
+    claim_values,
+    judge_experiment,
+    judge_run,
+)
 from reprobridge.audit.verdict import overall_verdict
 from reprobridge.constants import COMBINED_LOG
-from reprobridge.evidence.records import RunRecord, jsonable
+from reprobridge.evidence.records import ClaimResult, RunRecord, jsonable
 from reprobridge.manifest.schema import Experiment, Manifest
 
 __all__ = ["rejudge_run", "summarize"]
@@ -69,11 +75,11 @@ def summarize(
     (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
     ``incomplete`` lines, and ``passed``, true for PASS only), as the JSON that is the
     judged part of ``audit.json`` (:class:`~reprobridge.evidence.records.AuditSummary`)."""
-    experiments: dict[str, Any] = {}
+    verdicts: dict[str, ExperimentVerdict] = {}
     values: dict[str, dict[str, list[float]]] = {}
     for exp_id, maybe_runs in judgements.items():
         runs = [r for r in maybe_runs if r is not None]
-        verdict = judge_experiment(
+        verdicts[exp_id] = judge_experiment(
             manifest.experiments[exp_id],
             tier,
             runs,
@@ -81,10 +87,9 @@ def summarize(
             environment_reason=environment_reason,
             experiment_id=exp_id,
         )
-        experiments[exp_id] = jsonable(verdict)
         # Claims use values of runs whose procedure passed only.
         values[exp_id] = claim_values(runs)
-    claims: list[dict[str, Any]] = []
+    claims: list[ClaimResult] = []
     for i, claim in enumerate(manifest.claims):
         absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
         reason = ""
@@ -98,24 +103,24 @@ def summarize(
             # A partial audit cannot decide a comparison with experiments it did not run.
             reason = f"not evaluated: {', '.join(absent)} not in this audit"
         if reason:
-            claims.append(
-                {
-                    "expr": claim.expr,
-                    "provenance": claim.provenance,
-                    "holds": None,
-                    "skipped": True,
-                    "substituted": "",
-                    "reason": reason,
-                }
-            )
+            claims.append(ClaimResult(claim.expr, claim.provenance, None, "", reason, skipped=True))
             continue
         result = evaluate_claim(claim.expr, values)
-        claims.append({"expr": claim.expr, "provenance": claim.provenance, **jsonable(result)})
-    outcome = overall_verdict(experiments, claims)
+        claims.append(
+            ClaimResult(
+                claim.expr,
+                claim.provenance,
+                result.holds,
+                result.substituted,
+                result.reason,
+                skipped=False,
+            )
+        )
+    outcome = overall_verdict(verdicts, claims)
     return {
         "tier": tier,
-        "experiments": experiments,
-        "claims": claims,
+        "experiments": {exp_id: jsonable(v) for exp_id, v in verdicts.items()},
+        "claims": [c.to_json() for c in claims],
         "verdict": outcome.verdict,
         "incomplete": outcome.incomplete,
         "passed": outcome.passed,

@@ -605,14 +605,23 @@ class ExperimentSummary:
 
 @dataclass(frozen=True)
 class ClaimResult:
-    """A claim and its result: ``holds`` True/False, or None (undecided or skipped)."""
+    """A claim and its result: ``holds`` True/False, or None (undecided or skipped).
+    ``provenance`` is the manifest claim's (None: it has none; read back as "")."""
 
     expr: str
-    provenance: str
+    provenance: str | None
     holds: bool | None
     substituted: str
     reason: str
     skipped: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """As ``audit.json`` holds it: ``skipped`` is stored on a skipped claim only (an
+        evaluated claim's object has always been without it)."""
+        out = dataclasses.asdict(self)
+        if not self.skipped:
+            del out["skipped"]
+        return out
 
     @classmethod
     def from_json(cls, raw: Any, where: str) -> ClaimResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -19,10 +20,12 @@ import pytest
 from rbcli import rb
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
+from reprobridge.audit.judge import ExperimentVerdict, Verdict
 from reprobridge.audit.verdict import overall_verdict
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import EXIT_INCOMPLETE
 from reprobridge.evidence.bundle import Bundle
+from reprobridge.evidence.records import ClaimResult
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
 
@@ -173,20 +176,37 @@ def test_smoke_tier_judges_what_it_declares(
 
 
 def test_overall_verdict_rules() -> None:
-    ok = {"status": "pass", "reason": ""}
-    exp = {"environment": ok, "procedure": ok, "metric": ok}
+    ok = Verdict("pass", "")
+    exp = ExperimentVerdict("e", ok, ok, ok, {}, 1)
     assert overall_verdict({"e": exp}, []).verdict == "PASS"
     assert overall_verdict({}, []).verdict == "INCOMPLETE"
-    undecided = {"expr": "a.x > b.x", "holds": None, "skipped": False, "reason": "no values"}
+    undecided = ClaimResult("a.x > b.x", None, None, "", "no values", skipped=False)
     got = overall_verdict({"e": exp}, [undecided])
     assert got.verdict == "INCOMPLETE" and got.incomplete[0].startswith("claim a.x > b.x")
-    skipped = {**undecided, "skipped": True}
+    skipped = replace(undecided, skipped=True)
     assert overall_verdict({"e": exp}, [skipped]).verdict == "PASS"
-    assert overall_verdict({"e": exp}, [{**undecided, "holds": False}]).verdict == "FAIL"
-    na = {**exp, "metric": {"status": "not-applicable", "reason": "none"}}
+    assert overall_verdict({"e": exp}, [replace(undecided, holds=False)]).verdict == "FAIL"
+    na = replace(exp, metric=Verdict("not-applicable", "none"))
     assert overall_verdict({"e": na}, []).verdict == "INCOMPLETE"
-    skipped_run = {**exp, "procedure": {"status": "skipped", "reason": "not run"}}
+    skipped_run = replace(exp, procedure=Verdict("skipped", "not run"))
     assert overall_verdict({"e": skipped_run}, []).verdict == "INCOMPLETE"
+    failed = replace(exp, environment=Verdict("fail", "no nix"))
+    assert overall_verdict({"e": failed}, []).verdict == "FAIL"
+
+
+def test_claim_json_keeps_its_stored_keys() -> None:
+    """audit.json's claims are re-derived by rb verify and compared: an evaluated claim's
+    object has no ``skipped`` key, a skipped claim's has it (as bundles always had)."""
+    evaluated = ClaimResult("a.x > 1", None, True, "2.0 > 1", "", skipped=False)
+    assert evaluated.to_json() == {
+        "expr": "a.x > 1",
+        "provenance": None,
+        "holds": True,
+        "substituted": "2.0 > 1",
+        "reason": "",
+    }
+    skipped = replace(evaluated, holds=None, substituted="", reason="not evaluated", skipped=True)
+    assert skipped.to_json()["skipped"] is True
 
 
 def test_archive_metadata_says_incomplete_not_failed(tmp_path: Path) -> None:
