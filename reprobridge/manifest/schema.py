@@ -237,7 +237,8 @@ class Environment(StrictModel):
         None,
         description="Upper date bound (UTC, RFC 3339) for resolving the Python packages: uv's "
         "`exclude-newer`, from the last commit that changed the code the chosen experiments run "
-        "or their requirements (else HEAD).",
+        "or their requirements (else HEAD), less a 14-day release lag, never before the day "
+        "the oldest Python rb provides had wheels of its core packages.",
     )
     exclude_newer_package: dict[
         Annotated[str, StringConstraints(pattern=r"^[a-z0-9]([a-z0-9._-]*[a-z0-9])?$")],

@@ -15,6 +15,11 @@ shell script counts with the Python files its commands name. When that cannot be
 (a Makefile target, a shell command that names no file of the repository such as
 ``python $SCRIPT``; no commit touches those files), HEAD's date stands, as before.
 
+The bound is that date less a release lag (``packages.toml``'s ``[date_bound]``: a release
+days old when the authors last changed their code was rarely the one they ran), never
+before the wheel floor of the oldest Python rb provides (``[wheel_floors]``: the day PyPI
+had wheels for it of numpy, scipy, pandas, matplotlib and torch).
+
 git runs through :func:`reprobridge.detect.index.last_commit` (the hardened helper: no hooks, the
 repository's config neutralised), and every path is passed as a literal pathspec, so a
 file name the repository chose is never read as a pattern or an option.
@@ -37,6 +42,7 @@ __all__ = [
     "WheelFloor",
     "code_date",
     "environment_date",
+    "release_lag_days",
     "wheel_floor",
 ]
 
@@ -96,58 +102,79 @@ def code_date(
 
 @dataclass(frozen=True)
 class WheelFloor:
-    """The earliest date a bound may have: a year after ``python`` (the oldest Python rb
-    provides) was released (``released``, ``YYYY-MM-DD``), when packages had wheels for it."""
+    """The earliest date a bound may have: ``stamp``, the first day (``available``,
+    ``YYYY-MM-DD``) PyPI had wheels for ``python`` (the oldest Python rb provides) of every
+    package of ``first_wheels`` (name, its first release with one), from ``packages.toml``'s
+    ``[wheel_floors]``."""
 
     stamp: int
     python: str
-    released: str
+    available: str
+    first_wheels: tuple[tuple[str, str], ...]
 
 
 def wheel_floor(pythons: list[str]) -> WheelFloor | None:
     """The :class:`WheelFloor` of the oldest of ``pythons`` (``X.Y``, ascending) that
-    ``packages.toml``'s ``python_releases`` dates; None when none is dated.
+    ``packages.toml``'s ``[wheel_floors]`` dates; None when none is dated.
 
     Code older than that meets, as of its own date, packages with no wheels for any Python
     rb can give it (numpy and matplotlib of 2018-05 have none for 3.7, the oldest): uv
-    builds them from source, which fails or outlasts a smoke audit. A year after the oldest
-    Python's release its packages have wheels, so the bound is raised to that day (and the
-    Python of that date is chosen); the guide says the code is older."""
-    released = load_packages()["python_releases"]
+    builds them from source, which fails or outlasts a smoke audit. From the floor's day
+    numpy, scipy, pandas, matplotlib and torch all have wheels for that Python, so the bound
+    is raised to it (and that Python is chosen); the guide says the code is older."""
+    floors = load_packages()["wheel_floors"]
     for python in pythons:
-        day = released.get(python)
-        if day is not None:
-            floor = datetime.combine(day.replace(year=day.year + 1), time(), UTC)
-            return WheelFloor(int(floor.timestamp()), python, day.isoformat())
+        floor = floors.get(python)
+        if floor is not None:
+            day = floor["available"]
+            return WheelFloor(
+                int(datetime.combine(day, time(), UTC).timestamp()),
+                python,
+                day.isoformat(),
+                tuple(sorted(floor["first_wheels"].items())),
+            )
     return None
+
+
+def release_lag_days() -> int:
+    """Days between the code's date and its date bound (``packages.toml``'s
+    ``[date_bound] lag_days``): a release only days old when the authors last changed their
+    code was rarely the one they ran; the table's comment has the measurement."""
+    lag: int = load_packages()["date_bound"]["lag_days"]
+    return lag
 
 
 @dataclass(frozen=True)
 class EnvironmentDate:
     """The date the environment is resolved as of: ``stamp``, from ``commit``; ``files``
     is None for HEAD's date, else how many files the chosen experiments' date came from
-    (:class:`CodeDate`); ``floor`` is set when that commit's own date (``commit_stamp``)
-    was older than the :class:`WheelFloor` and the date was raised to it."""
+    (:class:`CodeDate`). ``stamp`` is the commit's own date (``commit_stamp``) less
+    ``lag_days``; ``floor`` is set when that was older than the :class:`WheelFloor` and the
+    date was raised to it."""
 
     commit: str
     stamp: int
     commit_stamp: int
     files: int | None = None
     floor: WheelFloor | None = None
+    lag_days: int = 0
 
 
 def environment_date(
     head: tuple[str, int] | None, code: CodeDate | None, pythons: list[str]
 ) -> EnvironmentDate | None:
     """The :class:`EnvironmentDate` from the chosen experiments' ``code`` date (else HEAD's,
-    ``head``), raised to the :func:`wheel_floor` of ``pythons``; None without a commit."""
+    ``head``), less :func:`release_lag_days`, raised to the :func:`wheel_floor` of
+    ``pythons``; None without a commit."""
     if code is not None:
         commit, stamp, files = code.commit, code.stamp, code.files
     elif head is not None:
         commit, stamp, files = head[0], head[1], None
     else:
         return None
+    lag = release_lag_days()
+    lagged = stamp - lag * 86400
     floor = wheel_floor(pythons)
-    if floor is not None and stamp < floor.stamp:
-        return EnvironmentDate(commit, floor.stamp, stamp, files, floor)
-    return EnvironmentDate(commit, stamp, stamp, files)
+    if floor is not None and lagged < floor.stamp:
+        return EnvironmentDate(commit, floor.stamp, stamp, files, floor, lag)
+    return EnvironmentDate(commit, lagged, stamp, files, lag_days=lag)

@@ -35,7 +35,7 @@ from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
 from reprobridge.recovery._common import Builder, best
-from reprobridge.recovery.dating import EnvironmentDate
+from reprobridge.recovery.dating import EnvironmentDate, wheel_floor
 
 _REQ_PRIORITY = {
     "requirements": 0,
@@ -222,9 +222,10 @@ _EARLIEST_BOUND = 1262304000  # 2010-01-01
 def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: RecoveryNotes) -> None:
     """``environment.exclude_newer``: the end (UTC) of the day of ``dated`` (see
     :mod:`reprobridge.recovery.dating`: the last commit that changed what the chosen
-    experiments run, else HEAD's, raised to the wheel floor), so the lock resolves the
-    versions that existed when the authors last changed the code (a 2022 repository does
-    not get a 2025 torch). Nothing without a commit."""
+    experiments run, else HEAD's, less the release lag, raised to the wheel floor), so the
+    lock resolves the versions the authors had when they last changed the code (a 2022
+    repository does not get a 2025 torch, nor one released days before its last commit).
+    Nothing without a commit."""
     if dated is None:
         return
     commit, stamp = dated.commit, dated.stamp
@@ -253,14 +254,23 @@ def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: Recove
             "environment in (later commits change other files)"
         )
         what = "the last change to the chosen experiments' code and requirements"
+    if dated.lag_days:
+        source += (
+            f"; less {dated.lag_days} days: a release younger than that at the code's date "
+            "was rarely the authors' (data/packages.toml [date_bound])"
+        )
+        what += f" was {own}; {dated.lag_days} days before it"
+    elif dated.floor is not None:
+        what += f" was {own}"
     if dated.floor is not None:
         floor = dated.floor
+        wheels = ", ".join(f"{n} {v}" for n, v in floor.first_wheels)
         source += (
-            f"; raised to {day}: packages of {own} have no wheels for Python {floor.python}, "
-            f"the oldest rb provides (released {floor.released}); a year after its release "
-            "they do"
+            f"; raised to {day}: packages older than that have no wheels for Python "
+            f"{floor.python}, the oldest rb provides; from {floor.available} they do "
+            f"({wheels}: data/packages.toml [wheel_floors])"
         )
-        what += f" was {own}, older than any Python rb provides: raised to {day}"
+        what += f", older than any Python rb provides: raised to {day}"
     b.put("environment.exclude_newer", bound, [source + ", end of that day (UTC)"], "medium")
     notes.decisions.append(
         f"Python packages are resolved as of {day} ({what}): uv's exclude-newer = "
@@ -443,15 +453,27 @@ def _py_key(v: str) -> tuple[int, ...]:
 
 
 def _python_of_date(stamp: int | None) -> str | None:
-    """The newest Python ``X.Y`` released at least a year before ``stamp`` (the last
-    commit), from ``packages.toml``'s ``python_releases``; None without a date or before
-    the table starts."""
+    """The newest Python ``X.Y`` released at least a year before ``stamp`` (the date bound),
+    from ``packages.toml``'s ``python_releases``; the oldest Python rb provides for a date
+    from its wheel floor on (:func:`~reprobridge.recovery.dating.wheel_floor`) that is
+    younger than every Python released a year before; None without a date or before the
+    table starts."""
     if stamp is None:
         return None
 
     year_before = datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
     released = [v for v, day in load_packages()["python_releases"].items() if day <= year_before]
-    return max(released, key=_py_key) if released else None
+    newest = max(released, key=_py_key) if released else None
+    # Between the oldest Python's wheel floor and a year after its release, the packages of
+    # the date have wheels for that Python and for no older one rb provides.
+    floor = wheel_floor(pins.available_pythons())
+    if (
+        floor is not None
+        and stamp >= floor.stamp
+        and (newest is None or _py_key(newest) < _py_key(floor.python))
+    ):
+        return floor.python
+    return newest
 
 
 def merge_python(
@@ -463,8 +485,9 @@ def merge_python(
 ) -> str:
     """The Python ``X.Y`` of the environment: exact version files first, then the
     specifiers (framework pins included), the newest admitted, at most the default, and
-    at most the newest Python released a year before the code's date (``dated.stamp``:
-    HEAD's, or that of the chosen experiments' code, raised to the wheel floor; see
+    at most the newest Python released a year before the date bound (``dated.stamp``:
+    HEAD's, or that of the chosen experiments' code, less the release lag, raised to the
+    wheel floor; see
     :mod:`reprobridge.recovery.dating`): a 2022 repository resolved as of its date has no
     wheels for a Python of late 2022."""
     found = of_type(by_kind, PythonVersionValue)
@@ -529,12 +552,16 @@ def merge_python(
         if dated is not None and of_date is not None and admitted:
             by_date = [v for v in admitted if _py_key(v) <= _py_key(of_date)]
             day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d")
-            why = f"git: code of {day}; Python {of_date} is the newest released a year before it"
-            # Older than every Python rb can provide: no date rule. The oldest (3.7) would
-            # meet the packages of its date without wheels for it (numpy and matplotlib of
-            # 2018-05 have none for 3.7, so the environment built them from source and a
-            # smoke audit of yunjey/pytorch-tutorial ran out of time); the default Python
-            # moves the bound per package to releases with wheels instead.
+            why = (
+                f"git: packages as of {day}; Python {of_date} is the newest released a year "
+                "before, or the oldest rb provides from its wheel floor on"
+            )
+            # Older than every Python rb can provide (a bound moved by hand before the
+            # wheel floor): no date rule. The oldest (3.7) would meet the packages of its
+            # date without wheels for it (numpy and matplotlib of 2018-05 have none for
+            # 3.7, so the environment built them from source and a smoke audit of
+            # yunjey/pytorch-tutorial ran out of time); the default Python moves the bound
+            # per package to releases with wheels instead.
             if by_date and by_date != admitted:
                 admitted = by_date
                 specs.append((SpecifierSet(f"<={by_date[-1]}.99"), why))

@@ -334,8 +334,9 @@ def test_init_moves_the_date_bound_only_where_it_leaves_nothing_and_records_why(
     with serve_index(tmp_path / "index", releases) as url:
         monkeypatch.setenv("UV_DEFAULT_INDEX", url)
         monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
-        monkeypatch.setenv("GIT_COMMITTER_DATE", "2022-01-22T12:00:00Z")
-        monkeypatch.setenv("GIT_AUTHOR_DATE", "2022-01-22T12:00:00Z")
+        # committed 2022-02-05: the bound is 14 days before (the release lag), 2022-01-22
+        monkeypatch.setenv("GIT_COMMITTER_DATE", "2022-02-05T12:00:00Z")
+        monkeypatch.setenv("GIT_AUTHOR_DATE", "2022-02-05T12:00:00Z")
         version = f"{sys.version_info.major}.{sys.version_info.minor}"
         root = make_repo(
             {

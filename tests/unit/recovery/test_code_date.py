@@ -43,7 +43,7 @@ def _manifest(root: Path):  # type: ignore[no-untyped-def]
 
 
 def _repo(make_repo) -> Path:  # type: ignore[no-untyped-def]
-    # committed 2023-11-14 (conftest's GIT_COMMITTER_DATE)
+    # committed 2023-11-14 (conftest's GIT_COMMITTER_DATE): bound 2023-10-31, 14 days before
     return make_repo(
         {
             "README.md": "```bash\npython train.py\n```\n",
@@ -61,7 +61,7 @@ def test_later_commits_to_other_files_do_not_move_the_date(make_repo) -> None:
     _commit(root, {"other/notes.py": "print(2)\n"}, LATER)
     merged = _manifest(root)
     env = merged.manifest.environment
-    assert env.exclude_newer == "2023-11-15T00:00:00Z"
+    assert env.exclude_newer == "2023-11-01T00:00:00Z"
     sources = merged.manifest.derived["environment.exclude_newer"].sources
     assert "the last commit that changed one of the" in sources[0]
     assert any(
@@ -72,14 +72,14 @@ def test_later_commits_to_other_files_do_not_move_the_date(make_repo) -> None:
 def test_a_change_to_an_imported_module_moves_it(make_repo) -> None:
     root = _repo(make_repo)
     _commit(root, {"lib/model.py": MODEL + "# tuned\n"}, LATER)
-    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-07T00:00:00Z"
 
 
 def test_a_change_to_the_requirements_moves_it(make_repo) -> None:
     root = _repo(make_repo)
     _commit(root, {"requirements.txt": "numpy>=1.20\n"}, LATER)
     merged = _manifest(root)
-    assert merged.manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+    assert merged.manifest.environment.exclude_newer == "2026-01-07T00:00:00Z"
     # the same day as HEAD: HEAD's own wording, nothing new to explain
     sources = merged.manifest.derived["environment.exclude_newer"].sources
     assert sources[0].startswith("git: committer date of HEAD")
@@ -100,16 +100,16 @@ def _shell_repo(make_repo, run: str) -> Path:  # type: ignore[no-untyped-def]
 def test_a_shell_experiment_is_dated_by_the_files_it_runs(make_repo) -> None:
     root = _shell_repo(make_repo, "python train.py\n")
     _commit(root, {"docs/index.md": "# docs\n"}, LATER)
-    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-15T00:00:00Z"
+    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-01T00:00:00Z"
     # the script itself is code it runs: its edits move the date
     _commit(root, {"run.sh": "python train.py --quiet\n"}, LATER)
-    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-07T00:00:00Z"
 
 
 def test_a_shell_experiment_running_an_unknown_file_keeps_heads_date(make_repo) -> None:
     root = _shell_repo(make_repo, 'SCRIPT="${1:-train.py}"\npython "$SCRIPT"\n')
     _commit(root, {"docs/index.md": "# docs\n"}, LATER)
-    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-21T00:00:00Z"
+    assert _manifest(root).manifest.environment.exclude_newer == "2026-01-07T00:00:00Z"
 
 
 def test_a_shell_script_in_a_folder_finds_what_it_runs_from_the_root_too(make_repo) -> None:
@@ -126,4 +126,4 @@ def test_a_shell_script_in_a_folder_finds_what_it_runs_from_the_root_too(make_re
         }
     )
     _commit(root, {"docs/index.md": "# docs\n"}, LATER)
-    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-15T00:00:00Z"
+    assert _manifest(root).manifest.environment.exclude_newer == "2023-11-01T00:00:00Z"

@@ -7,7 +7,7 @@ import subprocess
 from reprobridge.detect.index import RepoIndex
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.recovery._common import Builder
-from reprobridge.recovery.dating import EnvironmentDate, environment_date
+from reprobridge.recovery.dating import EnvironmentDate, environment_date, wheel_floor
 from reprobridge.recovery.environment import merge_exclude_newer, merge_metadata_floors
 
 
@@ -64,20 +64,58 @@ def test_implausible_code_date_names_the_commit_it_came_from() -> None:
 
 def test_code_older_than_every_python_is_raised_to_the_wheel_floor() -> None:
     # 2018-05-11: numpy and matplotlib of that day have no wheels for Python 3.7, the
-    # oldest rb provides (released 2018-06-27); a year after its release they do.
+    # oldest rb provides; from 2018-12-07 (torch 1.0.0, the last of the five) all have.
     dated = environment_date(("c" * 40, 1526040000), None, ["3.7", "3.8", "3.11"])
     assert dated is not None and dated.floor is not None
     assert dated.commit_stamp == 1526040000 and dated.floor.python == "3.7"
     b, notes = Builder(), RecoveryNotes()
     merge_exclude_newer(b, dated, notes)
-    assert b.data["environment"]["exclude_newer"] == "2019-06-28T00:00:00Z"
+    assert b.data["environment"]["exclude_newer"] == "2018-12-08T00:00:00Z"
     (source,) = b.prov["environment.exclude_newer"][0]
-    assert "(2018-05-11)" in source and "raised to 2019-06-27" in source
-    assert "no wheels for Python 3.7" in source
+    assert "(2018-05-11)" in source and "raised to 2018-12-07" in source
+    assert "no wheels for Python 3.7" in source and "torch 1.0.0" in source
+    assert "[wheel_floors]" in source
     assert "older than any Python rb provides" in notes.decisions[0]
-    # a date after the floor is kept as it is
+    # a date after the floor is kept, less the release lag
     kept = environment_date(("d" * 40, 1700000000), None, ["3.7", "3.11"])
-    assert kept is not None and kept.floor is None and kept.stamp == 1700000000
+    assert kept is not None and kept.floor is None
+    assert kept.stamp == 1700000000 - 14 * 86400 and kept.lag_days == 14
+
+
+def test_the_floor_is_the_day_every_core_package_had_wheels_for_that_python() -> None:
+    # The floor is per Python, from [wheel_floors], not a blanket year after its release:
+    # for 3.7, 2018-12-07 (torch 1.0.0's wheels), not 2019-06-27.
+    floor = wheel_floor(["3.7", "3.8"])
+    assert floor is not None and (floor.python, floor.available) == ("3.7", "2018-12-07")
+    assert dict(floor.first_wheels) == {
+        "matplotlib": "2.2.2",
+        "numpy": "1.14.5",
+        "pandas": "0.23.2",
+        "scipy": "1.1.0",
+        "torch": "1.0.0",
+    }
+    # the oldest Python given that the table dates is the one that counts
+    later = wheel_floor(["3.9", "3.11"])
+    assert later is not None and (later.python, later.available) == ("3.9", "2020-12-10")
+    assert wheel_floor(["2.7"]) is None
+
+
+def test_the_bound_is_the_code_date_less_the_release_lag() -> None:
+    # matplotlib 3.1.0 came out 2019-05-18, three days before this code's last commit
+    # (2019-05-21): resolved as of the commit, it is the lock's, though the authors ran
+    # an older one. Less the lag, the bound is 2019-05-07, before it.
+    dated = environment_date(("e" * 40, 1558440000), None, ["3.7", "3.11"])  # 2019-05-21 12:00
+    assert dated is not None and dated.floor is None and dated.lag_days == 14
+    b, notes = Builder(), RecoveryNotes()
+    merge_exclude_newer(b, dated, notes)
+    assert b.data["environment"]["exclude_newer"] == "2019-05-08T00:00:00Z"
+    (source,) = b.prov["environment.exclude_newer"][0]
+    assert source.startswith("git: committer date of HEAD eeeeeeeeeeee (2019-05-21); less 14 days")
+    assert "[date_bound]" in source
+    assert (
+        "as of 2019-05-07 (the last commit was 2019-05-21; 14 days before it)"
+        in (notes.decisions[0])
+    )
 
 
 def test_a_bound_before_a_metadata_floor_constrains_the_package() -> None:

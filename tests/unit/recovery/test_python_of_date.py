@@ -40,8 +40,16 @@ def _python(root: Path) -> str:
 @pytest.mark.parametrize(
     ("day", "python"),
     # 2018-05: older than any Python rb provides (3.7's packages of that date have no
-    # wheels for it): the date is raised a year past 3.7's release, so 3.7.
-    [("2022-11-21", "3.10"), ("2020-06-01", "3.7"), ("2026-11-01", "3.11"), ("2018-05-11", "3.7")],
+    # wheels for it): the date is raised to 3.7's wheel floor (2018-12-07), so 3.7.
+    # 2019-03: less than a year after 3.7's release, but after its wheel floor: 3.7 (the
+    # year rule alone names 3.6, which rb does not provide, and the default would win).
+    [
+        ("2022-11-21", "3.10"),
+        ("2020-06-01", "3.7"),
+        ("2026-11-01", "3.11"),
+        ("2018-05-11", "3.7"),
+        ("2019-03-15", "3.7"),
+    ],
 )
 def test_the_python_is_the_newest_released_a_year_before_the_last_commit(
     make_repo, day: str, python: str
