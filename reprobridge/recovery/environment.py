@@ -7,7 +7,7 @@ import re
 import time
 import tomllib
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -452,6 +452,11 @@ def _py_key(v: str) -> tuple[int, ...]:
     return tuple(int(p) for p in v.split("."))
 
 
+def _year_before(stamp: int) -> date:
+    """The UTC day a year (365 days) before ``stamp``."""
+    return datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
+
+
 def _python_of_date(stamp: int | None) -> str | None:
     """The newest Python ``X.Y`` released at least a year before ``stamp`` (the date bound),
     from ``packages.toml``'s ``python_releases``; the oldest Python rb provides for a date
@@ -461,8 +466,9 @@ def _python_of_date(stamp: int | None) -> str | None:
     if stamp is None:
         return None
 
-    year_before = datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
-    released = [v for v, day in load_packages()["python_releases"].items() if day <= year_before]
+    released = [
+        v for v, day in load_packages()["python_releases"].items() if day <= _year_before(stamp)
+    ]
     newest = max(released, key=_py_key) if released else None
     # Between the oldest Python's wheel floor and a year after its release, the packages of
     # the date have wheels for that Python and for no older one rb provides.
@@ -552,9 +558,11 @@ def merge_python(
         if dated is not None and of_date is not None and admitted:
             by_date = [v for v in admitted if _py_key(v) <= _py_key(of_date)]
             day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d")
-            why = (
-                f"git: packages as of {day}; Python {of_date} is the newest released a year "
-                "before, or the oldest rb provides from its wheel floor on"
+            why = f"git: packages as of {day}; Python {of_date} is " + (
+                "the newest released a year before it"
+                if load_packages()["python_releases"][of_date] <= _year_before(dated.stamp)
+                else "the oldest rb provides, and they have wheels for it "
+                "(data/packages.toml [wheel_floors])"
             )
             # Older than every Python rb can provide (a bound moved by hand before the
             # wheel floor): no date rule. The oldest (3.7) would meet the packages of its

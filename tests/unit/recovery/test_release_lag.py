@@ -43,6 +43,11 @@ def test_a_release_days_old_at_the_code_date_is_not_locked(tmp_path: Path) -> No
     # Python 3.7 was released less than a year before, but its packages had wheels from
     # 2018-12-07 on: 3.7, not the default Python
     assert env.python == "3.7"
+    (why,) = merged.manifest.derived["environment.python"].sources
+    assert why == (
+        "git: packages as of 2019-05-07; Python 3.7 is the oldest rb provides, and they have "
+        "wheels for it (data/packages.toml [wheel_floors])"
+    )
     assert any("as of 2019-05-07" in d and "14 days before" in d for d in merged.notes.decisions)
 
 
