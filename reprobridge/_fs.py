@@ -14,20 +14,37 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprobridge.errors import UnsafePathError, WriteError
 
 
-@dataclass
+@dataclass(frozen=True)
 class Changes:
-    """Paths (relative) that were created, changed, left identical, or removed."""
+    """Paths (relative, sorted) that were, or would be, created, changed, left identical,
+    or removed (:func:`planned_changes`)."""
 
-    created: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-    unchanged: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
+    created: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+
+def planned_changes(root: Path, files: Mapping[str, bytes], remove: Iterable[str] = ()) -> Changes:
+    """What :func:`apply_changes` does with the same arguments, without writing: each of
+    ``files`` is created (no file at its path), changed (the file holds other bytes) or
+    unchanged; each of ``remove`` that is a file is removed. Only reads; it does not check
+    the paths (:func:`apply_changes` refuses an unsafe one before anything is written)."""
+    created: list[str] = []
+    changed: list[str] = []
+    unchanged: list[str] = []
+    for rel in sorted(files):
+        path = root / rel
+        old = path.read_bytes() if path.is_file() else None
+        (created if old is None else unchanged if old == files[rel] else changed).append(rel)
+    removed = [rel for rel in sorted(remove) if (root / rel).is_file()]
+    return Changes(tuple(created), tuple(changed), tuple(unchanged), tuple(removed))
 
 
 def safe_target(root: Path, rel: str) -> Path:
@@ -129,30 +146,23 @@ def apply_changes(
     touched and removing directories it created) when a write fails.
     """
     targets = {rel: safe_target(root, rel) for rel in [*files, *remove]}
-    changes = Changes()
     backups: dict[str, bytes | None] = {}
     created_dirs: list[Path] = []
     try:
-        for rel in sorted(files):
+        changes = planned_changes(root, files, remove)
+        for rel in sorted((*changes.created, *changes.changed)):
             path = targets[rel]
-            old = path.read_bytes() if path.is_file() else None
-            if old == files[rel]:
-                changes.unchanged.append(rel)
-                continue
             for parent in reversed(path.relative_to(root).parents[:-1]):
                 d = root / parent
                 if not d.exists():
                     d.mkdir()
                     created_dirs.append(d)
-            backups[rel] = old
+            backups[rel] = path.read_bytes() if rel in changes.changed else None
             write_atomic(path, files[rel], mode=0o755 if rel in executable else 0o644)
-            (changes.changed if old is not None else changes.created).append(rel)
-        for rel in sorted(remove):
+        for rel in changes.removed:
             path = targets[rel]
-            if path.is_file():
-                backups[rel] = path.read_bytes()
-                path.unlink()
-                changes.removed.append(rel)
+            backups[rel] = path.read_bytes()
+            path.unlink()
     except (OSError, KeyboardInterrupt) as exc:
         _restore(root, backups, targets, created_dirs)
         if isinstance(exc, KeyboardInterrupt):

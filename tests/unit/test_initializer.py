@@ -133,6 +133,17 @@ def test_dry_run_writes_nothing(make_repo) -> None:
     assert "reprobridge.toml" in result.changes.created
 
 
+def test_a_dry_run_plans_what_the_run_then_does(make_repo) -> None:
+    """One rule (_fs.planned_changes) says what is created, changed, unchanged, removed."""
+    root = _repo(make_repo)
+    first = init_repository(root, lock="never", dry_run=True).changes
+    assert first == init_repository(root, lock="never").changes and first.created
+    (root / "README.md").write_text(README.replace("--lr 0.1", "--lr 0.2"))
+    again = init_repository(root, lock="never", dry_run=True).changes
+    assert again == init_repository(root, lock="never").changes
+    assert again.changed and again.unchanged and not again.created
+
+
 def test_not_a_git_repository(tmp_path: Path) -> None:
     (tmp_path / "train.py").write_text(TRAIN)
     with pytest.raises(errors.NotAGitRepositoryError, match="is not a git repository"):
@@ -282,7 +293,7 @@ def test_rerun_and_check_use_the_recorded_paper(make_repo) -> None:
     assert targets
     assert check_artifacts(root).stale == []
     again = init_repository(root, lock="never")
-    assert again.changes.changed == []
+    assert again.changes.changed == ()
 
 
 def test_recorded_paper_never_leaves_the_repository(tmp_path: Path) -> None:
@@ -370,4 +381,4 @@ def test_init_moves_the_date_bound_only_where_it_leaves_nothing_and_records_why(
         assert check_artifacts(root).stale == []
         again = init_repository(root, lock="auto")
         assert again.lock_warning is None  # relocked (from the kept lock), the same bounds
-        assert again.changes.changed == [], again.changes
+        assert again.changes.changed == (), again.changes
