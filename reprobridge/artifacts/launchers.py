@@ -35,6 +35,7 @@ from typing import Literal
 from reprobridge.constants import LAUNCHERS_DIR, MANIFEST_FILE, REGENERATE_COMMAND
 from reprobridge.errors import RenderError
 from reprobridge.manifest.schema import (
+    PLACEHOLDER,
     SHELL_ASSIGNMENT,
     SHELL_CHARS,
     Experiment,
@@ -54,7 +55,6 @@ OFFLINE_ENV = (
 #: Grace period between SIGTERM and SIGKILL when a run exceeds its timeout.
 KILL_AFTER = "30s"
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Characters that make an unquoted command need a shell (operators, expansions, globs).
 TierName = Literal["full", "smoke"]
 _TIER_ORDER: tuple[TierName, ...] = ("full", "smoke")
@@ -112,7 +112,7 @@ def _scan(command: str, *, field: str) -> list[_Part]:
     while i < len(command):
         ch = command[i]
         # Placeholders count in every quoting context, as the manifest schema counts them.
-        match = _PLACEHOLDER.match(command, i)
+        match = PLACEHOLDER.match(command, i)
         if match:
             parts.append(_Part(match.group(1), "ph", quote))
             i = match.end()
@@ -144,7 +144,7 @@ def _needs_shell(command: str, parts: list[_Part]) -> bool:
         if part.quote == '"' and part.text in "$`":
             return True
     try:
-        words = shlex.split(_PLACEHOLDER.sub("x", command))
+        words = shlex.split(PLACEHOLDER.sub("x", command))
     except ValueError:  # e.g. a trailing backslash: bash -c reports it the way bash would
         return True
     # `VAR=value cmd` is an assignment only to a shell; as an argv word it is a program name.

@@ -412,13 +412,16 @@ class BoundValue(EntryValue, kind="bound"):
 class Removal(_Record):
     """One entry of ``reprobridge/data/api_drift.toml`` (its header describes the fields):
     ``name``, fully qualified, is gone from ``distribution`` since ``removed_in``;
-    ``replacement`` names what replaces it and ``source`` where the removal is documented."""
+    ``replacement`` names what replaces it and ``source`` where the removal is documented.
+    ``method``: ``name`` is a method or attribute of a class
+    (``matplotlib.axes.Axes.set_axis_bgcolor``), matched on any object by its last part."""
 
     distribution: str
     name: str
     removed_in: str
     replacement: str
     source: str
+    method: bool = field(default=False, metadata=ABSENT)
 
     @property
     def condition(self) -> str:

@@ -35,10 +35,17 @@ SHELL_CHARS = frozenset("|&;<>()$`*?[]{}~\n#")
 SHELL_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 
 
+#: A parameter's placeholder in a command (``{lr}``): the launcher puts the tier's value
+#: there as one quoted word, so it is no shell syntax.
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
 def plain_command(command: str) -> bool:
     """Whether ``command`` is plain words a launcher runs as an argv, with no shell syntax
-    anywhere (conservative: a quoted ``$`` counts too). Only such a command can run a tier's
-    edited copy of its file in place of the original word."""
+    anywhere (conservative: a quoted ``$`` counts too; a parameter's ``{name}`` is no shell
+    syntax). Only such a command can run a tier's edited copy of its file in place of the
+    original word."""
+    command = PLACEHOLDER.sub("x", command)
     if SHELL_CHARS & set(command):
         return False
     try:

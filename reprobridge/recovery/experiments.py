@@ -42,6 +42,7 @@ from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import (
     ID_PATTERN,
     PARAM_PATTERN,
+    PLACEHOLDER,
     clean_rel_path,
     edit_place,
     plain_command,
@@ -128,7 +129,6 @@ def _coerce(value: str) -> Any:
     return value
 
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _NEGATIVE = re.compile(r"-(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
 _HYDRA_OVERRIDE = re.compile(r"^\+{0,2}([A-Za-z_][\w.]*)=(.+)$")
 
@@ -137,7 +137,7 @@ def _join_words(words: list[str]) -> str:
     """shlex.join, but ``{name}`` placeholders stay bare so the launcher can fill them."""
     out = []
     for w in words:
-        parts = _PLACEHOLDER.split(w)  # literal, name, literal, name, ..., literal
+        parts = PLACEHOLDER.split(w)  # literal, name, literal, name, ..., literal
         if len(parts) == 1:
             out.append(shlex.quote(w))
             continue
@@ -625,7 +625,7 @@ def _one_experiment(
                 f"{pf.sources()[0]}) so the smoke tier can lower it to {size}: an epoch "
                 "is as long as the data"
             )
-    for name in _PLACEHOLDER.findall(command):
+    for name in PLACEHOLDER.findall(command):
         if name != "seed" and name not in params:
             required = param_f.get(name)
             default = required.value.default if required else None

@@ -57,38 +57,77 @@ from reprobridge.manifest.schema import DOTTED_NAME_PATTERN, edit_place
 DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
 
 
+#: The fields of an ``api_drift.toml`` entry, and those it may leave out.
+_FIELDS = {"distribution", "name", "removed_in", "replacement", "source"}
+_OPTIONAL = {"method"}
+
+
+def _entry(raw: object, where: str) -> Removal:
+    """One table entry, checked (ValueError names what is wrong)."""
+    if not isinstance(raw, dict) or not _FIELDS <= set(raw) <= _FIELDS | _OPTIONAL:
+        raise ValueError(
+            f"{where}: needs exactly distribution, name, removed_in, replacement and source "
+            "(and may say method = true)"
+        )
+    if not isinstance(raw.get("method", False), bool):
+        raise ValueError(f"{where}: method must be true or false")
+    entry = Removal(
+        **{k: str(v) for k, v in raw.items() if k in _FIELDS}, method=raw.get("method", False)
+    )
+    if canonicalize_name(entry.distribution) != entry.distribution:
+        raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
+    for field in ("name", "replacement"):
+        if not DOTTED_NAME.match(getattr(entry, field)):
+            raise ValueError(f"{where}: {field} is not a dotted name")
+    try:
+        Version(entry.removed_in)
+    except InvalidVersion:
+        raise ValueError(f"{where}: removed_in {entry.removed_in!r} is no version") from None
+    if not entry.source.startswith("https://"):
+        raise ValueError(f"{where}: source must be an https URL")
+    owner, _, _ = entry.name.rpartition(".")
+    if entry.method and (owner.count(".") < 1 or entry.replacement.rpartition(".")[0] != owner):
+        # The edit renames the attribute on whatever object the code has: only a name of
+        # the same class can replace it.
+        raise ValueError(f"{where}: a method's replacement must be of the same class ({owner})")
+    return entry
+
+
 @cache
 def removals() -> dict[str, Removal]:
     """The table of removed names, by fully qualified name. ValueError names a malformed
     entry (a test runs this on the shipped file)."""
     out: dict[str, Removal] = {}
     for i, raw in enumerate(load(API_DRIFT_FILE).get("removed", [])):
-        where = f"{API_DRIFT_FILE}: removed[{i}]"
-        if not isinstance(raw, dict) or set(raw) != {
-            "distribution",
-            "name",
-            "removed_in",
-            "replacement",
-            "source",
-        }:
-            raise ValueError(
-                f"{where}: needs exactly distribution, name, removed_in, replacement and source"
-            )
-        entry = Removal(**{k: str(v) for k, v in raw.items()})
-        if canonicalize_name(entry.distribution) != entry.distribution:
-            raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
-        for field in ("name", "replacement"):
-            if not DOTTED_NAME.match(getattr(entry, field)):
-                raise ValueError(f"{where}: {field} is not a dotted name")
-        try:
-            Version(entry.removed_in)
-        except InvalidVersion:
-            raise ValueError(f"{where}: removed_in {entry.removed_in!r} is no version") from None
-        if not entry.source.startswith("https://"):
-            raise ValueError(f"{where}: source must be an https URL")
+        entry = _entry(raw, f"{API_DRIFT_FILE}: removed[{i}]")
         if entry.name in out:
-            raise ValueError(f"{where}: {entry.name} is listed twice")
+            raise ValueError(f"{API_DRIFT_FILE}: removed[{i}]: {entry.name} is listed twice")
         out[entry.name] = entry
+    by_attribute: dict[str, Removal] = {}
+    for entry in (r for r in out.values() if r.method):
+        first = by_attribute.setdefault(entry.name.rpartition(".")[2], entry)
+        if _renamed(first) != _renamed(entry):
+            raise ValueError(
+                f"{API_DRIFT_FILE}: {first.name} and {entry.name} share a name but not its "
+                "package, release and replacement: the name alone cannot say which one"
+            )
+    return out
+
+
+def _renamed(r: Removal) -> tuple[str, str, str]:
+    """What a method entry's edit depends on: the package, the release, the new name."""
+    return r.distribution, r.removed_in, r.replacement.rpartition(".")[2]
+
+
+@cache
+def methods() -> dict[str, Removal]:
+    """The method entries of the table by attribute name (``set_axis_bgcolor``); entries of
+    several classes that share one (pandas' ``DataFrame``/``Series.iteritems``) rename it
+    alike (:func:`removals` checks), and the first stands for them."""
+    out: dict[str, Removal] = {}
+    for r in removals().values():
+        if r.method:
+            out.setdefault(r.name.rpartition(".")[2], r)
     return out
 
 
@@ -110,6 +149,28 @@ def _find(line: str, pattern: str) -> tuple[int, str] | None:
     return (match.start(1), match.group(1)) if match else None
 
 
+def _method_hit(
+    src: SourceLines, node: ast.Attribute, packages: set[str]
+) -> tuple[int, int, str, str, Removal, str] | None:
+    """The reference ``node`` makes to a method entry (``ax.set_axis_bgcolor``, on an object
+    the code has, not a module it imports) when the file imports that entry's package:
+    (line, column, was, value, removal, code) of the attribute's own name, which the edit
+    renames in place."""
+    removal = methods().get(node.attr)
+    if removal is None or removal.name.split(".")[0] not in packages:
+        return None
+    line, end = node.end_lineno, node.end_col_offset
+    if line is None or end is None or not 0 < line <= len(src.lines):
+        return None
+    raw = src.lines[line - 1].encode("utf-8")
+    start = end - len(node.attr)
+    if raw[start:end] != node.attr.encode("ascii"):
+        return None  # the name written some other way (a line continuation inside it)
+    column = len(raw[:start].decode("utf-8", "replace"))
+    value = removal.replacement.rpartition(".")[2]
+    return line, column, node.attr, value, removal, src.lines[line - 1].strip()[:200]
+
+
 def references(
     code: str, tree: ast.Module, imports: dict[str, str], entry: str, file: str, cell: int | None
 ) -> Iterator[DriftValue]:
@@ -120,9 +181,18 @@ def references(
     src = SourceLines(code)
     # (line, column, was, value, removal, code): the rest of a DriftValue, in its order.
     found: list[tuple[int, int, str, str, Removal, str]] = []
+    # The top-level modules the file imports: a method entry counts only in a file that
+    # imports its package (`.set_axis_bgcolor(` means matplotlib's where matplotlib is).
+    packages = {module.split(".")[0] for module in imports.values()}
+    # A name the file defines or assigns as an attribute is its own, not the library's.
+    own = {n.attr for n in nodes_of(tree, ast.Attribute) if not isinstance(n.ctx, ast.Load)}
+    own |= {n.name for n in nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)}
     for node in nodes_of(tree, ast.Attribute):
         name = dotted(node)
         if name is None or name.split(".")[0] not in imports:
+            hit = _method_hit(src, node, packages) if node.attr not in own else None
+            if hit is not None:
+                found.append(hit)
             continue
         head, _, rest = name.partition(".")
         removal = table.get(f"{imports[head]}.{rest}")

@@ -81,6 +81,28 @@ def test_the_shipped_table_has_the_shape_the_schema_accepts() -> None:
             },
             "not canonical",
         ),
+        (
+            {
+                "distribution": "matplotlib",
+                "name": "matplotlib.axes.Axes.set_axis_bgcolor",
+                "method": True,
+                "removed_in": "2.2",
+                "replacement": "matplotlib.figure.Figure.set_facecolor",
+                "source": "https://x",
+            },
+            "same class",
+        ),
+        (
+            {
+                "distribution": "matplotlib",
+                "name": "matplotlib.axes.Axes.set_axis_bgcolor",
+                "method": "yes",
+                "removed_in": "2.2",
+                "replacement": "matplotlib.axes.Axes.set_facecolor",
+                "source": "https://x",
+            },
+            "true or false",
+        ),
     ],
 )
 def test_a_malformed_table_entry_is_named(
@@ -94,6 +116,76 @@ def test_a_malformed_table_entry_is_named(
     finally:
         monkeypatch.undo()
         removals.cache_clear()
+
+
+def test_method_entries_sharing_a_name_must_rename_it_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def entry(cls: str, new: str) -> dict[str, object]:
+        return {
+            "distribution": "pandas",
+            "name": f"pandas.{cls}.iteritems",
+            "method": True,
+            "removed_in": "2.0",
+            "replacement": f"pandas.{cls}.{new}",
+            "source": "https://x",
+        }
+
+    monkeypatch.setattr(
+        drift, "load", lambda name: {"removed": [entry("A", "items"), entry("B", "x")]}
+    )
+    removals.cache_clear()
+    try:
+        with pytest.raises(ValueError, match="share a name but not its package, release"):
+            removals()
+    finally:
+        monkeypatch.undo()
+        removals.cache_clear()
+
+
+def test_a_method_entry_matches_by_name_on_objects_in_files_importing_its_package() -> None:
+    plotting = (
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots()\n"
+        "ax.set_axis_bgcolor('w')\n"
+        "plt.gca().set_axis_bgcolor('k')\n"
+        "(fig.axes[0]\n"
+        "    .set_axis_bgcolor('k'))\n"  # placed on the attribute's own line
+        "print(plt.legend().legendHandles)\n"
+    )
+    assert _refs(plotting) == [
+        (3, 3, "set_axis_bgcolor", "set_facecolor", "matplotlib.axes.Axes.set_axis_bgcolor"),
+        (4, 10, "set_axis_bgcolor", "set_facecolor", "matplotlib.axes.Axes.set_axis_bgcolor"),
+        (6, 5, "set_axis_bgcolor", "set_facecolor", "matplotlib.axes.Axes.set_axis_bgcolor"),
+        (7, 19, "legendHandles", "legend_handles", "matplotlib.legend.Legend.legendHandles"),
+    ]
+    # Spelled through a module the file imports, the name is the table's full name.
+    assert _refs("import matplotlib as mpl\nmpl.axes.Axes.set_axis_bgcolor(ax, 'w')\n") == [
+        (
+            2,
+            0,
+            "mpl.axes.Axes.set_axis_bgcolor",
+            "mpl.axes.Axes.set_facecolor",
+            "matplotlib.axes.Axes.set_axis_bgcolor",
+        ),
+    ]
+    # No matplotlib import: an object of the file's own, whatever its method's name.
+    assert _refs("import numpy as np\ncanvas.set_axis_bgcolor('w')\n") == []
+    # A name the file defines or assigns is its own, even where pandas is imported.
+    own = (
+        "import pandas as pd\n"
+        "class Book:\n"
+        "    def iteritems(self):\n"
+        "        return []\n"
+        "class Run:\n"
+        "    def __init__(self):\n"
+        "        self.is_monotonic = True\n"
+        "print(Book().iteritems(), Run().is_monotonic)\n"
+    )
+    assert _refs(own) == []
+    assert _refs("import pandas as pd\nfor k, v in pd.Series([1]).iteritems(): pass\n") == [
+        (2, 27, "iteritems", "items", "pandas.DataFrame.iteritems")
+    ]
 
 
 def test_references_resolve_through_the_files_own_aliases() -> None:

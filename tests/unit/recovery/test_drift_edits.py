@@ -241,3 +241,59 @@ def test_the_standard_librarys_removals_follow_the_environments_python() -> None
     assert any(
         "Python 3.11 (environment.python) removed time.clock in 3.8" in s for s in prov.sources
     )
+
+
+def test_a_renamed_method_is_edited_by_its_attribute_name_where_the_lock_lacks_it(
+    tmp_path: Path,
+) -> None:
+    """The zero-removed-method fixture (holdout2's ffjord: `ax.set_axis_bgcolor`, gone in
+    matplotlib 2.2) with matplotlib 3.3.4 and pandas 1.1.5 locked: the axes call becomes
+    `ax.set_facecolor` in both tiers' copy of the script; pandas 1.1.5 still has
+    `iteritems` and matplotlib 3.3.4 `legendHandles`, so those stay; the helper module's
+    call is named for a person (a tier edits the script only)."""
+    from reprobridge.artifacts import derive
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.merge import merge_findings
+
+    case = REPOS / "zero-removed-method"
+    ctx = detect_repo(RepoIndex.from_directory(case))
+    merged = merge_findings(ctx, repo_name="ring")
+    lock = (
+        b'version = 1\nrequires-python = "==3.8.*"\n\n'
+        b'[[package]]\nname = "matplotlib"\nversion = "3.3.4"\n\n'
+        b'[[package]]\nname = "pandas"\nversion = "1.1.5"\n'
+    )
+    out = with_drift_edits(merged, ctx.findings, lock)
+    exp = out.manifest.experiments["fit_ring"]
+    for tier in ("full", "smoke"):
+        assert exp.tier(tier).edits == [
+            SourceEdit(
+                file="fit_ring.py",
+                line=31,
+                column=7,
+                was="set_axis_bgcolor",
+                value="set_facecolor",
+                when="matplotlib>=2.2",
+                code='ax.set_axis_bgcolor("white")',
+            )
+        ]
+    assert any("viz/panels.py line 7 `set_axis_bgcolor`" in w for w in out.notes.warnings)
+    text = (case / "fit_ring.py").read_text()
+    (edit,) = exp.tier("full").edits
+    copy, _shown = derive.derive_script(
+        text, [derive.Edit(None, edit.line, edit.column, edit.value, edit.was)], "fit_ring.py"
+    )
+    assert '    ax.set_facecolor("white")\n' in copy
+    assert copy.replace("set_facecolor", "set_axis_bgcolor") == text
+
+
+def test_a_commands_parameter_placeholders_are_no_shell_syntax() -> None:
+    """The launcher puts a `{name}` placeholder's value in as one quoted word: a README
+    command with parameters (ffjord's `python train_toy.py --data {data} ...`) can run the
+    renamed copy; `$VAR` still cannot."""
+    from reprobridge.manifest.schema import plain_command
+
+    assert plain_command("python train_toy.py --data {data} --niters {niters}")
+    assert not plain_command("python train_toy.py --data $DATA")
+    assert not plain_command("python train_toy.py --data {data} | tee log")
