@@ -67,7 +67,7 @@ from reprobridge.manifest.io import (
     render_new_manifest,
 )
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
-from reprobridge.recovery.drift import with_drift_edits
+from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
 from reprobridge.recovery.merge import MergeResult, merge_findings
 from reprobridge.sandbox import sandbox_unusable
 
@@ -363,12 +363,35 @@ def init_repository(
     )
     agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
     merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
+    # Packages whose removed names or keywords the code calls where no rename fixes them
+    # get an upper bound below the removal, so the lock resolves a release that has them.
+    # A kept lock (rb check, --no-lock) says which bounds held when it was made.
+    uncapped = merged
+    merged = with_drift_ceilings(
+        merged, ctx.findings, _kept_lock(root) if lock in ("never", "keep") else None
+    )
     text, manifest, report = _build_manifest(root, merged, existing)
     project_files = render_python_project(manifest)
-    locked = _lock(root, project_files, lock, manifest.environment)
+    capped = merged is not uncapped
+    # A failure with the bounds is retried without them, so it must not raise (`always`).
+    mode: LockMode = "auto" if capped and lock == "always" else lock
+    locked = _lock(root, project_files, mode, manifest.environment)
+    if capped and lock in ("auto", "always") and locked.warning is not None:
+        # The bounds left no resolution (an old release without wheels for this Python):
+        # lock as without them; that lock then says which bounds stay out, as `rb check`
+        # reads it, and the guide names the calls that fail.
+        merged = uncapped
+        text, manifest, report = _build_manifest(root, merged, existing)
+        project_files = render_python_project(manifest)
+        locked = _lock(root, project_files, lock, manifest.environment)
+        if locked.data is not None:
+            merged = with_drift_ceilings(uncapped, ctx.findings, locked.data)
+            text, manifest, report = _build_manifest(root, merged, existing)
     lock_bytes, lock_note = locked.data, locked.note
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
+        # No lock to say otherwise: the bounds stay, as `rb check` renders them then.
+        merged = with_drift_ceilings(merged, ctx.findings)
         text, manifest, report = _build_manifest(root, merged, existing)
     if locked.moved and lock_bytes is not None:
         # The lock moved the date bound for some packages: the manifest and the rendered

@@ -414,7 +414,10 @@ class Removal(_Record):
     ``name``, fully qualified, is gone from ``distribution`` since ``removed_in``;
     ``replacement`` names what replaces it and ``source`` where the removal is documented.
     ``method``: ``name`` is a method or attribute of a class
-    (``matplotlib.axes.Axes.set_axis_bgcolor``), matched on any object by its last part."""
+    (``matplotlib.axes.Axes.set_axis_bgcolor``), matched on any object by its last part.
+    ``keyword``: an entry of the table's ``[[keyword]]`` list: ``name`` (a function) still
+    exists, but a call that passes it ``keyword`` fails since ``removed_in``; nothing
+    replaces it (``replacement`` is "")."""
 
     distribution: str
     name: str
@@ -422,6 +425,7 @@ class Removal(_Record):
     replacement: str
     source: str
     method: bool = field(default=False, metadata=ABSENT)
+    keyword: str = field(default="", metadata=ABSENT)
 
     @property
     def condition(self) -> str:

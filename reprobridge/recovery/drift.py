@@ -34,6 +34,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
@@ -215,3 +217,124 @@ def with_drift_edits(
             warnings=[*notes.warnings, *warnings],
         ),
     )
+
+
+def _unfixed(merged: MergeResult, findings: Sequence[Finding]) -> dict[str, list[DriftValue]]:
+    """The references no renaming edit will fix, by distribution (the standard library's
+    left out): without a replacement (a ``[[keyword]]`` entry, ``from jax import
+    tree_multimap``), in a module the entry imports, or run by a shell-syntax command."""
+    refs = select(findings, DriftValue)
+    entries = {r.value.entry for r in refs}
+    out: dict[str, list[DriftValue]] = {}
+    for exp in merged.manifest.experiments.values():
+        entry = _entry(exp, entries)
+        for r in refs:
+            v = r.value
+            if v.entry != entry or v.removal.distribution == "python":
+                continue
+            renamed = v.value and v.file == entry and plain_command(exp.command)
+            if not renamed and v not in out.get(v.removal.distribution, []):
+                out.setdefault(v.removal.distribution, []).append(v)
+    return out
+
+
+def _holds_below(req: Requirement, bound: Version) -> bool:
+    """Whether ``req`` can take a ceiling below ``bound``: not when the repository pins it
+    (``==``, ``===``, ``~=``) or asks for ``bound`` or later (its own word wins)."""
+    for spec in req.specifier:
+        if spec.operator in ("==", "===", "~="):
+            return False
+        if spec.operator in (">=", ">") and Version(spec.version) >= bound:
+            return False
+    return True
+
+
+def with_drift_ceilings(
+    merged: MergeResult, findings: Sequence[Finding], lock: bytes | None = None
+) -> MergeResult:
+    """``merged`` with an upper bound on each package the code calls a name or keyword of
+    that no renaming edit fixes (see :func:`_unfixed`): ``seaborn<0.13.0`` where a call
+    passes ``cmap`` to ``seaborn.scatterplot``, so the lock resolves a release from before
+    the removal. The bound goes on the requirement the manifest already lists (none is
+    added); a requirement the repository pins, or bounds at or above it, is left alone.
+
+    ``lock`` is a lock already made (``rb check`` and ``--no-lock`` keep one; ``rb init``
+    locks again without the bounds when they leave no resolution, then passes that lock): a
+    bound it does not satisfy is left out, and the guide warns that the locked release
+    fails the code's calls. Deterministic: the same lock gives the same manifest and notes."""
+    unfixed = _unfixed(merged, findings)
+    held = locked_versions(lock) or {}
+    manifest = merged.manifest
+    reqs = list(manifest.environment.python_requirements)
+    sources: list[str] = []
+    decisions: list[str] = []
+    warnings: list[str] = []
+    for dist, refs in sorted(unfixed.items()):
+        removal = min((v.removal for v in refs), key=lambda r: Version(r.removed_in))
+        bound = Version(removal.removed_in)
+        places = "; ".join(
+            f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({_what(v.removal)})" for v in refs
+        )
+        if held.get(dist) and max(held[dist]) >= bound:
+            warnings.append(
+                f"{dist} {', '.join(map(str, held[dist]))} (locked) is past {removal.removed_in}, "
+                f"which the code needs below ({places}), and no lock below it resolved: change "
+                f"those calls by hand ({removal.source})"
+            )
+            continue
+        at = next((i for i, r in enumerate(reqs) if _named(r) == dist), None)
+        if at is None:
+            continue
+        req = Requirement(reqs[at])
+        if not _holds_below(req, bound):
+            continue
+        req.specifier &= SpecifierSet(f"<{removal.removed_in}")
+        reqs[at] = str(req)
+        why = (
+            f"{dist} held below {removal.removed_in}, where {_what(removal)}: the code does so "
+            f"where no rename fixes it ({places}): {removal.source}"
+        )
+        sources.append(f"rb rule: {why}")
+        decisions.append(f"environment: {why}")
+    if warnings and not decisions:
+        return replace(
+            merged, notes=replace(merged.notes, warnings=[*merged.notes.warnings, *warnings])
+        )
+    if not decisions:
+        return merged
+    key = "environment.python_requirements"
+    old = manifest.derived.get(key)
+    derived = {
+        **manifest.derived,
+        key: Derivation(
+            sources=sorted({*(old.sources if old else []), *sources}),
+            digest=digest(reqs),
+            confidence=old.confidence if old else "medium",
+        ),
+    }
+    env = manifest.environment.model_copy(update={"python_requirements": reqs})
+    return replace(
+        merged,
+        manifest=manifest.model_copy(update={"environment": env, "derived": derived}),
+        notes=replace(
+            merged.notes,
+            decisions=[*merged.notes.decisions, *decisions],
+            warnings=[*merged.notes.warnings, *warnings],
+        ),
+    )
+
+
+def _what(removal: Removal) -> str:
+    """What a release did to the code's call (``seaborn.scatterplot(cmap=...) fails``)."""
+    if removal.keyword:
+        return f"{removal.name}({removal.keyword}=...) fails"
+    return f"{removal.name} is gone"
+
+
+def _named(requirement: str) -> str | None:
+    """The canonical distribution name of a PEP 508 ``requirement``, or None (a path, a
+    URL, text pip would refuse)."""
+    try:
+        return canonicalize_name(Requirement(requirement).name)
+    except InvalidRequirement:
+        return None

@@ -46,7 +46,7 @@ from packaging.version import InvalidVersion, Version
 
 from reprobridge.data import API_DRIFT_FILE, load
 from reprobridge.detect._notebook import json_line_of, parsed_code_cells
-from reprobridge.detect._pyast import dotted, import_map_of, nodes_of
+from reprobridge.detect._pyast import dotted, import_map_of, nodes_of, resolve
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DriftValue, Removal
@@ -57,28 +57,39 @@ from reprobridge.manifest.schema import DOTTED_NAME_PATTERN, edit_place
 DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
 
 
-#: The fields of an ``api_drift.toml`` entry, and those it may leave out.
-_FIELDS = {"distribution", "name", "removed_in", "replacement", "source"}
-_OPTIONAL = {"method"}
+#: The fields of an ``api_drift.toml`` entry of each list, and those it may leave out.
+_FIELDS = {
+    "removed": {"distribution", "name", "removed_in", "replacement", "source"},
+    "keyword": {"distribution", "name", "keyword", "removed_in", "source"},
+}
+_OPTIONAL = {"removed": {"method"}, "keyword": set()}
 
 
-def _entry(raw: object, where: str) -> Removal:
-    """One table entry, checked (ValueError names what is wrong)."""
-    if not isinstance(raw, dict) or not _FIELDS <= set(raw) <= _FIELDS | _OPTIONAL:
+def _entry(raw: object, where: str, kind: str) -> Removal:
+    """One entry of the table's list ``kind``, checked (ValueError names what is wrong)."""
+    fields, optional = _FIELDS[kind], _OPTIONAL[kind]
+    if not isinstance(raw, dict) or not fields <= set(raw) <= fields | optional:
         raise ValueError(
-            f"{where}: needs exactly distribution, name, removed_in, replacement and source "
-            "(and may say method = true)"
+            f"{where}: needs exactly {', '.join(sorted(fields))}"
+            + (f" (and may say {', '.join(sorted(optional))})" if optional else "")
         )
     if not isinstance(raw.get("method", False), bool):
         raise ValueError(f"{where}: method must be true or false")
     entry = Removal(
-        **{k: str(v) for k, v in raw.items() if k in _FIELDS}, method=raw.get("method", False)
+        **{k: str(v) for k, v in raw.items() if k in fields - {"keyword", "replacement"}},
+        replacement=str(raw.get("replacement", "")),
+        method=raw.get("method", False),
+        keyword=str(raw.get("keyword", "")),
     )
     if canonicalize_name(entry.distribution) != entry.distribution:
         raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
-    for field in ("name", "replacement"):
-        if not DOTTED_NAME.match(getattr(entry, field)):
-            raise ValueError(f"{where}: {field} is not a dotted name")
+    for field in ("name", "replacement") if kind == "removed" else ("name", "keyword"):
+        if not DOTTED_NAME.match(getattr(entry, field)) or (
+            field == "keyword" and "." in entry.keyword
+        ):
+            raise ValueError(
+                f"{where}: {field} is not a {'name' if field == 'keyword' else 'dotted name'}"
+            )
     try:
         Version(entry.removed_in)
     except InvalidVersion:
@@ -99,7 +110,7 @@ def removals() -> dict[str, Removal]:
     entry (a test runs this on the shipped file)."""
     out: dict[str, Removal] = {}
     for i, raw in enumerate(load(API_DRIFT_FILE).get("removed", [])):
-        entry = _entry(raw, f"{API_DRIFT_FILE}: removed[{i}]")
+        entry = _entry(raw, f"{API_DRIFT_FILE}: removed[{i}]", "removed")
         if entry.name in out:
             raise ValueError(f"{API_DRIFT_FILE}: removed[{i}]: {entry.name} is listed twice")
         out[entry.name] = entry
@@ -128,6 +139,22 @@ def methods() -> dict[str, Removal]:
     for r in removals().values():
         if r.method:
             out.setdefault(r.name.rpartition(".")[2], r)
+    return out
+
+
+@cache
+def keywords() -> dict[str, list[Removal]]:
+    """The table's ``[[keyword]]`` entries by function (``seaborn.scatterplot``): keywords
+    whose call fails since a release, with nothing that replaces them."""
+    out: dict[str, list[Removal]] = {}
+    seen: set[tuple[str, str]] = set()
+    for i, raw in enumerate(load(API_DRIFT_FILE).get("keyword", [])):
+        where = f"{API_DRIFT_FILE}: keyword[{i}]"
+        entry = _entry(raw, where, "keyword")
+        if (entry.name, entry.keyword) in seen:
+            raise ValueError(f"{where}: {entry.name}({entry.keyword}=) is listed twice")
+        seen.add((entry.name, entry.keyword))
+        out.setdefault(entry.name, []).append(entry)
     return out
 
 
@@ -171,6 +198,60 @@ def _method_hit(
     return line, column, node.attr, value, removal, src.lines[line - 1].strip()[:200]
 
 
+def _dict_keys(tree: ast.Module) -> set[str]:
+    """The keys the code spells for a dict it may pass as ``**kwargs``: a dict display's
+    string keys, ``dict(key=...)``'s keywords, ``d["key"] = ...``'s subscripts."""
+    keys = {
+        k.value
+        for d in nodes_of(tree, ast.Dict)
+        for k in d.keys
+        if isinstance(k, ast.Constant) and isinstance(k.value, str)
+    }
+    keys |= {
+        kw.arg
+        for c in nodes_of(tree, ast.Call)
+        if isinstance(c.func, ast.Name) and c.func.id == "dict"
+        for kw in c.keywords
+        if kw.arg
+    }
+    keys |= {
+        s.slice.value
+        for s in nodes_of(tree, ast.Subscript)
+        if isinstance(s.ctx, ast.Store)
+        and isinstance(s.slice, ast.Constant)
+        and isinstance(s.slice.value, str)
+    }
+    return keys
+
+
+def _keyword_hits(
+    src: SourceLines, tree: ast.Module, imports: dict[str, str]
+) -> list[tuple[int, int, str, str, Removal, str]]:
+    """The calls of ``tree`` to a ``[[keyword]]`` entry's function (resolved through the
+    file's imports) that pass its keyword: by name (``cmap=...``: the keyword is placed),
+    or through ``**kwargs`` where the file spells the keyword as a dict key (the ``**``
+    argument is placed). No edit fixes one (``value`` is "")."""
+    table = keywords()
+    hits: list[tuple[int, int, str, str, Removal, str]] = []
+    keys: set[str] | None = None
+    for node in nodes_of(tree, ast.Call):
+        name = dotted(node.func)
+        if name is None or name.split(".")[0] not in imports:
+            continue
+        entries = table.get(resolve(name, imports), [])
+        for entry in entries:
+            for kw in node.keywords:
+                if kw.arg is None and keys is None:
+                    keys = _dict_keys(tree)
+                if kw.arg == entry.keyword or (kw.arg is None and keys and entry.keyword in keys):
+                    line = src.lines[kw.lineno - 1] if 0 < kw.lineno <= len(src.lines) else ""
+                    column = len(line.encode("utf-8")[: kw.col_offset].decode("utf-8", "replace"))
+                    was = kw.arg or f"**{dotted(kw.value) or '...'}"
+                    hits.append((kw.lineno, column, was, "", entry, line.strip()[:200]))
+                    break
+    return hits
+
+
 def references(
     code: str, tree: ast.Module, imports: dict[str, str], entry: str, file: str, cell: int | None
 ) -> Iterator[DriftValue]:
@@ -202,6 +283,7 @@ def references(
         column, was, line = span
         value = _spelled(name, imports, removal.replacement)
         found.append((node.lineno, column, was, value, removal, line))
+    found += _keyword_hits(src, tree, imports)
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue

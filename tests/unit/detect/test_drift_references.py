@@ -285,3 +285,43 @@ def test_the_standard_librarys_removed_names_are_references_too() -> None:
         (5, 5, "time.clock", "time.perf_counter", "time.clock"),
     ]
     assert removals()["time.clock"].condition == "python>=3.8"
+
+
+def test_a_keyword_entry_matches_calls_that_pass_it_by_name_or_through_a_dict() -> None:
+    code = (
+        "import seaborn as sns\n"
+        "LOOK = {'cmap': 'viridis'}\n"
+        "sns.scatterplot(x=a, y=b, hue=c, cmap='viridis')\n"
+        "sns.scatterplot(x=a, y=b, hue=c, **LOOK)\n"
+        "sns.lineplot(x=a, y=b, cmap='viridis')\n"  # not listed for lineplot
+        "scatterplot(x=a, cmap='viridis')\n"  # not seaborn's
+    )
+    assert _refs(code) == [
+        (3, 33, "cmap", "", "seaborn.scatterplot"),
+        (4, 33, "**LOOK", "", "seaborn.scatterplot"),
+    ]
+    # `**kwargs` in a file that never spells the key: nothing says it carries one.
+    assert _refs("import seaborn as sns\ndef f(**kw):\n    sns.scatterplot(x=1, **kw)\n") == []
+    assert _refs("import seaborn as sns\nkw = dict(vmin=0)\nsns.scatterplot(x=1, **kw)\n") == [
+        (3, 21, "**kw", "", "seaborn.scatterplot")
+    ]
+    (scatter,) = drift.keywords()["seaborn.scatterplot"][:1]
+    assert (scatter.keyword, scatter.removed_in, scatter.replacement) == ("cmap", "0.13.0", "")
+
+
+def test_a_malformed_keyword_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = {
+        "distribution": "seaborn",
+        "name": "seaborn.scatterplot",
+        "keyword": "a.b",
+        "removed_in": "0.13.0",
+        "source": "https://x",
+    }
+    monkeypatch.setattr(drift, "load", lambda name: {"keyword": [entry]})
+    drift.keywords.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"keyword\[0\]: keyword is not a name"):
+            drift.keywords()
+    finally:
+        monkeypatch.undo()
+        drift.keywords.cache_clear()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from reprobridge.detect.base import Evidence, Finding
 from reprobridge.detect.findings import DriftValue, Removal
 from reprobridge.manifest.io import digest
@@ -297,3 +299,109 @@ def test_a_commands_parameter_placeholders_are_no_shell_syntax() -> None:
     assert plain_command("python train_toy.py --data {data} --niters {niters}")
     assert not plain_command("python train_toy.py --data $DATA")
     assert not plain_command("python train_toy.py --data {data} | tee log")
+
+
+def _keyword_fixture(requirement: str = "seaborn") -> tuple[MergeResult, list[Finding]]:
+    from dataclasses import replace
+
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.merge import merge_findings
+
+    ctx = detect_repo(RepoIndex.from_directory(REPOS / "zero-removed-keyword"))
+    merged = merge_findings(ctx, repo_name="blobs")
+    env = merged.manifest.environment.model_copy(
+        update={"python_requirements": ["matplotlib", "numpy", requirement]}
+    )
+    return replace(merged, manifest=merged.manifest.model_copy(update={"environment": env})), list(
+        ctx.findings
+    )
+
+
+def test_a_keyword_no_rename_fixes_bounds_its_package_below_the_release() -> None:
+    """Issue 9, self-paced-ensemble: `**look` carries `cmap` to seaborn.scatterplot, which
+    fails from seaborn 0.13.0 on: the requirement gets `<0.13.0` so the lock resolves 0.12,
+    with the reason in the provenance and the guide's decisions."""
+    from reprobridge.recovery.drift import with_drift_ceilings
+
+    merged, findings = _keyword_fixture()
+    out = with_drift_ceilings(merged, findings)
+    assert out.manifest.environment.python_requirements == [
+        "matplotlib",
+        "numpy",
+        "seaborn<0.13.0",
+    ]
+    why = (
+        "seaborn held below 0.13.0, where seaborn.scatterplot(cmap=...) fails: the code does "
+        "so where no rename fixes it (plots/scatter.py line 14 `**look`"
+    )
+    assert any(why in s for s in out.manifest.derived["environment.python_requirements"].sources)
+    assert any(why in d for d in out.notes.decisions)
+
+
+def test_a_bound_is_not_set_over_the_repositorys_own_pin_or_a_lock_that_dropped_it() -> None:
+    from reprobridge.recovery.drift import with_drift_ceilings
+
+    for pinned in ("seaborn==0.13.2", "seaborn>=0.13.1"):
+        merged, findings = _keyword_fixture(pinned)
+        assert with_drift_ceilings(merged, findings) is merged
+    merged, findings = _keyword_fixture("seaborn>=0.11")
+    capped = with_drift_ceilings(merged, findings).manifest.environment.python_requirements
+    assert capped[-1] == "seaborn<0.13.0,>=0.11"
+
+    def lock(version: str) -> bytes:
+        return f'version = 1\n\n[[package]]\nname = "seaborn"\nversion = "{version}"\n'.encode()
+
+    # A kept lock made without the bound (rb init dropped it) keeps it out; one made with it
+    # keeps it in: `rb check` renders what `rb init` wrote.
+    merged, findings = _keyword_fixture()
+    dropped = with_drift_ceilings(merged, findings, lock("0.13.2"))
+    assert dropped.manifest == merged.manifest
+    assert dropped.notes.warnings[-1].startswith(
+        "seaborn 0.13.2 (locked) is past 0.13.0, which the code needs below (plots/scatter.py "
+        "line 14 `**look` (seaborn.scatterplot(cmap=...) fails)), and no lock below it resolved"
+    )
+    kept = with_drift_ceilings(merged, findings, lock("0.12.2")).manifest.environment
+    assert kept.python_requirements[-1] == "seaborn<0.13.0"
+
+
+def test_rb_init_locks_without_the_bounds_when_they_leave_no_resolution(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bound below what this Python has wheels for (ffjord: matplotlib<2.2 on 3.7) must
+    not cost the environment its lock: rb init locks again without the bounds and warns."""
+    import shutil
+    import subprocess
+
+    from reprobridge import initializer
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPOS / "zero-removed-keyword", root)
+    (root / "expected.toml").unlink()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    tried: list[list[str]] = []
+
+    def fake_lock(
+        root: Path, files: dict[str, str], mode: str, env: object
+    ) -> initializer.LockOutcome:
+        reqs = list(env.python_requirements)  # type: ignore[attr-defined]
+        tried.append(reqs)
+        if any("<" in r for r in reqs):
+            return initializer.LockOutcome(
+                None,
+                "not locked",
+                "Python packages could not be locked: no seaborn<0.13.0 for 3.13",
+            )
+        lock = 'version = 1\n\n[[package]]\nname = "seaborn"\nversion = "0.13.2"\n'
+        return initializer.LockOutcome(lock.encode(), initializer._LOCKED_NOTE, None)
+
+    monkeypatch.setattr(initializer, "_lock", fake_lock)
+    result = initializer.init_repository(root, lock="auto")
+    assert [r[-1] for r in tried] == ["seaborn<0.13.0", "seaborn"]
+    assert result.manifest.environment.python_requirements[-1] == "seaborn"
+    assert any(
+        w.startswith("seaborn 0.13.2 (locked) is past 0.13.0") for w in result.merge.notes.warnings
+    )
+    # rb check renders with the kept lock (made without the bound): nothing stale.
+    monkeypatch.undo()
+    assert initializer.check_artifacts(root).stale == []
