@@ -101,6 +101,7 @@ __all__ = [
     "has_thresholds",
     "judge_metric",
     "main",
+    "notebook_raises",
     "raised_cells",
     "tier_metrics",
     "unexpected_raises",
@@ -584,14 +585,23 @@ def _declared_raises(output: Mapping[str, Any]) -> dict[int, str]:
     return declared
 
 
-def unexpected_raises(spec: Mapping[str, Any], workdir: str) -> dict[str, list[RaisedCell]]:
-    """Per declared executed notebook under ``workdir``: its cells that raised and that
-    nothing marks as meant to (neither the ``raises-exception`` tag nor the output's
-    ``raises`` with that exception); notebooks without any are left out."""
+def notebook_raises(spec: Mapping[str, Any], workdir: str) -> dict[str, list[RaisedCell]]:
+    """Per declared executed notebook under ``workdir``: every cell that raised, marked or
+    not (:attr:`RaisedCell.expected`); notebooks where none raised are left out."""
     found: dict[str, list[RaisedCell]] = {}
     for output in _declared_notebooks(spec, workdir):
         rel = str(output["path"])
         raised = raised_cells(Path(workdir, rel), _declared_raises(output))
+        if raised:
+            found[rel] = raised
+    return found
+
+
+def unexpected_raises(spec: Mapping[str, Any], workdir: str) -> dict[str, list[RaisedCell]]:
+    """:func:`notebook_raises` restricted to the cells that nothing marks as meant to raise
+    (neither the ``raises-exception`` tag nor the output's ``raises`` with that exception)."""
+    found: dict[str, list[RaisedCell]] = {}
+    for rel, raised in notebook_raises(spec, workdir).items():
         cells = [c for c in raised if not c.expected]
         if cells:
             found[rel] = cells

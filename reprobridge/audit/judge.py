@@ -91,7 +91,8 @@ class RunJudgement:
     notebook naming each of its cells that raised unmarked (neither the ``raises-exception``
     tag nor the output's ``raises``: check.py's :func:`~reprobridge.artifacts.check.unexpected_raises`); such a run may
     pass its procedure (a notebook run past its errors exits 0) but the procedure level
-    is then ``incomplete``, never ``pass``.
+    is then ``incomplete``, never ``pass``. ``cells_marked``: the same for the cells that
+    raised as marked, named in the procedure's reason for the record.
     """
 
     procedure_ok: bool
@@ -99,6 +100,7 @@ class RunJudgement:
     metrics: dict[str, MetricResult]
     outputs: dict[str, dict[str, Any]]
     cells_raised: tuple[str, ...] = ()
+    cells_marked: tuple[str, ...] = ()
 
 
 def _spec(exp: Experiment) -> dict[str, Any]:
@@ -281,13 +283,18 @@ def judge_run(
         reason = "; ".join(f"output {path} {rec['reason']}" for path, rec in bad)
     else:
         ok, reason = True, termination_description
-    raised = check.unexpected_raises(_spec(exp), str(workdir))
+    raised = check.notebook_raises(_spec(exp), str(workdir))
+    unmarked = {rel: [c for c in cells if not c.expected] for rel, cells in raised.items()}
+    marked = {rel: [c for c in cells if c.expected] for rel, cells in raised.items()}
     return RunJudgement(
         procedure_ok=ok,
         procedure_reason=reason,
         metrics=metrics,
         outputs=outputs,
-        cells_raised=tuple(check.describe_raises(rel, cells) for rel, cells in raised.items()),
+        cells_raised=tuple(check.describe_raises(r, c) for r, c in unmarked.items() if c),
+        cells_marked=tuple(
+            f"{r}: {'; '.join(cell.describe() for cell in c)}" for r, c in marked.items() if c
+        ),
     )
 
 
@@ -377,6 +384,11 @@ def _raised_or_pass(runs: Sequence[RunJudgement], completed: str) -> Verdict:
     unmarked (every such cell named): the run ended normally, but whether those cells
     were meant to raise only their authors can say."""
     raised = [(i, line) for i, r in enumerate(runs) for line in r.cells_raised]
+    marked = [(i, line) for i, r in enumerate(runs) for line in r.cells_marked]
+    if marked:
+        # Named for the record: a pass that ran past cells raising says which, and what.
+        shown = "; ".join(f"run {i + 1}: {line}" for i, line in marked)
+        completed += f" (notebook cells raised as marked: {shown})"
     if not raised:
         return Verdict("pass", completed)
     shown = "; ".join(f"run {i + 1}: {line}" for i, line in raised)
