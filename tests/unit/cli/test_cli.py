@@ -203,3 +203,27 @@ def test_each_verify_verb_names_the_other_for_the_wrong_kind(tmp_path: Path) -> 
         got.stderr.splitlines()[1]
         == f"hint: an evidence bundle is checked with `rb verify {tmp_path}`"
     )
+
+
+def test_audit_help_lists_the_executor_options_in_order() -> None:
+    """`rb audit`'s executor options come from one table (cli/audit._EXECUTOR_OPTIONS):
+    each declared, in order, with its metavar, and --executor with its default."""
+    import re
+
+    out = rb("audit", "--help")
+    assert out.returncode == 0
+    shown = re.findall(r"^  (--[\w-]+)(?: ([A-Z][\w=-]*|\[[\w|]+\]))?", out.stdout, re.M)
+    start = [name for name, _ in shown].index("--executor")
+    assert shown[start : start + 9] == [
+        ("--executor", "[local|slurm]"),
+        ("--partition", "TEXT"),
+        ("--account", "TEXT"),
+        ("--qos", "TEXT"),
+        ("--slurm-opt", "KEY=VALUE"),
+        ("--jobs", "K"),
+        ("--detach", ""),
+        ("--attach", "AUDIT-ID"),
+        ("--pending-timeout", "SECONDS"),
+    ]
+    assert "[default: local]" in out.stdout
+    assert rb("audit", "--jobs", "0").returncode == 2  # at least one job at once
