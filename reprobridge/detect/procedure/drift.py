@@ -224,22 +224,45 @@ def _dict_keys(tree: ast.Module) -> set[str]:
     return keys
 
 
+def _callees(tree: ast.Module, imports: dict[str, str]) -> Iterator[tuple[ast.Call, str]]:
+    """(call, the resolved name it calls) for each call of ``tree`` to a name its imports
+    give (``sns.scatterplot(...)`` -> ``seaborn.scatterplot``; ``Base.__init__(self, ...)``
+    -> ``pkg.Base``), and for ``super().__init__(...)`` inside a class, once per base class
+    the imports give (the call runs that base's constructor)."""
+    for node in nodes_of(tree, ast.Call):
+        name = dotted(node.func)
+        if name is not None and name.split(".")[0] in imports:
+            yield node, resolve(name, imports).removesuffix(".__init__")
+    for cls in nodes_of(tree, ast.ClassDef):
+        bases = [dotted(b) for b in cls.bases]
+        names = [resolve(b, imports) for b in bases if b and b.split(".")[0] in imports]
+        if not names:
+            continue
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "__init__"
+                and isinstance(node.func.value, ast.Call)
+                and isinstance(node.func.value.func, ast.Name)
+                and node.func.value.func.id == "super"
+            ):
+                for name in names:
+                    yield node, name
+
+
 def _keyword_hits(
     src: SourceLines, tree: ast.Module, imports: dict[str, str]
 ) -> list[tuple[int, int, str, str, Removal, str]]:
-    """The calls of ``tree`` to a ``[[keyword]]`` entry's function (resolved through the
-    file's imports) that pass its keyword: by name (``cmap=...``: the keyword is placed),
+    """The calls of ``tree`` to a ``[[keyword]]`` entry's function or class (see
+    :func:`_callees`) that pass its keyword: by name (``cmap=...``: the keyword is placed),
     or through ``**kwargs`` where the file spells the keyword as a dict key (the ``**``
     argument is placed). No edit fixes one (``value`` is "")."""
     table = keywords()
     hits: list[tuple[int, int, str, str, Removal, str]] = []
     keys: set[str] | None = None
-    for node in nodes_of(tree, ast.Call):
-        name = dotted(node.func)
-        if name is None or name.split(".")[0] not in imports:
-            continue
-        entries = table.get(resolve(name, imports), [])
-        for entry in entries:
+    for node, name in _callees(tree, imports):
+        for entry in table.get(name, []):
             for kw in node.keywords:
                 if kw.arg is None and keys is None:
                     keys = _dict_keys(tree)

@@ -325,3 +325,28 @@ def test_a_malformed_keyword_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> 
     finally:
         monkeypatch.undo()
         drift.keywords.cache_clear()
+
+
+def test_a_class_keyword_entry_matches_its_constructor_and_a_subclass_super_init() -> None:
+    """Issue 9, self-paced-ensemble: a subclass of sklearn's BaseEnsemble passes
+    `base_estimator` to `super(...).__init__`, which scikit-learn 1.4 refuses."""
+    code = (
+        "from sklearn.ensemble import BaseEnsemble, BaggingClassifier\n"
+        "import sklearn.ensemble as ens\n"
+        "class Mine(BaseEnsemble):\n"
+        "    def __init__(self, base_estimator):\n"
+        "        super(Mine, self).__init__(base_estimator=base_estimator)\n"
+        "class Other(ens.BaseEnsemble):\n"
+        "    def __init__(self, est):\n"
+        "        super().__init__(estimator=est)\n"  # the new keyword: fine
+        "        BaseEnsemble.__init__(self, base_estimator=est)\n"
+        "clf = BaggingClassifier(base_estimator=None)\n"
+        "class Plain:\n"
+        "    def __init__(self):\n"
+        "        super().__init__(base_estimator=1)\n"  # not sklearn's
+    )
+    assert _refs(code) == [
+        (5, 35, "base_estimator", "", "sklearn.ensemble.BaseEnsemble"),
+        (9, 36, "base_estimator", "", "sklearn.ensemble.BaseEnsemble"),
+        (10, 24, "base_estimator", "", "sklearn.ensemble.BaggingClassifier"),
+    ]
