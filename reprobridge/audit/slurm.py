@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from reprobridge._fs import write_atomic
 from reprobridge._log import emit
@@ -55,6 +55,45 @@ from reprobridge.audit.executors import (
 from reprobridge.audit.monitor import Peaks
 from reprobridge.errors import AuditError, MachineError
 from reprobridge.sandbox import sandbox_unusable
+
+
+class JobSpec(TypedDict):
+    """A run's ``spec.json``: what the node side (:mod:`reprobridge.audit.slurm_job`) runs.
+    Written by the executor into its own job directory (mode 0600), never by the run."""
+
+    argv: list[str]
+    workspace: str
+    env: dict[str, str]
+    out_dir: str
+    timeout_s: float
+    grace: float
+    marker: str
+    network: bool
+    gpu: bool
+    ro_binds: list[str]
+    max_processes: int | None
+    sample_interval: float
+    sandbox: str
+
+
+class JobResult(TypedDict):
+    """A run's ``result.json``, written by the node side last (it marks the run's end):
+    the node, the isolation, :func:`completed_to_json` and the peaks as their fields."""
+
+    node: str
+    isolation: str
+    completed: dict[str, Any]
+    peaks: dict[str, Any] | None
+
+
+class _JobRecord(TypedDict):
+    """A run's ``job.json``: the job it was submitted as, found again by a resume."""
+
+    job_id: str | None
+    log: str | None
+    workspace: str
+    attempts: list[dict[str, str]]
+
 
 #: Slurm states after which the job is gone for infrastructure reasons: resubmitted.
 INFRA_STATES = frozenset({"NODE_FAIL", "PREEMPTED", "BOOT_FAIL"})
@@ -338,13 +377,14 @@ class SlurmExecutor:
         record_path = job_dir / "job.json"
         if not record_path.is_file():
             return run
-        previous = json.loads(record_path.read_text())
+        previous: _JobRecord = json.loads(record_path.read_text())
         run.attempts = list(previous.get("attempts", []))
         job_id = previous.get("job_id")
         if job_id and self._still_useful(job_id, job_dir):
             emit("run-attached", run=run.key, job_id=job_id)
             run.job_id = job_id
-            run.log = Path(previous["log"]) if previous.get("log") else None
+            log = previous.get("log")
+            run.log = Path(log) if log else None
             run.adopt = Path(previous.get("workspace", ""))
         return run
 
@@ -410,32 +450,28 @@ class SlurmExecutor:
         # The run's environment is already cleared (allowlist + backend); it holds no secret
         # of the operator's. The file is private to the auditor's user all the same.
         fd = os.open(spec, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        job: JobSpec = {
+            "argv": list(request.argv),
+            "workspace": str(request.workspace),
+            "env": request.env,
+            "out_dir": str(run_out),
+            "timeout_s": request.timeout_s,
+            "grace": request.grace,
+            "marker": request.marker,
+            "network": request.network,
+            "gpu": request.gpu,
+            "ro_binds": [str(p) for p in request.ro_binds],
+            "max_processes": request.max_processes,
+            "sample_interval": request.sample_interval,
+            "sandbox": self.sandbox,
+        }
         with os.fdopen(fd, "w") as fh:
-            json.dump(
-                {
-                    "argv": list(request.argv),
-                    "workspace": str(request.workspace),
-                    "env": request.env,
-                    "out_dir": str(run_out),
-                    "timeout_s": request.timeout_s,
-                    "grace": request.grace,
-                    "marker": request.marker,
-                    "network": request.network,
-                    "gpu": request.gpu,
-                    "ro_binds": [str(p) for p in request.ro_binds],
-                    "max_processes": request.max_processes,
-                    "sample_interval": request.sample_interval,
-                    "sandbox": self.sandbox,
-                },
-                fh,
-                indent=1,
-                sort_keys=True,
-            )
+            json.dump(job, fh, indent=1, sort_keys=True)
         return spec
 
     @staticmethod
     def _save(run: _Tracked) -> None:
-        record = {
+        record: _JobRecord = {
             "job_id": run.job_id,
             "log": None if run.log is None else str(run.log),
             "workspace": str(run.request.workspace),
@@ -655,7 +691,7 @@ class SlurmExecutor:
     def _collect(self, run: _Tracked, final: _JobState) -> RunOutput:
         request = run.request
         run_out = run.job_dir / "run"
-        data = json.loads((run_out / "result.json").read_text())
+        data: JobResult = json.loads((run_out / "result.json").read_text())
         # Every file the node side wrote is the run's evidence (logs, the combined stream,
         # timeline, node.json); result.json is this round trip's own.
         for src in sorted(run_out.iterdir()):
@@ -675,7 +711,8 @@ class SlurmExecutor:
                     f"slurm time limit: stopped before the job's limit ({final.state})",
                 ),
             )
-        peaks = Peaks(**data["peaks"]) if data.get("peaks") else None
+        stored = data.get("peaks")
+        peaks = Peaks(**stored) if stored else None
         return RunOutput(
             completed,
             peaks,
@@ -739,7 +776,8 @@ def _has_result(run: _Tracked) -> bool:
 
 def _result_kind(result: Path) -> str:
     """The termination kind in a node's ``result.json``."""
-    return str(json.loads(result.read_text())["completed"]["termination"]["kind"])
+    data: JobResult = json.loads(result.read_text())
+    return str(data["completed"]["termination"]["kind"])
 
 
 def completed_to_json(completed: Completed) -> dict[str, Any]:

@@ -24,7 +24,6 @@ import socket
 import sys
 import threading
 from pathlib import Path
-from typing import Any
 
 from reprobridge._fs import write_atomic
 
@@ -45,14 +44,14 @@ def main(argv: list[str]) -> int:
     from reprobridge._proc.monitored import Termination
     from reprobridge.audit import fingerprint as fp
     from reprobridge.audit.executors import LocalExecutor, RunRequest
-    from reprobridge.audit.slurm import completed_to_json
+    from reprobridge.audit.slurm import JobResult, JobSpec, completed_to_json
     from reprobridge.evidence.redact import Redactor
     from reprobridge.sandbox import sandbox_unusable
 
     if len(argv) != 1:
         print("usage: python -m reprobridge.audit.slurm_job SPEC", file=sys.stderr)
         return 2
-    spec: dict[str, Any] = json.loads(Path(argv[0]).read_text())
+    spec: JobSpec = json.loads(Path(argv[0]).read_text())
     out_dir = Path(spec["out_dir"])
     node = socket.gethostname()
     unsandboxed: str | None = None
@@ -116,21 +115,17 @@ def main(argv: list[str]) -> int:
             ),
         )
     peaks = output.peaks
-    result = {
+    result: JobResult = {
         "node": node,
         "isolation": output.isolation,
         "completed": completed_to_json(completed),
-        "peaks": None if peaks is None else _asdict(peaks),
+        "peaks": None if peaks is None else dataclasses.asdict(peaks),
     }
     write_atomic(
         out_dir / "result.json",
         (json.dumps(result, indent=1, sort_keys=True) + "\n").encode(),
     )
     return 0
-
-
-def _asdict(value: Any) -> Any:
-    return dataclasses.asdict(value)
 
 
 if __name__ == "__main__":
