@@ -18,7 +18,7 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +84,13 @@ def host_fingerprint(
     """CPU model and cores (logical, physical), memory, OS, kernel and Python of this host."""
     import psutil  # type: ignore[import-untyped,unused-ignore]  # no stubs in the test extra
 
-    out: dict[str, Any] = {"cpu": {"model": _cpu_model(cpuinfo)}}
+    cpu: dict[str, Any] = {"model": _cpu_model(cpuinfo)}
+    out: dict[str, Any] = {"cpu": cpu}
     try:
-        out["cpu"]["logical_cores"] = psutil.cpu_count(logical=True)
-        out["cpu"]["physical_cores"] = psutil.cpu_count(logical=False)
+        cpu["logical_cores"] = psutil.cpu_count(logical=True)
+        cpu["physical_cores"] = psutil.cpu_count(logical=False)
     except Exception as exc:  # psutil raises its own errors in containers without /sys
-        out["cpu"]["error"] = str(exc)
+        cpu["error"] = str(exc)
     try:
         out["memory_bytes"] = int(psutil.virtual_memory().total)
     except Exception as exc:
@@ -117,7 +118,7 @@ def host_fingerprint(
 def _nvml_state(exc: BaseException, nvml: _machine.Nvml) -> tuple[str, str]:
     """A short state and a message for an error NVML raised while starting."""
     text = _machine.nvml_text(exc)
-    mismatch = getattr(nvml, "NVMLError_LibRmVersionMismatch", None)
+    mismatch: type[BaseException] | None = getattr(nvml, "NVMLError_LibRmVersionMismatch", None)
     if (mismatch is not None and isinstance(exc, mismatch)) or "mismatch" in text.lower():
         return "driver-library-mismatch", f"Driver/library version mismatch ({text})"
     for name, state in (
@@ -125,7 +126,7 @@ def _nvml_state(exc: BaseException, nvml: _machine.Nvml) -> tuple[str, str]:
         ("NVMLError_DriverNotLoaded", "no-driver"),
         ("NVMLError_NoPermission", "no-permission"),
     ):
-        cls = getattr(nvml, name, None)
+        cls: type[BaseException] | None = getattr(nvml, name, None)
         if cls is not None and isinstance(exc, cls):
             return state, f"no NVIDIA driver ({text})" if state == "no-driver" else text
     return "error", f"NVML failed to start: {text}"
@@ -135,7 +136,7 @@ def _optional(
     nvml: _machine.Nvml, errors: _machine.NvmlErrors, fn_name: str, *args: object
 ) -> object:
     """An NVML query that some GPUs or drivers do not support: the value, or None."""
-    fn = getattr(nvml, fn_name, None)
+    fn: Callable[..., object] | None = getattr(nvml, fn_name, None)
     if fn is None:
         return None
     try:
@@ -161,12 +162,13 @@ def gpu_fingerprint(nvml: _machine.Nvml | None = None) -> dict[str, Any]:
     name, memory_bytes, compute_capability, uuid, and where the GPU and driver support them
     mig_mode, ecc_mode (``{current, pending}``, 1 = enabled) and power_limit_mw.
     """
+    gpus: list[dict[str, Any]] = []
     out: dict[str, Any] = {
         "state": "ok",
         "error": None,
         "driver_version": None,
         "cuda_driver_version": None,
-        "gpus": [],
+        "gpus": gpus,
     }
     nvml = _machine.load_nvml(nvml)
     if nvml is None:
@@ -188,7 +190,7 @@ def gpu_fingerprint(nvml: _machine.Nvml | None = None) -> dict[str, Any]:
             handle = nvml.nvmlDeviceGetHandleByIndex(index)
             major, minor = nvml.nvmlDeviceGetCudaComputeCapability(handle)
             power = _optional(nvml, errors, "nvmlDeviceGetPowerManagementLimit", handle)
-            out["gpus"].append(
+            gpus.append(
                 {
                     "index": index,
                     "name": _machine.nvml_text(nvml.nvmlDeviceGetName(handle)),
@@ -203,13 +205,13 @@ def gpu_fingerprint(nvml: _machine.Nvml | None = None) -> dict[str, Any]:
     except errors.base as exc:
         out.update(
             state="partial",
-            error=f"NVML failed after {len(out['gpus'])} GPU(s): {_machine.nvml_text(exc)}",
+            error=f"NVML failed after {len(gpus)} GPU(s): {_machine.nvml_text(exc)}",
         )
     finally:
         # The fingerprint is complete; a failing shutdown changes nothing in it.
         with contextlib.suppress(*errors.base):
             nvml.nvmlShutdown()
-    if out["state"] == "ok" and not out["gpus"]:
+    if out["state"] == "ok" and not gpus:
         out["state"] = "no-gpu"
     return out
 
@@ -365,13 +367,14 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
         out["error"] = f"not a git work tree: {_err(inside)}"
         return out
     try:
-        out["commit"] = _proc.head_commit(root, timeout=timeout)
+        commit = out["commit"] = _proc.head_commit(root, timeout=timeout)
         branch = _proc.git(
             root, "symbolic-ref", "--short", "-q", "HEAD", check=False, timeout=timeout
         )
         out["branch"] = branch.text.strip() if branch.returncode == 0 else None  # None: detached
         safe = _proc.git_filter_overrides(root)
-        if out["commit"] is not None:
+        changed: list[str]
+        if commit is not None:
             diff_args = ["diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv", "--no-color"]
             diff = _proc.git(root, *safe, *diff_args, timeout=timeout)
             out["diff_sha256"] = hashlib.sha256(diff.stdout).hexdigest() if diff.stdout else None
@@ -387,7 +390,7 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
                 "--no-textconv",
                 timeout=timeout,
             )
-            out["changed"] = sorted(n for n in names.text.split("\0") if n)
+            changed = sorted(n for n in names.text.split("\0") if n)
         else:
             # No commit yet: everything staged is uncommitted; hash the index's view of it.
             staged = _proc.git(root, "ls-files", "-s", "-z", timeout=timeout)
@@ -395,16 +398,17 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
                 hashlib.sha256(staged.stdout).hexdigest() if staged.stdout else None
             )
             out["diff_bytes"] = len(staged.stdout)
-            out["changed"] = sorted(
+            changed = sorted(
                 entry.split("\t", 1)[1] for entry in staged.text.split("\0") if "\t" in entry
             )
+        out["changed"] = changed
         untracked = _proc.git(
             root, "ls-files", "--others", "--exclude-standard", "-z", timeout=timeout
         )
         files = sorted(n for n in untracked.text.split("\0") if n)
         out["untracked"] = files[:MAX_UNTRACKED_LISTED]
         out["untracked_count"] = len(files)
-        out["dirty"] = bool(out["changed"] or files)
+        out["dirty"] = bool(changed or files)
     except (MachineError, CommandFailed) as exc:
         out["error"] = str(exc)
     return out
@@ -481,7 +485,7 @@ def python_packages(
     if got.returncode != 0:
         return {**base, "error": f"{python} exited {got.returncode}: {_err(got)}"}
     try:
-        data = json.loads(got.text)
+        data: object = json.loads(got.text)
     except ValueError:
         return {**base, "error": f"unexpected output from {python}: {got.text[:200]!r}"}
     if not isinstance(data, dict):

@@ -41,10 +41,10 @@ import hashlib
 import os
 import re
 import stat
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from reprobridge._machine import Runner
 from reprobridge.audit import fingerprint as fp
@@ -59,7 +59,17 @@ _KEYED_SUFFIXES = (".pth", ".egg-link", "customize.py")
 #: A metadata or startup file larger than this is keyed by size and mtime, not bytes.
 _MAX_HASHED_BYTES = 4 * 1024 * 1024
 
-Lister = Callable[..., dict[str, Any]]
+
+class Lister(Protocol):
+    """Lists ``python``'s packages in ``env`` (:func:`~reprobridge.audit.fingerprint.python_packages`)."""
+
+    def __call__(
+        self, python: str, env: Mapping[str, str], *, run: Runner, search: bool
+    ) -> dict[str, Any]: ...
+
+
+#: What a file, directory or entry is, as part of an environment key (compared, never read).
+_Key = tuple[object, ...]
 
 
 class _Paths:
@@ -83,7 +93,7 @@ class _Paths:
         return any(path == p or path.startswith(p + "/") for p in self.prefixes)
 
 
-def _file_key(path: str | Path, paths: _Paths) -> tuple[Any, ...]:
+def _file_key(path: str | Path, paths: _Paths) -> _Key:
     """What a file is: absent, a link (its target), or a regular file: in the run's
     directory (a fresh copy for each run) its size and bytes (mtime when too large to
     read), elsewhere its size, mtime and inode. Plain ``os`` calls on strings: this runs
@@ -113,7 +123,7 @@ def _file_key(path: str | Path, paths: _Paths) -> tuple[Any, ...]:
     return ("file", st.st_size, "large", st.st_mtime_ns)
 
 
-def _pth_key(path: Path, paths: _Paths) -> tuple[Any, ...]:
+def _pth_key(path: Path, paths: _Paths) -> _Key:
     """A ``.pth`` file: its bytes, and whether each directory it names exists (site adds
     only those that do, so one appearing later changes ``sys.path``)."""
     named: list[tuple[str, bool]] = []
@@ -130,12 +140,12 @@ def _pth_key(path: Path, paths: _Paths) -> tuple[Any, ...]:
     return (_file_key(path, paths), tuple(named))
 
 
-def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> tuple[Any, ...]:
+def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> _Key:
     """A searched directory's entries, and the bytes of those that matter (module doc)."""
     here = str(path)
     if not os.path.isdir(here):  # noqa: PTH112 -- strings: see _file_key
         return _file_key(here, paths)  # absent, or a zip on sys.path
-    rows: list[tuple[Any, ...]] = []
+    rows: list[_Key] = []
     inside = paths.inside(here)
     try:
         with os.scandir(here) as it:
@@ -155,7 +165,7 @@ def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> tuple[Any, ..
         except OSError:
             rows.append((name, "?"))
             continue
-        row: tuple[Any, ...] = (name, "d" if is_dir else "f", size)
+        row: _Key = (name, "d" if is_dir else "f", size)
         if is_metadata and is_dir:
             # What importlib.metadata reads a distribution's name and version from.
             meta = "METADATA" if name.endswith(".dist-info") else "PKG-INFO"
@@ -168,7 +178,7 @@ def _dir_key(path: Path, paths: _Paths, *, metadata_only: bool) -> tuple[Any, ..
     return ("dir", tuple(rows))
 
 
-def _dotfiles(directory: Path, paths: _Paths) -> tuple[Any, ...]:
+def _dotfiles(directory: Path, paths: _Paths) -> _Key:
     try:
         found = sorted(p for p in directory.iterdir() if p.name.startswith("."))
     except OSError:
@@ -192,7 +202,7 @@ def environment_key(
     what they would list is the same, paths relative to their own directories.
     """
     paths = _Paths(run_dir)
-    parts: list[Any] = [
+    parts: list[object] = [
         ("python", python),
         (
             "env",
@@ -200,7 +210,7 @@ def environment_key(
         ),
         ("binds", sorted(paths.norm(str(p)) for p in ro_binds)),
     ]
-    found: list[Any] = []
+    found: list[object] = []
     script = False
     for directory in env.get("PATH", "").split(os.pathsep):
         if not directory:
@@ -242,15 +252,20 @@ def environment_key(
     return hashlib.sha256(repr(parts).encode()).hexdigest()
 
 
-def _moved(value: Any, old: _Paths, new_dir: str) -> Any:
+def _moved(value: object, old: _Paths, new_dir: str) -> object:
     """``value`` with the old run directory's paths moved into ``new_dir``."""
     if isinstance(value, str):
         return old.move(value, new_dir)
     if isinstance(value, list):
         return [_moved(v, old, new_dir) for v in value]
     if isinstance(value, dict):
-        return {k: _moved(v, old, new_dir) for k, v in value.items()}
+        return _moved_dict(value, old, new_dir)
     return value
+
+
+def _moved_dict(value: dict[str, Any], old: _Paths, new_dir: str) -> dict[str, Any]:
+    """:func:`_moved` for a JSON object (a listing, or where it searched)."""
+    return {k: _moved(v, old, new_dir) for k, v in value.items()}
 
 
 @dataclass(frozen=True)
@@ -289,14 +304,13 @@ class PackageListings:
         fresh listing (run with ``run``)."""
         last = self._last
         if self.reuse and last is not None:
-            search = _moved(last.search, _Paths(last.run_dir), str(run_dir))
+            search = _moved_dict(last.search, _Paths(last.run_dir), str(run_dir))
             key = environment_key(
                 python, env, search, run_dir=run_dir, workspace=workspace, ro_binds=ro_binds
             )
             if key == last.key:
                 self.reused += 1
-                moved: dict[str, Any] = _moved(last.listing, _Paths(last.run_dir), str(run_dir))
-                return moved
+                return _moved_dict(last.listing, _Paths(last.run_dir), str(run_dir))
         listing = dict(self.lister(python, env, run=run, search=self.reuse))
         self.listed += 1
         search = listing.pop("search", None)
