@@ -1,16 +1,18 @@
-"""Rendering a new reprobridge.toml: rb's linear table building against tomlkit's ``Table.add``.
+"""Rendering a new reprobridge.toml: rb's emitter against the tomlkit documents it replaced.
 
 Usage: python benchmarks/manifest_render.py [--keys 1000,5000,20000] [--old-limit 5000] [--repeat 1]
 
 A manifest with one experiment per 10 derived keys and ``[derived]`` holding N entries (the
-shape `rb init` writes for a big repository) is rendered by
-:func:`reprobridge.manifest.io.render_new_manifest` twice: as shipped (**new**, tables filled
-through ``fill_table``), and with ``fill_table`` replaced by the ``table.add`` loop it
-replaced (**old**: tomlkit rescans the table body on every ``add``, quadratic in keys).
+shape `rb init` writes for a big repository) is rendered three ways:
+:func:`reprobridge.manifest.io.render_new_manifest` as shipped (**new**: the text written by
+``manifest/emit.py``, issue 14 session 12); the tomlkit document it replaced
+(**tomlkit**: :func:`~reprobridge.manifest.io.render_with_tomlkit`, tables filled through
+``fill_table``); and that document with ``fill_table`` replaced by the ``table.add`` loop
+it replaced (**old**: tomlkit rescans the table body on every ``add``, quadratic in keys).
 Printed per size: CPU seconds of each (``time.process_time``, best of ``--repeat``; CPU,
-not wall, because the dev machine is shared), their ratio, and whether the two
-texts are byte-identical (they must be). The old way is skipped above ``--old-limit`` keys,
-where it takes minutes. No timed assertions: this is a measurement, not a test.
+not wall, because the dev machine is shared), the ratios to new, and whether the texts are
+byte-identical (they must be). The old way is skipped above ``--old-limit`` keys, where it
+takes minutes. No timed assertions: this is a measurement, not a test.
 """
 
 from __future__ import annotations
@@ -62,12 +64,17 @@ def timed(render: Callable[[], str], repeat: int) -> tuple[float, str]:
     return best, text
 
 
+def render_tomlkit(manifest: Manifest) -> str:
+    """The tomlkit document the emitter replaced (linear ``fill_table``)."""
+    return manifest_io.render_with_tomlkit(manifest_io.manifest_data(manifest), version="bench")
+
+
 def render_old(manifest: Manifest) -> str:
-    """``render_new_manifest`` with every table filled by ``Table.add`` (the old way)."""
+    """That document with every table filled by ``Table.add`` (the old way)."""
     linear = manifest_io.fill_table
     manifest_io.fill_table = _fill_with_add  # type: ignore[assignment]
     try:
-        return manifest_io.render_new_manifest(manifest, version="bench")
+        return render_tomlkit(manifest)
     finally:
         manifest_io.fill_table = linear  # type: ignore[assignment]
 
@@ -80,23 +87,25 @@ def main() -> None:
     args = ap.parse_args()
 
     print(
-        f"{'derived keys':>12} {'lines':>7} {'new s':>8} {'old (Table.add) s':>18} "
-        f"{'ratio old/new':>14} {'same bytes':>10}"
+        f"{'derived keys':>12} {'lines':>7} {'new s':>8} {'tomlkit s':>10} "
+        f"{'tomlkit/new':>12} {'old (Table.add) s':>18} {'ratio old/new':>14} {'same bytes':>10}"
     )
     for keys in (int(k) for k in args.keys.split(",")):
         manifest = make_manifest(keys)
         new_s, new_text = timed(
             lambda m=manifest: manifest_io.render_new_manifest(m, version="bench"), args.repeat
         )
+        tk_s, tk_text = timed(lambda m=manifest: render_tomlkit(m), args.repeat)
+        same = tk_text == new_text
         if keys <= args.old_limit:
             old_s, old_text = timed(lambda m=manifest: render_old(m), args.repeat)
             old_col, ratio_col = f"{old_s:.3f}", f"{old_s / new_s:.1f}x"
-            same = "yes" if old_text == new_text else "NO"
+            same = same and old_text == new_text
         else:
-            old_col, ratio_col, same = "skipped", "—", "—"
+            old_col, ratio_col = "skipped", "—"
         print(
-            f"{keys:>12} {new_text.count(chr(10)):>7} {new_s:>8.3f} {old_col:>18} "
-            f"{ratio_col:>14} {same:>10}"
+            f"{keys:>12} {new_text.count(chr(10)):>7} {new_s:>8.3f} {tk_s:>10.3f} "
+            f"{tk_s / new_s:>11.1f}x {old_col:>18} {ratio_col:>14} {'yes' if same else 'NO':>10}"
         )
 
 

@@ -310,6 +310,14 @@ def _to_item(value: Any, loc: tuple[str, ...]) -> Any:
     return value
 
 
+#: The top-level tables in the order they are written, and the comment above [derived].
+_TOP_KEYS = ("project", "environment", "datasets", "experiments", "claims", "derived")
+_DERIVED_COMMENT = (
+    "Provenance of derived values (managed by rb init; do not edit).",
+    "A value whose digest no longer matches was edited by you and is kept.",
+)
+
+
 def render_new_manifest(manifest: Manifest, *, version: str) -> str:
     """A fresh reprobridge.toml for ``manifest`` (deterministic bytes).
 
@@ -327,16 +335,37 @@ def render_data(data: dict[str, Any], *, version: str) -> str:
     out = [f"# {line}\n" for line in HEADER.format(version=version).splitlines()]
     out.append("\n")
     out.append(f"schema = {SCHEMA_VERSION}\n")
-    for key in ("project", "environment", "datasets", "experiments", "claims", "derived"):
+    for key in _TOP_KEYS:
         if key in data:
             if key == "derived":
                 out.append("\n")
-                out.append("# Provenance of derived values (managed by rb init; do not edit).\n")
-                out.append(
-                    "# A value whose digest no longer matches was edited by you and is kept.\n"
-                )
+                out += [f"# {line}\n" for line in _DERIVED_COMMENT]
             _LAYOUT.block(out, key, data[key], (key,), emit.key(key), blank=True)
     return "".join(out)
+
+
+def render_with_tomlkit(data: dict[str, Any], *, version: str) -> str:
+    """:func:`render_data` the way rb wrote a new manifest before :mod:`emit` (a tomlkit
+    document built from :func:`_to_item`). Not used to write files: the reference the
+    emitter's tests and ``benchmarks/manifest_render.py`` compare its bytes with."""
+    import tomlkit
+
+    data = dict(data)
+    if "derived" in data:
+        data["derived"] = dict(sorted(data["derived"].items()))
+    doc = tomlkit.document()
+    for line in HEADER.format(version=version).splitlines():
+        doc.add(tomlkit.comment(line))
+    doc.add(tomlkit.nl())
+    doc.add("schema", SCHEMA_VERSION)
+    for key in _TOP_KEYS:
+        if key in data:
+            if key == "derived":
+                doc.add(tomlkit.nl())
+                for line in _DERIVED_COMMENT:
+                    doc.add(tomlkit.comment(line))
+            doc.add(key, _to_item(data[key], (key,)))
+    return tomlkit.dumps(doc)
 
 
 # -- refreshing an existing document -----------------------------------------------------

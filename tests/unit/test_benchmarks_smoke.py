@@ -45,6 +45,7 @@ def test_manifest_render_smoke():
     assert "ratio old/new" in lines[0] and "same bytes" in lines[0]
     assert lines[1].split()[0] == "50" and lines[1].split()[-1] == "yes"
     assert lines[2].split()[0] == "120" and "skipped" in lines[2]
+    assert lines[2].split()[-1] == "yes"  # the emitter's bytes are tomlkit's
 
 
 def test_init_command_smoke():

@@ -7,49 +7,16 @@ import sys
 import tomllib
 from typing import Any
 
-import tomlkit
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from reprobridge.manifest.io import (
-    HEADER,
-    SCHEMA_VERSION,
-    _to_item,
     parse_manifest_text,
     render_data,
     render_new_manifest,
+    render_with_tomlkit,
 )
 from reprobridge.manifest.schema import Derivation, Manifest
-
-
-def tomlkit_render(data: dict[str, Any], version: str) -> str:
-    """How rb wrote a new manifest before emit.py: a tomlkit document built from
-    ``_to_item`` (still what a re-run's refresh builds values with). The oracle."""
-    data = dict(data)
-    if "derived" in data:
-        data["derived"] = dict(sorted(data["derived"].items()))
-    doc = tomlkit.document()
-    for line in HEADER.format(version=version).splitlines():
-        doc.add(tomlkit.comment(line))
-    doc.add(tomlkit.nl())
-    doc.add("schema", SCHEMA_VERSION)
-    for key in ("project", "environment", "datasets", "experiments", "claims", "derived"):
-        if key in data:
-            if key == "derived":
-                doc.add(tomlkit.nl())
-                doc.add(
-                    tomlkit.comment(
-                        "Provenance of derived values (managed by rb init; do not edit)."
-                    )
-                )
-                doc.add(
-                    tomlkit.comment(
-                        "A value whose digest no longer matches was edited by you and is kept."
-                    )
-                )
-            doc.add(key, _to_item(data[key], (key,)))
-    return tomlkit.dumps(doc)
-
 
 # Text that exercises escaping (quotes, backslashes, every control character, DEL,
 # non-ASCII) and keys that must be quoted (dots, spaces, empty).
@@ -120,7 +87,7 @@ _data = st.fixed_dictionaries(
 def test_emitted_text_is_tomlkits_byte_for_byte(data: dict[str, Any]) -> None:
     # Breaking any rule of emit.py (an escape, the 60-character multiline rule, the blank
     # line before a sub-table, plain keys before tables, quoting a key) turns this red.
-    expected = tomlkit_render(data, "t")
+    expected = render_with_tomlkit(data, version="t")
     assert render_data(data, version="t") == expected
     tomllib.loads(expected)  # and it is TOML
 
@@ -170,7 +137,7 @@ def test_a_realistic_manifest_is_tomlkits_and_reads_back() -> None:
 
     m = _realistic()
     text = render_new_manifest(m, version="0.1.0")
-    assert text == tomlkit_render(manifest_data(m), "0.1.0")
+    assert text == render_with_tomlkit(manifest_data(m), version="0.1.0")
     assert "[[claims]]" in text and "[experiments.base.metrics.acc]" in text
     assert parse_manifest_text(text, path="x") == m
 
