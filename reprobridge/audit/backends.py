@@ -438,7 +438,7 @@ class NixBackend:
             f"builtins.attrNames (import (/. + {literal}))",
         ]
         try:
-            names = json.loads(_proc.run(argv, cwd=root, timeout=SETUP_TIMEOUT).stdout)
+            names: object = json.loads(_proc.run(argv, cwd=root, timeout=SETUP_TIMEOUT).stdout)
         except CommandFailed as exc:
             return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {exc.message}"
         except ValueError as exc:
@@ -813,13 +813,19 @@ class HostBackend:
         ]
 
     def _host_install(
-        self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], **kw: Any
+        self,
+        uv: list[str],
+        workspace: Path,
+        scratch: Path,
+        env: dict[str, str],
+        *,
+        python: str,
+        exclude: Iterable[str] = (),
     ) -> None:
         """Run the uv commands of :meth:`_uv_argv` on the host (wheels only)."""
-        python = str(kw.pop("python"))
         host_env = _proc.uv_env(env)
         project = workspace / PYTHON_DIR
-        for argv in self._uv_argv(uv, project, python, scratch, no_build=True, **kw):
+        for argv in self._uv_argv(uv, project, python, scratch, no_build=True, exclude=exclude):
             _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
 
     def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
