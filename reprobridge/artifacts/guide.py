@@ -130,28 +130,37 @@ def _renames(exp: Experiment) -> list[str]:
     return [*out, ""]
 
 
+def _past_errors(exp: Experiment) -> bool:
+    """Whether ``exp`` is a notebook run past its errors (``--allow-errors``)."""
+    return exp.kind == "notebook" and "--allow-errors" in exp.command.split()
+
+
+#: Said once, above the experiments, when some notebook runs past its errors.
+_CELLS_THAT_RAISE = [
+    "**Notebook cells that raise**: notebooks run with `--allow-errors`, so a cell that",
+    "raises (a lesson that shows an error on purpose) does not end the run. The audit names",
+    "every cell that raised unmarked and is then `INCOMPLETE`, never `PASS`: rb cannot tell",
+    "a cell that raises on purpose from a broken one. A cell that raised shows no metric.",
+    "Mark a cell meant to raise with the `raises-exception` cell tag, or list it as",
+    '`raises = [{cell = N, error = "ValueError"}]` on the executed notebook\'s entry of',
+    "the experiment's `outputs` in `reprobridge.toml`.",
+    "",
+]
+
+
 def _cells_that_raise(exp: Experiment) -> list[str]:
-    """The paragraph on a notebook run past its errors (``--allow-errors``), naming the
-    cells its outputs' ``raises`` expect to raise; nothing for other experiments."""
-    if exp.kind != "notebook" or "--allow-errors" not in exp.command.split():
-        return []
-    out = [
-        "**Cells that raise**: the notebook runs with `--allow-errors`, so a cell that raises",
-        "(a lesson that shows an error on purpose) does not end the run. The audit names every",
-        "cell that raised unmarked and is then `INCOMPLETE`, never `PASS`: rb cannot tell a",
-        "cell that raises on purpose from a broken one. A cell that raised shows no metric.",
-        "Mark a cell meant to raise with the `raises-exception` cell tag (or the output's",
-        "`raises` in `reprobridge.toml`).",
-    ]
+    """The cells a notebook run past its errors expects to raise (its outputs' ``raises``,
+    from the authors' saved outputs), or nothing."""
     expected = [(o.path, r) for o in exp.outputs for r in o.raises]
-    if expected:
-        out += [
-            "The authors' saved outputs show these cells raising; the run expects the same",
-            "error there, and no other:",
-            "",
-            *(f"- {_code(path)} cell {r.cell}: {_code(r.error)}" for path, r in expected),
-        ]
-    return [*out, ""]
+    if not _past_errors(exp) or not expected:
+        return []
+    return [
+        "The authors' saved outputs show these cells raising; the run expects the same error",
+        "there, and no other (see **Notebook cells that raise** above):",
+        "",
+        *(f"- {_code(path)} cell {r.cell}: {_code(r.error)}" for path, r in expected),
+        "",
+    ]
 
 
 def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
@@ -413,6 +422,8 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
         "## Experiments",
         "",
     ]
+    if any(_past_errors(exp) for exp in manifest.experiments.values()):
+        out += _CELLS_THAT_RAISE
     if not manifest.experiments:
         out += [
             "No experiment was recovered. Add one under `[experiments.<id>]` in reprobridge.toml.",

@@ -373,9 +373,9 @@ def _procedure_verdict(exp: Experiment, runs: Sequence[RunJudgement]) -> Verdict
 
 #: What makes a run whose notebook cells raised judgeable (the gap line's hint).
 RAISES_HINT = (
-    "tag each cell meant to raise `raises-exception` in the notebook (cell metadata "
-    '"tags") or in reprobridge.toml, in the executed notebook\'s entry of `outputs`: '
-    '`raises = [{cell = N, error = "ValueError"}]`; or fix what broke it'
+    "mark each cell meant to raise with the `raises-exception` cell tag in the notebook, or "
+    'as `raises = [{cell = N, error = "ValueError"}]` on the executed notebook\'s entry of '
+    "the experiment's `outputs` in reprobridge.toml; or fix what broke it"
 )
 
 
