@@ -365,11 +365,13 @@ def init_repository(
     merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
     # Packages whose removed names or keywords the code calls where no rename fixes them
     # get an upper bound below the removal, so the lock resolves a release that has them.
-    # A kept lock (rb check, --no-lock) says which bounds held when it was made.
+    # A kept lock (rb check, --no-lock) says which bounds held when it was made; without
+    # a lock to prove a bound resolves, none is written (an unlocked install of an old
+    # release may need a build).
     uncapped = merged
-    merged = with_drift_ceilings(
-        merged, ctx.findings, _kept_lock(root) if lock in ("never", "keep") else None
-    )
+    kept = _kept_lock(root) if lock in ("never", "keep") else None
+    if lock in ("auto", "always") or kept is not None:
+        merged = with_drift_ceilings(merged, ctx.findings, kept)
     text, manifest, report = _build_manifest(root, merged, existing)
     project_files = render_python_project(manifest)
     capped = merged is not uncapped
@@ -390,8 +392,6 @@ def init_repository(
     lock_bytes, lock_note = locked.data, locked.note
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
-        # No lock to say otherwise: the bounds stay, as `rb check` renders them then.
-        merged = with_drift_ceilings(merged, ctx.findings)
         text, manifest, report = _build_manifest(root, merged, existing)
     if locked.moved and lock_bytes is not None:
         # The lock moved the date bound for some packages: the manifest and the rendered

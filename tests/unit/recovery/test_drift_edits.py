@@ -405,3 +405,30 @@ def test_rb_init_locks_without_the_bounds_when_they_leave_no_resolution(
     # rb check renders with the kept lock (made without the bound): nothing stale.
     monkeypatch.undo()
     assert initializer.check_artifacts(root).stale == []
+
+
+def test_without_any_lock_no_bound_is_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bound only a lock proves: where PyPI cannot be reached (holdout2's ffjord), the
+    unlocked requirements stay unbounded (an install of matplotlib<2.2 on Python 3.7 would
+    need a build and broke numpy), and `rb check` renders the same."""
+    import shutil
+    import subprocess
+
+    from reprobridge import initializer
+
+    root = tmp_path / "repo"
+    shutil.copytree(REPOS / "zero-removed-keyword", root)
+    (root / "expected.toml").unlink()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+
+    def no_lock(root: Path, files: dict[str, str], mode: str, env: object) -> object:
+        reqs = list(env.python_requirements)  # type: ignore[attr-defined]
+        return initializer.LockOutcome(None, initializer._unlocked_note(reqs), "dns error")
+
+    monkeypatch.setattr(initializer, "_lock", no_lock)
+    result = initializer.init_repository(root, lock="auto")
+    assert result.manifest.environment.python_requirements[-1] == "seaborn"
+    monkeypatch.undo()
+    assert initializer.check_artifacts(root).stale == []
