@@ -6,9 +6,9 @@ import json
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Unpack, cast
 
 import click
 
@@ -48,7 +48,9 @@ class _Progress:
         #: Each run's label ("[2/6] main/1 (seed 1)"), for events about it by key.
         self._labels: dict[str, str] = {}
 
-    def __call__(self, event: str, fields: dict[str, Any]) -> None:
+    def __call__(self, event: str, fields: Mapping[str, object]) -> None:
+        """Show one of the auditor's events (:func:`reprobridge._log.emit`: ``fields`` are
+        JSON values, ``runs`` a count, ``run`` a run's key, ``timeline`` a path)."""
         if self.quiet:
             return
 
@@ -56,7 +58,7 @@ class _Progress:
             click.echo(text, err=True)
 
         if event == "audit-start":
-            self.total = int(fields["runs"])
+            self.total = cast(int, fields["runs"])
             say(f"rb audit {fields['audit_id']}: {self.total} run(s) -> {fields['path']}")
         elif event == "environment":
             mark = "ok" if fields["ok"] else "FAILED"
@@ -71,13 +73,13 @@ class _Progress:
             if fields.get("batched"):
                 # Prepared now, submitted with the experiment's other runs: no live ticker.
                 self._label = f"{fields['run']} (seed {fields['seed']})"
-                self._labels[fields["run"]] = self._label
+                self._labels[str(fields["run"])] = self._label
                 say(f"{self._label}: prepared")
                 return
             self._label = f"[{self.done + 1}/{self.total}] {fields['run']} (seed {fields['seed']})"
-            self._labels[fields["run"]] = self._label
+            self._labels[str(fields["run"])] = self._label
             say(f"{self._label}: running")
-            self._start_ticker(fields.get("timeline"))
+            self._start_ticker(cast("str | None", fields.get("timeline")))
         elif event == "run-queued":
             say(f"{self._of(fields)}: submitted as Slurm job {fields['job_id']}")
         elif event == "run-job-state":
@@ -101,10 +103,10 @@ class _Progress:
             state = "ok" if fields["ok"] else "FAILED"
             say(f"[{self.done}/{self.total}] {fields['run']}: {state} ({fields['termination']})")
 
-    def _of(self, fields: dict[str, Any]) -> str:
+    def _of(self, fields: Mapping[str, object]) -> str:
         """The label of the run an event is about."""
         run = fields.get("run")
-        return self._labels.get(run, str(run)) if run else self._label
+        return self._labels.get(str(run), str(run)) if run else self._label
 
     def _start_ticker(self, timeline: str | None) -> None:
         if not self.tty:
@@ -128,7 +130,7 @@ class _Progress:
             if self._timeline and self._timeline.is_file():
                 try:
                     last = self._timeline.read_bytes().rstrip().rsplit(b"\n", 1)[-1]
-                    sample = json.loads(last)
+                    sample: dict[str, float] = json.loads(last)  # a monitor sample
                     res = f"  cpu {sample.get('cpu_percent', 0):.0f}%  rss {sample.get('rss_bytes', 0) / 2**20:.0f} MiB"
                 except (OSError, ValueError):
                     pass
@@ -209,7 +211,12 @@ def audit_doc(result: AuditResult) -> dict[str, Any]:
 
 
 def run_and_render(
-    root: Path, opts: Any, *, as_json: bool, quiet: bool, extra: dict[str, Any] | None = None
+    root: Path,
+    opts: AuditOptions,
+    *,
+    as_json: bool,
+    quiet: bool,
+    extra: dict[str, Any] | None = None,
 ) -> None:
     """Run the audit with progress on stderr, print the verdicts (``extra`` keys join the
     JSON document); exit with the overall verdict's status (0 PASS, 1 FAIL, 20 INCOMPLETE:
@@ -283,7 +290,25 @@ _common = [
 ]
 
 
-def _apply(f: Any) -> Any:
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+class _Shared(TypedDict):
+    """The values of ``_common``'s options (but the repository and ``--json``), which
+    both `rb audit` and `rb run` take; ``--allow-build`` is accepted and has no effect."""
+
+    tier: str
+    backend: str | None
+    sandbox: str
+    overrides: tuple[str, ...]
+    ro_binds: tuple[Path, ...]
+    no_build: bool
+    offline: bool
+    threads: int | None
+    allow_build: bool
+
+
+def _apply(f: _F) -> _F:
     for opt in reversed(_common):
         f = opt(f)
     return f
@@ -384,7 +409,7 @@ def audit_command(
     pending_timeout: float | None,
     root: Path,
     as_json: bool,
-    **shared: Any,
+    **shared: Unpack[_Shared],
 ) -> None:
     """Run EXPERIMENTS (default: all; with --tier smoke, those marked `main`) RUNS times
     each in isolation, record evidence under repro/evidence/<audit-id>/ and judge it
@@ -446,7 +471,7 @@ def run_command(
     experiment: str,
     root: Path,
     as_json: bool,
-    **shared: Any,
+    **shared: Unpack[_Shared],
 ) -> None:
     """Run EXPERIMENT once with its output streamed live to the terminal (stdout and
     stderr as the experiment writes them), then judge it: an audit of one run. With --json
@@ -460,13 +485,25 @@ def run_command(
     run_and_render(root, opts, as_json=as_json, quiet=state().quiet)
 
 
-def _audit_options(shared: Mapping[str, Any], **more: Any) -> AuditOptions:
+def _audit_options(
+    shared: _Shared,
+    *,
+    experiments: list[str] | None,
+    runs: int,
+    resume: str | None = None,
+    sign_key: Path | None = None,
+    echo: bool = False,
+) -> AuditOptions:
     """The AuditOptions of a verb: ``shared`` holds the values of the options both `rb audit`
-    and `rb run` take (``_common``; ``--allow-build`` is accepted and has no effect),
-    ``more`` the verb's own."""
+    and `rb run` take, the keywords the verb's own."""
     from reprobridge.audit.auditor import AuditOptions, SandboxMode, Tier
 
     return AuditOptions(
+        experiments=experiments,
+        runs=runs,
+        resume=resume,
+        sign_key=sign_key,
+        echo=echo,
         tier=cast(Tier, shared["tier"]),
         backend=state().operator.backend(shared["backend"]),
         nix_overrides=parse_overrides(shared["overrides"]),
@@ -475,5 +512,4 @@ def _audit_options(shared: Mapping[str, Any], **more: Any) -> AuditOptions:
         no_build=shared["no_build"],
         offline=shared["offline"],
         threads=state().operator.threads(shared["threads"]),
-        **more,
     )
