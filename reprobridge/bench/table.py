@@ -163,7 +163,29 @@ def total_lines(report: BenchReport) -> list[str]:
             "- counted with notebook cells that raised unmarked (audit procedure incomplete): "
             + "; ".join(raised)
         )
+        # The same rates without them, so nobody has to subtract by hand.
+        strict = [
+            r for r in report.records if r.cpu_runnable and r.levels.get("metric") is not None
+        ]
+        ran = Proportion.of(sum(1 for r in strict if _strictly(r, "procedure")), len(strict))
+        got = Proportion.of(sum(1 for r in strict if _strictly(r, "metric")), len(strict))
+        lines.append(
+            "- without them (only runs whose procedure passed), CPU-runnable: "
+            f"procedure ran {ran.text()}; metric extracted {got.text()}"
+        )
     return lines
+
+
+def _strictly(record: RepoRecord, level: str) -> bool:
+    """Whether ``record`` reaches ``level`` through an experiment whose procedure passed
+    (a run with notebook cells that raised unmarked does not count here)."""
+    return any(
+        e.environment == "pass"
+        and e.procedure == "pass"
+        and not e.cells_raised
+        and (level == "procedure" or e.metric_extracted)
+        for e in record.experiments
+    )
 
 
 def note_lines(report: BenchReport) -> list[str]:

@@ -451,3 +451,8 @@ def test_a_notebook_run_with_unmarked_raising_cells_counts_apart(tmp_path: Path)
         "- counted with notebook cells that raised unmarked (audit procedure incomplete): "
         "lessons (nb: procedure incomplete: all 1 run(s) completed, but notebook cells raised"
     ) in render_markdown(report)
+    # The same totals without such runs, beside them: here nothing is left.
+    assert (
+        "- without them (only runs whose procedure passed), CPU-runnable: procedure ran "
+        "0/1 = 0% [0–79%]; metric extracted 0/1 = 0% [0–79%]"
+    ) in render_markdown(report)
