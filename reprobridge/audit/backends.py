@@ -29,10 +29,10 @@ import shutil
 import stat
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from packaging.utils import canonicalize_name
 
@@ -222,6 +222,20 @@ def pinning_problems(root: Path) -> list[str]:
     return problems
 
 
+def _exported(variables: Mapping[str, object]) -> dict[str, str]:
+    """The exported string variables of ``nix print-dev-env --json``'s ``variables``, in
+    its order, but those in :data:`_DEVSHELL_DENY`."""
+    env: dict[str, str] = {}
+    for name, var in variables.items():
+        if not isinstance(var, dict) or name in _DEVSHELL_DENY:
+            continue
+        fields = cast(Mapping[str, object], var)  # a JSON object: string keys
+        value = fields.get("value")
+        if fields.get("type") == "exported" and isinstance(value, str):
+            env[name] = value
+    return env
+
+
 def _input_node(lock: dict[str, Any], input_path: str) -> str | None:
     """The node key an input path (``nixpkgs``, ``a/b``) names in ``lock``, or None."""
     nodes = lock.get("nodes") or {}
@@ -391,14 +405,7 @@ class NixBackend:
         except (ValueError, KeyError, TypeError) as exc:
             state.reason = f"unexpected `nix print-dev-env --json` output ({exc})"
             return state
-        env = {
-            k: v["value"]
-            for k, v in variables.items()
-            if isinstance(v, dict)
-            and v.get("type") == "exported"
-            and isinstance(v.get("value"), str)
-            and k not in _DEVSHELL_DENY
-        }
+        env = _exported(variables)
         # nix develop -i falls back to bash's built-in PATH after the devShell's; the auditor
         # adds only the basic system directories, so host tools do not shadow pinned ones.
         env["PATH"] = ":".join(p for p in [env.get("PATH", ""), "/usr/bin", "/bin"] if p)
@@ -813,19 +820,13 @@ class HostBackend:
         ]
 
     def _host_install(
-        self,
-        uv: list[str],
-        workspace: Path,
-        scratch: Path,
-        env: dict[str, str],
-        *,
-        python: str,
-        exclude: Iterable[str] = (),
+        self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], **kw: Any
     ) -> None:
         """Run the uv commands of :meth:`_uv_argv` on the host (wheels only)."""
+        python = str(kw.pop("python"))
         host_env = _proc.uv_env(env)
         project = workspace / PYTHON_DIR
-        for argv in self._uv_argv(uv, project, python, scratch, no_build=True, exclude=exclude):
+        for argv in self._uv_argv(uv, project, python, scratch, no_build=True, **kw):
             _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
 
     def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
