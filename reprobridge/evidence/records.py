@@ -75,10 +75,10 @@ class RecordError(EvidenceError):
 class _Fields:
     """Typed access to one JSON object; every miss is a RecordError naming the field."""
 
-    def __init__(self, raw: Any, where: str) -> None:
+    def __init__(self, raw: object, where: str) -> None:
         if not isinstance(raw, dict):
             raise RecordError(f"{where}: not a JSON object")
-        self.raw: dict[str, Any] = raw
+        self.raw: dict[str, object] = raw
         self.where = where
 
     def _bad(self, key: str, what: str) -> RecordError:
@@ -129,21 +129,22 @@ class _Fields:
     def opt_dict(self, key: str) -> dict[str, Any] | None:
         return self._opt(key, dict, "not an object")
 
-    def opt_record(self, key: str, read: Callable[[Any, str], _T]) -> _T | None:
+    def opt_record(self, key: str, read: Callable[[object, str], _T]) -> _T | None:
         """The record nested at ``key``, read by ``read(raw, where)`` (a ``from_json``);
         None when the key is absent or null."""
         if self.opt_dict(key) is None:
             return None
         return read(self.raw[key], f"{self.where}.{key}")
 
-    def list_(self, key: str, default: list[Any] | None = None) -> list[Any]:
+    def list_(self, key: str, default: list[object] | None = None) -> list[object]:
         return self._get(key, list, "not a list", default)
 
     def str_list(self, key: str) -> tuple[str, ...]:
         items = self.list_(key, [])
-        if not all(isinstance(s, str) for s in items):
+        strings = tuple(s for s in items if isinstance(s, str))
+        if len(strings) != len(items):
             raise self._bad(key, "not a list of strings")
-        return tuple(items)
+        return strings
 
     def format(self, expected: str) -> str:
         """The record's ``format``: absent (written before it existed) reads as version 1."""
@@ -156,12 +157,17 @@ class _Fields:
         return expected
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = repr(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _number(value: Any) -> float | None:
+def _bool_or_none(value: object) -> bool | None:
+    """A boolean, else None (a summary's flags are optional: older bundles lack some)."""
+    return value if isinstance(value, bool) else None
+
+
+def _number(value: object) -> float | None:
     """A finite number, else None (values in a verdict may be null)."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -202,7 +208,7 @@ class PlannedRun:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, raw: Any, where: str = "plan.json: runs[]") -> PlannedRun:
+    def from_json(cls, raw: object, where: str = "plan.json: runs[]") -> PlannedRun:
         f = _Fields(raw, where)
         timeout = f.opt_float("timeout_s")
         if timeout is None:
@@ -229,7 +235,7 @@ class Plan:
         return {"format": self.FORMAT, **jsonable(self)}
 
     @classmethod
-    def from_json(cls, raw: Any) -> Plan:
+    def from_json(cls, raw: object) -> Plan:
         f = _Fields(raw, "plan.json")
         f.format(cls.FORMAT)
         runs = tuple(
@@ -257,7 +263,7 @@ class NotStarted:
     reason: str
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> NotStarted:
+    def from_json(cls, raw: object, where: str) -> NotStarted:
         f = _Fields(raw, where)
         return cls(f.str_("level", ""), f.str_("reason"))
 
@@ -277,7 +283,7 @@ class TerminationRecord:
         return self.kind == "exit" and self.returncode == 0
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> TerminationRecord:
+    def from_json(cls, raw: object, where: str) -> TerminationRecord:
         f = _Fields(raw, where)
         return cls(
             f.str_("kind", ""),
@@ -300,7 +306,7 @@ class StreamSummary:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> StreamSummary:
+    def from_json(cls, raw: object, where: str) -> StreamSummary:
         f = _Fields(raw, where)
         return cls(f.int_("total_bytes"), f.str_("sha256", ""), f.bool_("truncated", False))
 
@@ -426,7 +432,7 @@ class RunRecord:
         return out
 
     @classmethod
-    def from_json(cls, raw: Any, where: str = "status.json: record") -> RunRecord:
+    def from_json(cls, raw: object, where: str = "status.json: record") -> RunRecord:
         f = _Fields(raw, where)
         not_started = f.opt_record("not_started", NotStarted.from_json)
         termination = f.opt_record("termination", TerminationRecord.from_json)
@@ -480,6 +486,15 @@ class FileEntry:
     sha256: str
     size: int
 
+    @classmethod
+    def listed(cls, entry: object) -> FileEntry | None:
+        """The entry as ``status.json`` lists it; None for a malformed one (which
+        :meth:`reprobridge.evidence.bundle.Bundle.check_run` reports)."""
+        if not isinstance(entry, dict):
+            return None
+        sha256, size = entry.get("sha256"), entry.get("size")
+        return cls(sha256, size) if isinstance(sha256, str) and isinstance(size, int) else None
+
 
 @dataclass(frozen=True)
 class RunStatus:
@@ -503,7 +518,7 @@ class RunStatus:
         }
 
     @classmethod
-    def from_json(cls, raw: Any, where: str = "status.json") -> RunStatus:
+    def from_json(cls, raw: object, where: str = "status.json") -> RunStatus:
         """The status with its record typed; the file listing is checked by
         :meth:`reprobridge.evidence.bundle.Bundle.check_run`, which reads it entry by entry
         (a malformed entry is a finding about that file there)."""
@@ -511,12 +526,9 @@ class RunStatus:
         f.format(cls.FORMAT)
         files: dict[str, FileEntry] = {}
         for name, entry in f.dict_("files", {}).items():
-            if (
-                isinstance(entry, dict)
-                and isinstance(entry.get("sha256"), str)
-                and isinstance(entry.get("size"), int)
-            ):
-                files[str(name)] = FileEntry(entry["sha256"], entry["size"])
+            listed = FileEntry.listed(entry)
+            if listed is not None:
+                files[str(name)] = listed
         record = RunRecord.from_json(f.raw.get("record"), f"{where}: record")
         return cls(record, files, f.raw.get("sealed") is True)
 
@@ -556,7 +568,7 @@ class MetricSummary:
     claimed_vs_measured: dict[str, Any] | None
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> MetricSummary:
+    def from_json(cls, raw: object, where: str) -> MetricSummary:
         f = _Fields(raw, where)
         cvm = f.raw.get("claimed_vs_measured")
         return cls(
@@ -589,7 +601,7 @@ class ExperimentSummary:
         return failed_level(self.levels)
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> ExperimentSummary:
+    def from_json(cls, raw: object, where: str) -> ExperimentSummary:
         f = _Fields(raw, where)
         levels = {}
         for name in LEVELS:
@@ -624,7 +636,7 @@ class ClaimResult:
         return out
 
     @classmethod
-    def from_json(cls, raw: Any, where: str) -> ClaimResult:
+    def from_json(cls, raw: object, where: str) -> ClaimResult:
         f = _Fields(raw, where)
         return cls(
             expr=f.str_("expr", ""),
@@ -709,7 +721,7 @@ class AuditSummary:
         return {**self.judged, "format": self.FORMAT, **jsonable(own)}
 
     @classmethod
-    def from_json(cls, raw: Any) -> AuditSummary:
+    def from_json(cls, raw: object) -> AuditSummary:
         f = _Fields(raw, "audit.json")
         f.format(cls.FORMAT)
         own = {"format", *(f.name for f in dataclasses.fields(cls))} - {"judged"}
@@ -719,8 +731,8 @@ class AuditSummary:
             audit_id=str(f.raw.get("audit_id") or ""),
             rb_version=str(f.raw.get("rb_version") or ""),
             backend=str(f.raw.get("backend") or ""),
-            hermetic=f.raw.get("hermetic") if isinstance(f.raw.get("hermetic"), bool) else None,
-            sandboxed=f.raw.get("sandboxed") if isinstance(f.raw.get("sandboxed"), bool) else None,
+            hermetic=_bool_or_none(f.raw.get("hermetic")),
+            sandboxed=_bool_or_none(f.raw.get("sandboxed")),
             sandbox=str(f.raw.get("sandbox") or ""),
             started=str(f.raw.get("started") or ""),
             finished=str(f.raw.get("finished") or ""),

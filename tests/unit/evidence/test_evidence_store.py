@@ -83,6 +83,21 @@ def test_records_read_bundles_from_before_their_format_and_refuse_a_newer_one() 
     assert RunStatus.from_json(status.to_json()) == status
 
 
+def test_records_type_each_field_they_read() -> None:
+    """Untrusted values are typed or refused by name; a status's malformed file entries
+    are left to Bundle.check_run (which reports them), not read as files."""
+    with pytest.raises(RecordError, match=r"record\.extra_ro_binds: not a list of strings"):
+        RunRecord.from_json({"extra_ro_binds": ["/opt", 3]})
+    with pytest.raises(RecordError, match=r"record\.termination\.returncode: not an integer"):
+        RunRecord.from_json({"termination": {"kind": "exit", "returncode": "0"}})
+    listed = {"a": {"sha256": "0" * 64, "size": 1}, "b": "junk", "c": {"sha256": 1, "size": 2}}
+    raw = {**RunStatus(RunRecord("m", 0, 1, "full", "host", True, "bwrap")).to_json()}
+    status = RunStatus.from_json({**raw, "files": listed})
+    assert list(status.files) == ["a"] and status.files["a"].size == 1
+    summary = AuditSummary.from_json({"hermetic": "yes", "sandboxed": False})
+    assert (summary.hermetic, summary.sandboxed) == (None, False)
+
+
 @pytest.mark.slow
 def test_an_audit_killed_before_its_seal_is_unfinished_for_every_command(
     tiny_repo: Callable[..., Path], tmp_path: Path
