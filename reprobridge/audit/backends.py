@@ -196,7 +196,7 @@ def pinning_problems(root: Path) -> list[str]:
     try:
         data = json.loads(lock.read_text(encoding="utf-8"))
         nodes: dict[str, Any] = data["nodes"]
-        root_node = data.get("root", "root")
+        root_node: object = data.get("root", "root")
     except (ValueError, KeyError, TypeError) as exc:
         return [*problems, f"{FLAKE_LOCK_FILE} is not a flake lock file ({exc})"]
     for name, node in sorted(nodes.items()):
@@ -401,7 +401,7 @@ class NixBackend:
             state.reason = f"{FLAKE_LOCK_FILE} changed during evaluation"
             return state
         try:
-            variables: dict[str, Any] = json.loads(out.stdout)["variables"]
+            variables: dict[str, object] = json.loads(out.stdout)["variables"]
         except (ValueError, KeyError, TypeError) as exc:
             state.reason = f"unexpected `nix print-dev-env --json` output ({exc})"
             return state
