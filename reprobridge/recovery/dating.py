@@ -29,12 +29,13 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
-from datetime import UTC, datetime, time
+from datetime import UTC, date, datetime, time
 
 from reprobridge.data import load_packages
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.findings import PythonVersionValue, RequirementValue, of_type
 from reprobridge.detect.index import last_commit
+from reprobridge.recovery.pins import available_pythons, version_key
 
 __all__ = [
     "CodeDate",
@@ -42,8 +43,10 @@ __all__ = [
     "WheelFloor",
     "code_date",
     "environment_date",
+    "python_of_date",
     "release_lag_days",
     "wheel_floor",
+    "year_before",
 ]
 
 #: Paths per ``git log`` call (the command line stays well under the kernel's limit).
@@ -178,3 +181,32 @@ def environment_date(
     if floor is not None and lagged < floor.stamp:
         return EnvironmentDate(commit, floor.stamp, stamp, files, floor, lag)
     return EnvironmentDate(commit, lagged, stamp, files, lag_days=lag)
+
+
+def year_before(stamp: int) -> date:
+    """The UTC day a year (365 days) before ``stamp``."""
+    return datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
+
+
+def python_of_date(stamp: int | None) -> str | None:
+    """The newest Python ``X.Y`` released at least a year before ``stamp`` (the date bound),
+    from ``packages.toml``'s ``python_releases``; the oldest Python rb provides for a date
+    from its wheel floor on (:func:`wheel_floor`) that is younger than every Python released
+    a year before; None without a date or before the table starts."""
+    if stamp is None:
+        return None
+
+    released = [
+        v for v, day in load_packages()["python_releases"].items() if day <= year_before(stamp)
+    ]
+    newest = max(released, key=version_key) if released else None
+    # Between the oldest Python's wheel floor and a year after its release, the packages of
+    # the date have wheels for that Python and for no older one rb provides.
+    floor = wheel_floor(available_pythons())
+    if (
+        floor is not None
+        and stamp >= floor.stamp
+        and (newest is None or version_key(newest) < version_key(floor.python))
+    ):
+        return floor.python
+    return newest

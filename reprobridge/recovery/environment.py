@@ -7,7 +7,7 @@ import re
 import time
 import tomllib
 from collections import defaultdict
-from datetime import UTC, date, datetime
+from datetime import UTC, datetime
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -35,7 +35,8 @@ from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
 from reprobridge.recovery._common import Builder, best
-from reprobridge.recovery.dating import EnvironmentDate, wheel_floor
+from reprobridge.recovery.dating import EnvironmentDate, python_of_date, year_before
+from reprobridge.recovery.pins import version_key
 
 _REQ_PRIORITY = {
     "requirements": 0,
@@ -448,40 +449,6 @@ def _declares_project(index: RepoIndex, declared: list[str]) -> bool:
     )
 
 
-def _py_key(v: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in v.split("."))
-
-
-def _year_before(stamp: int) -> date:
-    """The UTC day a year (365 days) before ``stamp``."""
-    return datetime.fromtimestamp(stamp - 365 * 86400, UTC).date()
-
-
-def _python_of_date(stamp: int | None) -> str | None:
-    """The newest Python ``X.Y`` released at least a year before ``stamp`` (the date bound),
-    from ``packages.toml``'s ``python_releases``; the oldest Python rb provides for a date
-    from its wheel floor on (:func:`~reprobridge.recovery.dating.wheel_floor`) that is
-    younger than every Python released a year before; None without a date or before the
-    table starts."""
-    if stamp is None:
-        return None
-
-    released = [
-        v for v, day in load_packages()["python_releases"].items() if day <= _year_before(stamp)
-    ]
-    newest = max(released, key=_py_key) if released else None
-    # Between the oldest Python's wheel floor and a year after its release, the packages of
-    # the date have wheels for that Python and for no older one rb provides.
-    floor = wheel_floor(pins.available_pythons())
-    if (
-        floor is not None
-        and stamp >= floor.stamp
-        and (newest is None or _py_key(newest) < _py_key(floor.python))
-    ):
-        return floor.python
-    return newest
-
-
 def merge_python(
     b: Builder,
     by_kind: dict[str, list[Finding]],
@@ -512,7 +479,7 @@ def merge_python(
         pinned = _pinned_version(req) if req else None
         if pinned:
             for upto, maxpy in table:
-                if _py_key(f"{pinned.major}.{pinned.minor}") <= _py_key(upto):
+                if version_key(f"{pinned.major}.{pinned.minor}") <= version_key(upto):
                     specs.append(
                         (
                             SpecifierSet(f"<={maxpy}.99"),
@@ -550,17 +517,19 @@ def merge_python(
                 )
         confidence = "high"
     else:
-        candidates = [v for v in pins.available_pythons() if _py_key(v) <= _py_key(PYTHON_CAP)]
+        candidates = [
+            v for v in pins.available_pythons() if version_key(v) <= version_key(PYTHON_CAP)
+        ]
         admitted = [
             v for v in candidates if all(s.contains(f"{v}.0", prereleases=True) for s, _ in specs)
         ]
-        of_date = _python_of_date(dated.stamp) if dated else None
+        of_date = python_of_date(dated.stamp) if dated else None
         if dated is not None and of_date is not None and admitted:
-            by_date = [v for v in admitted if _py_key(v) <= _py_key(of_date)]
+            by_date = [v for v in admitted if version_key(v) <= version_key(of_date)]
             day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d")
             why = f"git: packages as of {day}; Python {of_date} is " + (
                 "the newest released a year before it"
-                if load_packages()["python_releases"][of_date] <= _year_before(dated.stamp)
+                if load_packages()["python_releases"][of_date] <= year_before(dated.stamp)
                 else "the oldest rb provides, and they have wheels for it "
                 "(data/packages.toml [wheel_floors])"
             )
@@ -578,7 +547,7 @@ def merge_python(
             sources = sorted(
                 {s for _, w in specs for s in (w.sources() if isinstance(w, Finding) else [w])}
             )
-            if _py_key(choice) > _py_key(DEFAULT_PYTHON) and all(
+            if version_key(choice) > version_key(DEFAULT_PYTHON) and all(
                 s.contains(f"{DEFAULT_PYTHON}.0") for s, _ in specs
             ):
                 choice = DEFAULT_PYTHON
@@ -732,14 +701,16 @@ def _choose_pin(
         return pins.choose_pin(python, cuda, gcc, nvcc=nvcc)
     except RenderError:
         pass
-    pythons = [v for v in pins.available_pythons() if _py_key(v) >= _py_key(python)] or [python]
+    pythons = [v for v in pins.available_pythons() if version_key(v) >= version_key(python)] or [
+        python
+    ]
     cudas = (
         [None]
         if cuda is None
         else [
             v
             for v in pins.available_cudas()
-            if v.split(".")[0] == cuda.split(".")[0] and _py_key(v) >= _py_key(cuda)
+            if v.split(".")[0] == cuda.split(".")[0] and version_key(v) >= version_key(cuda)
         ]
     )
     for py in pythons:

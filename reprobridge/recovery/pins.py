@@ -56,6 +56,11 @@ def _releases() -> dict[str, dict[str, Any]]:
     return releases
 
 
+def version_key(version: str) -> tuple[int, ...]:
+    """The sort key of a dotted version such as ``3.10`` or ``12.1`` (numeric parts)."""
+    return tuple(int(p) for p in version.split("."))
+
+
 def available_pythons() -> list[str]:
     """Every Python ``X.Y`` some known release carries, ascending."""
     found = {
@@ -64,7 +69,7 @@ def available_pythons() -> list[str]:
         for attr in rel.get("pythons", [])
         if attr.startswith("python3")
     }
-    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+    return sorted(found, key=version_key)
 
 
 def available_cudas() -> list[str]:
@@ -74,7 +79,7 @@ def available_cudas() -> list[str]:
         for rel in _releases().values()
         for s in rel.get("cuda_sets", [])
     }
-    return sorted(found, key=lambda v: tuple(int(p) for p in v.split(".")))
+    return sorted(found, key=version_key)
 
 
 def choose_pin(
