@@ -416,10 +416,14 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
 
 # -- Python packages ----------------------------------------------------------------------
 
-#: Runs inside the experiment's Python (3.8+: importlib.metadata); prints one JSON object.
+#: Runs inside the experiment's Python (any Python 3 from 3.6: the syntax stays that old,
+#: as date-bounded environments of 2018-2019 code run 3.7); prints one JSON object.
 #: The current directory (the run's workspace) is taken off ``sys.path`` before anything
 #: is imported, so that a file there cannot stand in for a module the listing imports; the
 #: distributions are still looked for there, as the run's Python would find them.
+#: Python 3.8+ finds them with importlib.metadata; an older one has no importlib.metadata,
+#: so the listing reads what it would: each path entry's ``*.dist-info/METADATA`` and
+#: ``*.egg-info`` (a directory's ``PKG-INFO``, or the file itself).
 #: ``--search`` adds where it looked (:mod:`reprobridge.audit.pkglisting` keys on it).
 _LIST_PACKAGES = """\
 import sys
@@ -428,15 +432,36 @@ import email, json, os
 try:
     from importlib import metadata
 except ImportError:
-    print(json.dumps({"error": "importlib.metadata is unavailable (Python < 3.8)"}))
-    raise SystemExit(0)
+    metadata = None
 path = sys.path if cwd is None else [cwd] + sys.path
+def _read(where, name):
+    try:
+        with open(os.path.join(where, name) if name else where, encoding="utf-8") as f:
+            return f.read()
+    except (OSError, UnicodeDecodeError):
+        return None
+def _texts():
+    if metadata is not None:
+        for dist in metadata.distributions(path=path):
+            yield dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("")
+        return
+    for entry in path:
+        try:
+            names = sorted(os.listdir(entry or "."))
+        except OSError:
+            continue
+        for name in names:
+            where = os.path.join(entry or ".", name)
+            if name.endswith(".dist-info"):
+                yield _read(where, "METADATA")
+            elif name.endswith(".egg-info"):
+                yield _read(where, "PKG-INFO") if os.path.isdir(where) else _read(where, "")
 seen = set()
-for dist in metadata.distributions(path=path):
+for text in _texts():
     # What dist.metadata["Name"] and dist.version read (the same files, in the same
     # order), parsed by the same email parser, but only up to the blank line that ends the
     # headers: the long description after it made the listing 2-3x slower.
-    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or dist.read_text("") or ""
+    text = text or ""
     end = text.find("\\n\\n")
     headers = email.message_from_string(text if end < 0 else text[: end + 1])
     name = headers["Name"]

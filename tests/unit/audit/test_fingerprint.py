@@ -500,6 +500,36 @@ def test_python_packages_read_only_the_headers_and_agree_with_importlib(tmp_path
     assert not any(name in {"not-the-name", "in-the-body"} for name, _ in listed)
 
 
+def test_python_packages_without_importlib_metadata_read_the_same_files(tmp_path: Path) -> None:
+    """A Python older than 3.8 (date-bounded environments of 2018-2019 code run 3.7) has
+    no importlib.metadata: the listing then reads each path entry's ``*.dist-info`` and
+    ``*.egg-info`` itself, and lists what importlib.metadata would (it said "unavailable"
+    and listed nothing). Simulated here by a sitecustomize that makes the import fail."""
+    site = tmp_path / "site"
+    dists = {
+        "plain-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: Plain\nVersion: 1.0\n\nx\n",
+        "old_egg-2.0.egg-info/PKG-INFO": "Metadata-Version: 1.0\nName: old-egg\nVersion: 2.0\n",
+        "flat-6.egg-info": "Metadata-Version: 1.0\nName: flat\nVersion: 6\n",
+        "noname-4.dist-info/METADATA": "Version: 4\n",
+    }
+    for rel, text in dists.items():
+        (site / rel).parent.mkdir(parents=True, exist_ok=True)
+        (site / rel).write_text(text)
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(
+        "import sys\nsys.modules['importlib.metadata'] = None\n"
+    )
+    path = os.environ.get("PATH", "/usr/bin")
+    modern = fp.python_packages(sys.executable, {"PATH": path, "PYTHONPATH": str(site)})
+    old = fp.python_packages(sys.executable, {"PATH": path, "PYTHONPATH": f"{blocker}:{site}"})
+    assert "error" not in old, old
+    assert {("Plain", "1.0"), ("old-egg", "2.0"), ("flat", "6")} <= {
+        (p["name"], p["version"]) for p in old["packages"]
+    }
+    assert old["packages"] == modern["packages"]
+
+
 def test_python_packages_failures_are_recorded() -> None:
     out = fp.python_packages("no-such-python-here", {"PATH": "/nonexistent"})
     assert out["packages"] == [] and "not installed" in out["error"]
