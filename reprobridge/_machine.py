@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, Unpack
 
 from reprobridge import _proc
 from reprobridge.errors import CommandFailed, MachineError
@@ -31,6 +31,16 @@ BWRAP = "/usr/bin/bwrap"
 MIN_NIX = (2, 18)
 
 
+class Where(TypedDict, total=False):
+    """Where a :class:`Runner` runs its command, each key optional: ``cwd`` (the working
+    directory; the runner's own choice when absent or None) and ``env`` (the whole
+    environment; the process's own when absent or None). Declared once, for the protocol,
+    its implementations and what forwards to them."""
+
+    cwd: Path | None
+    env: Mapping[str, str] | None
+
+
 class Runner(Protocol):
     """Runs ``argv`` like :func:`reprobridge._proc.run` with ``check=False``.
 
@@ -39,23 +49,13 @@ class Runner(Protocol):
     """
 
     def __call__(
-        self,
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
+        self, argv: Sequence[str], *, timeout: float, **where: Unpack[Where]
     ) -> _proc.Result: ...
 
 
-def default_run(
-    argv: Sequence[str],
-    *,
-    timeout: float,
-    cwd: Path | None = None,
-    env: Mapping[str, str] | None = None,
-) -> _proc.Result:
+def default_run(argv: Sequence[str], *, timeout: float, **where: Unpack[Where]) -> _proc.Result:
     """The real :class:`Runner`: :func:`reprobridge._proc.run`, stdin empty."""
+    cwd, env = where.get("cwd"), where.get("env")
     try:
         # stdin is empty: nothing we run may stop to ask a question (nix asks about
         # nixConfig when stdin is a terminal).

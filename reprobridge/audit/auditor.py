@@ -35,11 +35,11 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Unpack
 
 from reprobridge import __version__, _proc, sandbox
 from reprobridge._log import emit
-from reprobridge._machine import MIN_NIX, Runner, dotted, nix_version
+from reprobridge._machine import MIN_NIX, Runner, Where, dotted, nix_version
 from reprobridge._proc.monitored import Completed, StreamCapture, Termination, signals_handled
 from reprobridge.audit import fingerprint as fp
 from reprobridge.audit import limits
@@ -1092,13 +1092,8 @@ def _step_runner(
     """A :class:`reprobridge._machine.Runner` that runs its command in the run's
     sandbox (no network), from ``scratch`` instead of the ``cwd`` asked for."""
 
-    def run(
-        argv: Sequence[str],
-        *,
-        timeout: float,
-        cwd: Path | None = None,
-        env: Mapping[str, str] | None = None,
-    ) -> _proc.Result:
+    def run(argv: Sequence[str], *, timeout: float, **where: Unpack[Where]) -> _proc.Result:
+        env = where.get("env")
         marker = f"{scratch.parent.name}:{key}:probe"
         # The output goes to a directory of the auditor's own, outside everything the run
         # could write: a link the run planted there would have the auditor write through it.

@@ -20,10 +20,10 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 from reprobridge import _machine, _proc
-from reprobridge._machine import Runner
+from reprobridge._machine import Runner, Where
 from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.errors import CommandFailed, MachineError
 from reprobridge.evidence.redact import scrub_env
@@ -239,7 +239,7 @@ def _with_binary(run: Runner, nix: str) -> Runner:
     """``run`` with ``nix`` in place of the literal ``nix`` at argv[0] (the probes, and
     :func:`reprobridge._machine.nix_config`'s, name the program ``nix``)."""
 
-    def swapped(argv: Sequence[str], *, timeout: float, **where: Any) -> _proc.Result:
+    def swapped(argv: Sequence[str], *, timeout: float, **where: Unpack[Where]) -> _proc.Result:
         if argv and argv[0] == "nix":
             argv = [nix, *argv[1:]]
         return run(argv, timeout=timeout, **where)
