@@ -20,6 +20,7 @@ from fakenvml import FakeNvml as BaseFakeNvml
 from reprobridge import _proc
 from reprobridge.audit import fingerprint as fp
 from reprobridge.errors import CommandFailed, MachineError
+from tests.conftest import write_tree
 
 # -- host ---------------------------------------------------------------------------------
 
@@ -473,9 +474,7 @@ def test_python_packages_read_only_the_headers_and_agree_with_importlib(tmp_path
         "folded-5.dist-info/METADATA": "Name: folded\nSummary: a\n  Version: 9\nVersion: 5\n",
         "flat-6.egg-info": "Metadata-Version: 1.0\nName: flat\nVersion: 6\n",
     }
-    for rel, text in dists.items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text)
+    write_tree(site, dists)
     env = {"PATH": os.environ.get("PATH", "/usr/bin"), "PYTHONPATH": str(site)}
     out = fp.python_packages(sys.executable, env)
     assert "error" not in out, out
@@ -512,9 +511,7 @@ def test_python_packages_without_importlib_metadata_read_the_same_files(tmp_path
         "flat-6.egg-info": "Metadata-Version: 1.0\nName: flat\nVersion: 6\n",
         "noname-4.dist-info/METADATA": "Version: 4\n",
     }
-    for rel, text in dists.items():
-        (site / rel).parent.mkdir(parents=True, exist_ok=True)
-        (site / rel).write_text(text)
+    write_tree(site, dists)
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(
