@@ -48,12 +48,12 @@ from reprobridge.audit.hostenv import (
     HostInstall,
     choose_index,
     pip_inputs,
-    requirement_name,
     step_network_env,
 )
 from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError, ReproBridgeError
+from reprobridge.manifest.schema import requirement_name
 
 NIX_BASE_ARGS = ("--extra-experimental-features", "nix-command flakes")
 NIX_LOCK_ARGS = ("--no-update-lock-file", "--no-write-lock-file")
@@ -763,9 +763,7 @@ class HostBackend:
         """``-r pinned.txt --no-deps`` of :attr:`_pinned`, less ``exclude``d names."""
         assert self._pinned is not None
         skip = set(exclude)
-        lines = [
-            p for p in self._pinned if canonicalize_name(requirement_name(p) or "") not in skip
-        ]
+        lines = [p for p in self._pinned if requirement_name(p) not in skip]
         scratch.mkdir(parents=True, exist_ok=True)
         path = scratch / "pinned.txt"
         path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")

@@ -32,13 +32,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from reprobridge import _proc
 from reprobridge.artifacts.datebound import package_bound_flags
 from reprobridge.artifacts.pyenv import TorchRouting, torch_routing
-from reprobridge.manifest.schema import Manifest
+from reprobridge.manifest.schema import Manifest, requirement_name
 
 #: Seconds the reachability probe of an index may take (DNS plus TCP connect).
 INDEX_PROBE_TIMEOUT = 5.0
@@ -90,14 +89,6 @@ class IndexChoice:
     url: str | None = None
     fallback: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-def requirement_name(text: str) -> str | None:
-    """The canonical distribution name of a PEP 508 string (None when it does not parse)."""
-    try:
-        return canonicalize_name(Requirement(text).name)
-    except InvalidRequirement:
-        return None
 
 
 def pip_inputs(

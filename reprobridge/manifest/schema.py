@@ -468,6 +468,18 @@ def edit_place(cell: int | None, line: int) -> str:
     return f"cell {cell} line {line}" if cell is not None else f"line {line}"
 
 
+def requirement_name(text: str) -> str | None:
+    """The canonical distribution name of a PEP 508 string, or None when it does not parse
+    (a path, a URL, text pip would refuse)."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import canonicalize_name
+
+    try:
+        return canonicalize_name(Requirement(text).name)
+    except InvalidRequirement:
+        return None
+
+
 class SourceEdit(StrictModel):
     """A piece of the experiment's own code that a tier replaces, in a copy of the file.
 

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Literal
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
@@ -50,6 +50,7 @@ from reprobridge.manifest.schema import (
     Tier,
     edit_place,
     plain_command,
+    requirement_name,
 )
 from reprobridge.recovery._common import MergeResult
 from reprobridge.recovery.experiments import named_files
@@ -282,7 +283,7 @@ def with_drift_ceilings(
                 f"those calls by hand ({removal.source})"
             )
             continue
-        at = next((i for i, r in enumerate(reqs) if _named(r) == dist), None)
+        at = next((i for i, r in enumerate(reqs) if requirement_name(r) == dist), None)
         if at is None:
             continue
         req = Requirement(reqs[at])
@@ -329,12 +330,3 @@ def _what(removal: Removal) -> str:
     if removal.keyword:
         return f"{removal.name}({removal.keyword}=...) fails"
     return f"{removal.name} is gone"
-
-
-def _named(requirement: str) -> str | None:
-    """The canonical distribution name of a PEP 508 ``requirement``, or None (a path, a
-    URL, text pip would refuse)."""
-    try:
-        return canonicalize_name(Requirement(requirement).name)
-    except InvalidRequirement:
-        return None
