@@ -195,11 +195,11 @@ def with_drift_edits(
                 continue
             tiers[name] = tier
             key = f"experiments.{exp_id}.tiers.{name}.edits"
-            old = derived.get(key)
-            derived[key] = Derivation(
-                sources=sorted({*(old.sources if old else []), *sources}),
-                digest=digest([e.model_dump(mode="json", exclude_none=True) for e in all_edits]),
-                confidence=old.confidence if old else ("high" if locked is not None else "medium"),
+            derived[key] = _rederived(
+                derived.get(key),
+                sources,
+                [e.model_dump(mode="json", exclude_none=True) for e in all_edits],
+                "high" if locked is not None else "medium",
             )
         experiments[exp_id] = exp.model_copy(update={"tiers": tiers})
         decisions.append(
@@ -304,14 +304,9 @@ def with_drift_ceilings(
     if not decisions:
         return merged
     key = "environment.python_requirements"
-    old = manifest.derived.get(key)
     derived = {
         **manifest.derived,
-        key: Derivation(
-            sources=sorted({*(old.sources if old else []), *sources}),
-            digest=digest(reqs),
-            confidence=old.confidence if old else "medium",
-        ),
+        key: _rederived(manifest.derived.get(key), sources, reqs, "medium"),
     }
     env = manifest.environment.model_copy(update={"python_requirements": reqs})
     return replace(
@@ -322,6 +317,22 @@ def with_drift_ceilings(
             decisions=[*merged.notes.decisions, *decisions],
             warnings=[*merged.notes.warnings, *warnings],
         ),
+    )
+
+
+def _rederived(
+    old: Derivation | None,
+    sources: list[str],
+    value: object,
+    confidence: Literal["high", "medium", "low"],
+) -> Derivation:
+    """The ``[derived]`` entry of a value a drift rule rewrote: ``old``'s sources with the
+    rule's added, the digest of the new ``value``, ``old``'s confidence (``confidence``
+    when the merge derived nothing there before)."""
+    return Derivation(
+        sources=sorted({*(old.sources if old else []), *sources}),
+        digest=digest(value),
+        confidence=old.confidence if old else confidence,
     )
 
 
