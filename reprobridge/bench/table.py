@@ -178,11 +178,11 @@ def total_lines(report: BenchReport) -> list[str]:
 
 def _strictly(record: RepoRecord, level: str) -> bool:
     """Whether ``record`` reaches ``level`` through an experiment whose procedure passed
-    (a run with notebook cells that raised unmarked does not count here)."""
+    (a run with notebook cells that raised unmarked does not count here: its procedure is
+    ``incomplete``, see ``runner._judge``)."""
     return any(
         e.environment == "pass"
         and e.procedure == "pass"
-        and not e.cells_raised
         and (level == "procedure" or e.metric_extracted)
         for e in record.experiments
     )
