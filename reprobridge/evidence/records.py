@@ -156,6 +156,16 @@ class _Fields:
             )
         return expected
 
+    def fields_of(self, cls: type, **given: object) -> dict[str, Any]:
+        """The keyword arguments for dataclass ``cls``: ``given``, and every other field
+        read by its annotation (:data:`_READ_BY_TYPE`), so a field added to a record is
+        read back without another line. A KeyError names an annotation with no reader."""
+        out: dict[str, Any] = dict(given)
+        for fld in dataclasses.fields(cls):
+            if fld.name not in out:
+                out[fld.name] = _READ_BY_TYPE[str(fld.type)](self, fld.name)
+        return out
+
 
 def _shown(value: object) -> str:
     text = repr(value)
@@ -311,6 +321,23 @@ class StreamSummary:
         return cls(f.int_("total_bytes"), f.str_("sha256", ""), f.bool_("truncated", False))
 
 
+#: How :meth:`_Fields.fields_of` reads a field of each annotation: an absent string or
+#: integer reads as "" or 0 (identity fields every writer stored), an absent optional
+#: part as None.
+_READ_BY_TYPE: dict[str, Callable[[_Fields, str], object]] = {
+    "str": lambda f, key: f.str_(key, ""),
+    "int": lambda f, key: f.int_(key, 0),
+    "str | None": _Fields.opt_str,
+    "int | None": _Fields.opt_int,
+    "float | None": _Fields.opt_float,
+    "bool | None": _Fields.opt_bool,
+    "tuple[str, ...]": _Fields.str_list,
+    "dict[str, Any] | None": _Fields.opt_dict,
+    "dict[str, list[str]] | None": _Fields.opt_dict,
+    "StreamSummary | None": lambda f, key: f.opt_record(key, StreamSummary.from_json),
+}
+
+
 #: What a run's record holds once the run ended (stored with its ``termination``).
 _ENDED = (
     "wall_s",
@@ -442,40 +469,11 @@ class RunRecord:
         refused = f.opt_dict("files_refused")
         if refused is not None and not all(isinstance(v, str) for v in refused.values()):
             raise f._bad("files_refused", "not an object of strings")
-        streams = {
-            name: f.opt_record(name, StreamSummary.from_json)
-            for name in ("stdout", "stderr", "output")
-        }
+        # Every other field is read by its annotation (_READ_BY_TYPE).
         return cls(
-            experiment=f.str_("experiment", ""),
-            k=f.int_("k", 0),
-            seed=f.opt_int("seed"),
-            tier=f.str_("tier", ""),
-            backend=f.str_("backend", ""),
-            hermetic=f.opt_bool("hermetic"),
-            sandbox=f.str_("sandbox", ""),
-            extra_ro_binds=f.str_list("extra_ro_binds"),
-            workspace=f.opt_dict("workspace"),
-            max_processes=f.opt_int("max_processes"),
-            process_limit_by=f.str_list("process_limit_by"),
-            threads=f.opt_int("threads"),
-            built_from_source=f.opt_dict("built_from_source"),
-            not_started=not_started,
-            executor=f.opt_str("executor"),
-            placement=f.opt_dict("placement"),
-            files_refused=refused,
-            termination=termination,
-            wall_s=f.opt_float("wall_s"),
-            cpu_user_s=f.opt_float("cpu_user_s"),
-            cpu_sys_s=f.opt_float("cpu_sys_s"),
-            cpu_source=f.opt_str("cpu_source"),
-            started_at=f.opt_str("started_at"),
-            finished_at=f.opt_str("finished_at"),
-            survivors_killed=f.opt_int("survivors_killed"),
-            stdout=streams["stdout"],
-            stderr=streams["stderr"],
-            output=streams["output"],
-            peaks=f.opt_dict("peaks"),
+            **f.fields_of(
+                cls, not_started=not_started, termination=termination, files_refused=refused
+            )
         )
 
 

@@ -20,7 +20,15 @@ import pytest
 from reprobridge.archive.members import select_audits
 from reprobridge.errors import ArchiveError, AuditError
 from reprobridge.evidence.errors import EvidenceError
-from reprobridge.evidence.records import AuditSummary, Plan, RecordError, RunRecord, RunStatus
+from reprobridge.evidence.records import (
+    AuditSummary,
+    Plan,
+    RecordError,
+    RunRecord,
+    RunStatus,
+    StreamSummary,
+    TerminationRecord,
+)
 from reprobridge.evidence.store import EvidenceStore, bundle_state
 from reprobridge.report.load import resolve_bundle
 
@@ -96,6 +104,31 @@ def test_records_type_each_field_they_read() -> None:
     assert list(status.files) == ["a"] and status.files["a"].size == 1
     summary = AuditSummary.from_json({"hermetic": "yes", "sandboxed": False})
     assert (summary.hermetic, summary.sandboxed) == (None, False)
+
+
+def test_a_run_record_with_every_field_set_reads_back_equal() -> None:
+    """Fields past the identity are read by their annotation: each one round-trips, and a
+    value of the wrong type is refused by the field's name."""
+    stream = StreamSummary(10, "ab" * 32, True)
+    record = RunRecord(
+        "m", 2, 7, "smoke", "nix", False, "bubblewrap", ("/opt",),
+        workspace={"path": "/w"}, max_processes=64, process_limit_by=("rlimit",), threads=4,
+        built_from_source={"without_wheel": ["x"], "built": ["x"]},
+        executor="local", placement={"node": "n1"}, files_refused={"a": "link"},
+        termination=TerminationRecord("exit", 0, None, "exited 0"), wall_s=1.5,
+        cpu_user_s=1.0, cpu_sys_s=0.25, cpu_source="rusage", started_at="s",
+        finished_at="f", survivors_killed=0, stdout=stream, stderr=stream, output=stream,
+        peaks={"rss_mb": 3},
+    )  # fmt: skip
+    assert RunRecord.from_json(record.to_json()) == record
+    for key, bad, message in [
+        ("wall_s", "1.5", r"record\.wall_s: not a number"),
+        ("threads", 1.5, r"record\.threads: not an integer"),
+        ("cpu_source", 3, r"record\.cpu_source: not a string"),
+        ("stdout", {"total_bytes": "10"}, r"record\.stdout\.total_bytes: not an integer"),
+    ]:
+        with pytest.raises(RecordError, match=message):
+            RunRecord.from_json({**record.to_json(), key: bad})
 
 
 @pytest.mark.slow
