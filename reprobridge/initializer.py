@@ -35,7 +35,14 @@ from reprobridge.artifacts.launchers import (
     render_derive_script,
     render_launcher,
 )
-from reprobridge.artifacts.pyenv import lock_python_project, needs_build, render_python_project
+from reprobridge.artifacts.pyenv import (
+    PYTORCH_INDEX,
+    TORCH_FAMILY,
+    lock_python_project,
+    needs_build,
+    render_python_project,
+    torch_routing,
+)
 from reprobridge.audit.hostenv import step_network_env
 from reprobridge.constants import (
     CHECK_SCRIPT,
@@ -205,7 +212,8 @@ class LockOutcome:
     to fall back on: the summary shows it, so a missing lock is never silent.
     ``moved`` are the packages whose date bound the lock moved (package -> bound; the
     manifest records them in ``environment.exclude_newer_package``), ``why`` one sentence
-    each (their provenance and the guide's decisions).
+    each (their provenance and the guide's decisions). ``reason`` is why uv gave no lock
+    this time, ``offline`` whether that was an index out of reach.
     """
 
     data: bytes | None
@@ -213,6 +221,8 @@ class LockOutcome:
     warning: str | None = None
     moved: dict[str, str] = field(default_factory=dict)
     why: dict[str, str] = field(default_factory=dict)
+    reason: str | None = None
+    offline: bool = False
 
 
 _LOCKED_NOTE = "Python packages are locked with uv in `repro/python/uv.lock`."
@@ -284,12 +294,13 @@ def _lock(
                 python_label=python,
             )
             locked, reason = result.locked, (result.reason or "uv gave no lock")
+            offline = result.offline
             relaxed = result.relaxed
             notes = relaxation_notes(relaxed, env.exclude_newer or "")
         except (MachineError, CommandFailed) as exc:
             if mode == "always":
                 raise
-            locked, reason, relaxed, notes = False, exc.message, (), []
+            locked, reason, relaxed, notes, offline = False, exc.message, (), [], False
         lock_file = scratch / "uv.lock"
         if locked and lock_file.is_file():
             return LockOutcome(
@@ -309,8 +320,12 @@ def _lock(
                 _LOCKED_NOTE,
                 warning + " (the previous uv.lock is kept; it may be stale)",
                 *_kept_relaxations(root, kept),
+                reason=reason,
+                offline=offline,
             )
-        return LockOutcome(None, _unlocked_note(requirements), warning)
+        return LockOutcome(
+            None, _unlocked_note(requirements), warning, reason=reason, offline=offline
+        )
 
 
 def init_repository(
@@ -375,21 +390,47 @@ def init_repository(
     text, manifest, report = _build_manifest(root, merged, existing)
     project_files = render_python_project(manifest)
     capped = merged is not uncapped
-    # A failure with the bounds is retried without them, so it must not raise (`always`).
-    mode: LockMode = "auto" if capped and lock == "always" else lock
+    routed = torch_routing(manifest) is not None
+    # A failure with the bounds, or with PyTorch's index, is retried without them, so it
+    # must not raise (`always` raises below when no retry locked).
+    mode: LockMode = "auto" if (capped or routed) and lock == "always" else lock
     locked = _lock(root, project_files, mode, manifest.environment)
+    if routed and locked.offline:
+        # An index was out of reach. Where that is PyTorch's (a mirror or proxy that lets
+        # PyPI through only), the torch family locks from the default index instead.
+        emit("lock-retry", why="an index was out of reach: the torch family from the default one")
+        pypi = _with_torch_from_pypi(merged)
+        retry = _build_manifest(root, pypi, existing)
+        retry_files = render_python_project(retry[1])
+        retried = _lock(root, retry_files, mode, retry[1].environment)
+        if retried.warning is None:
+            merged, uncapped = pypi, _with_torch_from_pypi(uncapped)
+            (text, manifest, report), project_files, locked = retry, retry_files, retried
     if capped and lock in ("auto", "always") and locked.warning is not None:
         # The bounds left no resolution (an old release without wheels for this Python):
         # lock as without them; that lock then says which bounds stay out, as `rb check`
         # reads it, and the guide names the calls that fail.
+        emit("lock-retry", why="without the upper bounds of removed names (no resolution)")
         merged = uncapped
         text, manifest, report = _build_manifest(root, merged, existing)
         project_files = render_python_project(manifest)
-        locked = _lock(root, project_files, lock, manifest.environment)
+        locked = _lock(root, project_files, mode, manifest.environment)
         if locked.data is not None:
             merged = with_drift_ceilings(uncapped, ctx.findings, locked.data)
             text, manifest, report = _build_manifest(root, merged, existing)
+    if lock == "always" and locked.warning is not None:
+        raise CommandFailed(f"uv lock failed: {locked.reason}")
     lock_bytes, lock_note = locked.data, locked.note
+    if (
+        lock_bytes is not None
+        and torch_routing(manifest) is not None
+        and _torch_locked_elsewhere(lock_bytes)
+    ):
+        # A kept lock (rb check, --no-lock, a failed re-lock) took the torch family from
+        # the default index: render what it was made with.
+        merged = _with_torch_from_pypi(merged)
+        text, manifest, report = _build_manifest(root, merged, existing)
+        project_files = render_python_project(manifest)
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
         text, manifest, report = _build_manifest(root, merged, existing)
@@ -509,6 +550,44 @@ def _with_relaxations(
 
 #: The provenance prefix of a date bound the lock moved.
 _LOCK_SOURCE = "uv lock: "
+
+#: Why ``environment.torch_index`` is "pypi": its provenance and the guide's decision (the
+#: same words for a fresh lock and a kept one, so `rb check` renders the same bytes).
+_TORCH_FROM_PYPI = (
+    f"the torch family is locked from the default index: PyTorch's own ({PYTORCH_INDEX}) "
+    "could not be reached when the lock was made, and the default index's Linux wheels "
+    "carry CUDA (gigabytes a CPU run never loads); remove environment.torch_index and run "
+    "`rb init` where PyTorch's index is reachable to lock its own wheels"
+)
+
+
+def _with_torch_from_pypi(merged: MergeResult) -> MergeResult:
+    """``merged`` with ``environment.torch_index = "pypi"``, its provenance and decision."""
+    manifest = merged.manifest
+    env = manifest.environment.model_copy(update={"torch_index": "pypi"})
+    derived = dict(manifest.derived)
+    derived["environment.torch_index"] = Derivation(
+        sources=[_LOCK_SOURCE + _TORCH_FROM_PYPI], digest=digest("pypi"), confidence="medium"
+    )
+    return replace(
+        merged,
+        manifest=manifest.model_copy(update={"environment": env, "derived": derived}),
+        notes=replace(merged.notes, decisions=[*merged.notes.decisions, _TORCH_FROM_PYPI]),
+    )
+
+
+def _torch_locked_elsewhere(lock: bytes) -> bool:
+    """Whether ``lock`` (a ``uv.lock``) has a package of the torch family and takes none of
+    them from a PyTorch index: it was made with ``environment.torch_index = "pypi"``."""
+    try:
+        packages = tomllib.loads(lock.decode("utf-8")).get("package", [])
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False
+    registries = [
+        str((p.get("source") or {}).get("registry", ""))
+        for p in packages if isinstance(p, dict) and p.get("name") in TORCH_FAMILY
+    ]  # fmt: skip
+    return bool(registries) and not any(r.startswith(PYTORCH_INDEX) for r in registries)
 
 
 def _kept_relaxations(root: Path, lock: bytes) -> tuple[dict[str, str], dict[str, str]]:

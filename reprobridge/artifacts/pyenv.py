@@ -114,9 +114,12 @@ def torch_routing(manifest: Manifest) -> TorchRouting | None:
     CPU wheels (``/whl/cpu``) when no experiment needs a GPU (every ``hardware.gpus`` is 0):
     the default PyPI torch pulls gigabytes of CUDA wheels a CPU run never loads. The wheels
     of ``environment.cuda`` (``/whl/cu121``) otherwise. Left alone when the repository chose
-    the build itself (a ``+cu118``/``+cpu`` local version, its own PyTorch index), or when
-    no torch package is a direct requirement (uv's sources apply to direct ones only).
+    the build itself (a ``+cu118``/``+cpu`` local version, its own PyTorch index), when no
+    torch package is a direct requirement (uv's sources apply to direct ones only), or when
+    ``environment.torch_index`` is ``"pypi"`` (PyTorch's index was out of reach).
     """
+    if manifest.environment.torch_index == "pypi":
+        return None
     reqs = _requirements(manifest)
     family = tuple(n for n in TORCH_FAMILY if n in reqs)
     if not family:

@@ -257,6 +257,14 @@ class Environment(StrictModel):
         "the interpreter, `rb init` moves it for that package (and the packages released "
         "in lock-step with it) only; the `[derived]` sources say why.",
     )
+    torch_index: Literal["pypi"] | None = Field(
+        None,
+        description="Where the torch family (torch, torchvision, torchaudio) is locked from. "
+        "Unset: PyTorch's own index, its CPU wheels when no experiment needs a GPU, the "
+        'wheels of `environment.cuda` otherwise. `"pypi"`: the default index, whose Linux '
+        "wheels carry CUDA (gigabytes); `rb init` writes it when PyTorch's index could not be "
+        "reached and the default index could (the `[derived]` source says so).",
+    )
     python_env: Literal["uv", "nixpkgs"] = Field(
         "uv",
         description="How the flake provides Python packages: a uv venv from the lock (default) "

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from reprobridge import _fs, errors
+from reprobridge import _fs, _log, errors
 from reprobridge.initializer import init_repository
 from reprobridge.manifest.io import load_manifest
 
@@ -382,3 +382,88 @@ def test_init_moves_the_date_bound_only_where_it_leaves_nothing_and_records_why(
         again = init_repository(root, lock="auto")
         assert again.lock_warning is None  # relocked (from the kept lock), the same bounds
         assert again.changes.changed == (), again.changes
+
+
+def test_init_locks_torch_from_the_default_index_when_pytorchs_is_out_of_reach(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine that reaches PyPI (or its mirror) but not download.pytorch.org: the CPU
+    index rb routes torch to made every lock fail and left torch unpinned. The lock is
+    retried with the torch family on the default index; the manifest records it
+    (environment.torch_index, with why), the pyproject names no PyTorch index, the guide
+    says what that costs, and `rb check` and a re-run agree with what was written."""
+    import shutil
+    import sys
+    import tomllib
+
+    from pyindex import serve_index
+
+    from reprobridge.artifacts import pyenv
+    from reprobridge.initializer import check_artifacts
+
+    if shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists():
+        pytest.skip("uv is not installed")
+    # Nothing listens on port 9 of the loopback: the connection is refused at once.
+    monkeypatch.setattr(pyenv, "PYTORCH_INDEX", "http://127.0.0.1:9/whl/")
+    releases = [("torch", "1.0", "2021-01-01T00:00:00Z"), ("numpy", "1.0", "2021-01-01T00:00:00Z")]
+    with serve_index(tmp_path / "index", releases) as url:
+        monkeypatch.setenv("UV_DEFAULT_INDEX", url)
+        monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+        version = f"{sys.version_info.major}.{sys.version_info.minor}"
+        root = make_repo(
+            {
+                ".python-version": f"{version}\n",
+                "requirements.txt": "torch\nnumpy\n",
+                "train.py": TRAIN,
+            }
+        )
+        events: list[tuple[str, dict[str, object]]] = []
+        with _log.sink(lambda event, fields: events.append((event, fields))):
+            result = init_repository(root, lock="always")
+        assert [e for e, _ in events].count("lock-retry") == 1, events
+        assert result.lock_warning is None
+        env = result.manifest.environment
+        assert env.torch_index == "pypi"
+        why = result.manifest.derived["environment.torch_index"].sources
+        assert len(why) == 1 and "could not be reached" in why[0], why
+        pyproject = (root / "repro/python/pyproject.toml").read_text()
+        assert "127.0.0.1:9" not in pyproject and "tool.uv.sources" not in pyproject
+        lock = tomllib.loads((root / "repro/python/uv.lock").read_text())
+        torch = next(p for p in lock["package"] if p["name"] == "torch")
+        assert torch["source"]["registry"] == url
+        assert (
+            "the torch family is locked from the default index"
+            in (root / "REPRODUCE.md").read_text()
+        )
+        subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+        subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
+        assert check_artifacts(root).stale == []
+        again = init_repository(root, lock="never")
+        assert again.changes.changed == (), again.changes
+        again = init_repository(root, lock="auto")
+        assert again.lock_warning is None and again.changes.changed == (), again.changes
+
+
+def test_init_keeps_pytorchs_index_when_the_lock_fails_for_another_reason(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The retry on the default index is kept only when it locks: with every index out of
+    reach nothing changes but the warning (and `--lock` still fails)."""
+    import shutil
+    import sys
+
+    from reprobridge.artifacts import pyenv
+
+    if shutil.which("uv") is None and not (Path(sys.executable).parent / "uv").exists():
+        pytest.skip("uv is not installed")
+    monkeypatch.setattr(pyenv, "PYTORCH_INDEX", "http://127.0.0.1:9/whl/")
+    monkeypatch.setenv("UV_DEFAULT_INDEX", "http://127.0.0.1:9/simple")
+    monkeypatch.setenv("UV_CACHE_DIR", str(tmp_path / "uv-cache"))
+    version = f"{sys.version_info.major}.{sys.version_info.minor}"
+    files = {".python-version": f"{version}\n", "requirements.txt": "torch\n", "train.py": TRAIN}
+    result = init_repository(make_repo(files), lock="auto")
+    assert result.lock_warning is not None and "could not be reached" in result.lock_warning
+    assert result.manifest.environment.torch_index is None
+    assert "environment.torch_index" not in result.manifest.derived
+    with pytest.raises(errors.CommandFailed, match="uv lock failed: the package index"):
+        init_repository(make_repo(files), lock="always")
