@@ -32,6 +32,8 @@ Contract:
   and a message naming it; nothing is written then;
 - the copy is deterministic (same source and edits, same bytes): a script keeps every
   other byte; a notebook is rewritten as nbformat writes it (sorted keys, indent 1);
+- the copy of an executable script is executable (a command may run the script as its
+  program, ``./train.py``);
 - an existing ``COPY`` is replaced, never written through (a committed symlink there
   cannot make the script write elsewhere);
 - one line per edit goes to stdout (``rb derive: demo.ipynb cell 6 line 5:
@@ -235,8 +237,9 @@ def derive(source: str, text: str, edits: list[Edit]) -> tuple[str, list[str]]:
     return derive_script(text, edits, source)
 
 
-def _write(path: str, text: str) -> None:
-    """Write ``text`` to a new file at ``path``, replacing (never following) what is there."""
+def _write(path: str, text: str, executable: bool = False) -> None:
+    """Write ``text`` to a new file at ``path``, replacing (never following) what is there;
+    ``executable``: mode 755 (the copy of a script a command runs as its program)."""
     try:
         os.unlink(path)  # a link is removed, not followed
     except FileNotFoundError:
@@ -244,7 +247,7 @@ def _write(path: str, text: str) -> None:
     except IsADirectoryError:
         raise DeriveError(f"{path}: a directory is in the way of the copy") from None
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags, 0o644)
+    fd = os.open(path, flags, 0o755 if executable else 0o644)
     with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
         fh.write(text)
 
@@ -271,11 +274,12 @@ def main(argv: list[str] | None = None) -> int:
         try:
             with open(source, encoding="utf-8", newline="") as fh:
                 text = fh.read()
+                executable = bool(os.fstat(fh.fileno()).st_mode & 0o100)
         except (OSError, UnicodeDecodeError) as exc:
             raise DeriveError(f"{source}: cannot be read ({exc})") from None
         derived, notes = derive(source, text, edits)
         try:
-            _write(copy, derived)
+            _write(copy, derived, executable)
         except OSError as exc:
             raise DeriveError(f"{copy}: cannot be written ({exc})") from None
     except DeriveError as exc:

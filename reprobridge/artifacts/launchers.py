@@ -234,8 +234,9 @@ def _comment(text: str) -> list[str]:
 
 def _entry_word(words: list[list[_Part]], workdir: str, file: str) -> int | None:
     """The index of the command word that names ``file`` (a repository path) from
-    ``workdir``: the word a tier with ``edits`` replaces by the file's copy."""
-    for i, word in enumerate(words[1:], 1):
+    ``workdir``: the word a tier with ``edits`` replaces by the file's copy (the first word
+    too: an executable script run as the program, whose copy keeps its mode)."""
+    for i, word in enumerate(words):
         if any(p.kind == "ph" for p in word):
             continue
         text = "".join(p.text for p in word if p.kind == "lit")

@@ -476,14 +476,16 @@ def _hardware(
 
 
 def named_files(command: str, workdir: str) -> list[str] | None:
-    """The repository paths the words of ``command`` after the first name, in order,
-    resolved against ``workdir`` (``python main.py config.json`` names ``main.py`` and
-    ``config.json``); None when ``command`` is not shell words."""
+    """The repository paths the words of ``command`` name, in order, resolved against
+    ``workdir`` (``python main.py config.json`` names ``main.py`` and ``config.json``; an
+    executable script run as the program, ``./scripts/train.py --lr 1``, names itself; a
+    word that names no file of the repository is the caller's to drop); None when
+    ``command`` is not shell words."""
     try:
         words = shlex.split(command)
     except ValueError:
         return None
-    return [posixpath.normpath(posixpath.join(workdir, w)) for w in words[1:]]
+    return [posixpath.normpath(posixpath.join(workdir, w)) for w in words]
 
 
 def _run_key(f: Finding[ExperimentValue], cmd: str) -> str:

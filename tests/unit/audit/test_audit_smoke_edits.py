@@ -126,6 +126,15 @@ def _repo(tmp_path: Path, case: str, smoke_timeout: str = "15s") -> Path:
             "epochs run: 2",
             "EPOCHS = 2\n",
         ),
+        # The same, the script run as the command's program (`./scripts/train.py`): the
+        # copy takes the first word's place and keeps the script's mode.
+        (
+            "zero-executable-script",
+            "train",
+            "scripts/train_rb_smoke.py",
+            "epochs run: 2",
+            "EPOCHS = 2\n",
+        ),
         # The bound is a literal argument of the script's own function (3 x 400 evaluations,
         # 24 s of sleeping) or of one it imports (300 epochs, 30 s).
         (
