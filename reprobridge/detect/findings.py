@@ -417,7 +417,10 @@ class Removal(_Record):
     (``matplotlib.axes.Axes.set_axis_bgcolor``), matched on any object by its last part.
     ``keyword``: an entry of the table's ``[[keyword]]`` list: ``name`` (a function) still
     exists, but a call that passes it ``keyword`` fails since ``removed_in``; nothing
-    replaces it (``replacement`` is "")."""
+    replaces it (``replacement`` is "").
+    ``attribute``: an entry of the ``[[assigned]]`` list: ``name`` (a class) made its
+    ``attribute`` read-only in ``removed_in``, so ``self.<attribute> = ...`` in a class
+    derived from it fails; nothing replaces it either."""
 
     distribution: str
     name: str
@@ -426,11 +429,22 @@ class Removal(_Record):
     source: str
     method: bool = field(default=False, metadata=ABSENT)
     keyword: str = field(default="", metadata=ABSENT)
+    attribute: str = field(default="", metadata=ABSENT)
 
     @property
     def condition(self) -> str:
         """``jax>=0.3.16``: the versions that lack the name (a renaming edit's ``when``)."""
         return f"{self.distribution}>={self.removed_in}"
+
+    @property
+    def what(self) -> str:
+        """What the release did to code that uses the entry (``jax.tree_multimap is gone``,
+        ``seaborn.scatterplot(cmap=...) fails``)."""
+        if self.keyword:
+            return f"{self.name}({self.keyword}=...) fails"
+        if self.attribute:
+            return f"`self.{self.attribute} = ...` in a {self.name} fails"
+        return f"{self.name} is gone"
 
 
 class DriftValue(EntryValue, kind="api_drift"):

@@ -274,7 +274,7 @@ def with_drift_ceilings(
         removal = min((v.removal for v in refs), key=lambda r: Version(r.removed_in))
         bound = Version(removal.removed_in)
         places = "; ".join(
-            f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({_what(v.removal)})" for v in refs
+            f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.removal.what})" for v in refs
         )
         if held.get(dist) and max(held[dist]) >= bound:
             warnings.append(
@@ -292,7 +292,7 @@ def with_drift_ceilings(
         req.specifier &= SpecifierSet(f"<{removal.removed_in}")
         reqs[at] = str(req)
         why = (
-            f"{dist} held below {removal.removed_in}, where {_what(removal)}: the code does so "
+            f"{dist} held below {removal.removed_in}, where {removal.what}: the code does so "
             f"where no rename fixes it ({places}): {removal.source}"
         )
         sources.append(f"rb rule: {why}")
@@ -334,10 +334,3 @@ def _rederived(
         digest=digest(value),
         confidence=old.confidence if old else confidence,
     )
-
-
-def _what(removal: Removal) -> str:
-    """What a release did to the code's call (``seaborn.scatterplot(cmap=...) fails``)."""
-    if removal.keyword:
-        return f"{removal.name}({removal.keyword}=...) fails"
-    return f"{removal.name} is gone"

@@ -61,8 +61,11 @@ DOTTED_NAME = re.compile(DOTTED_NAME_PATTERN)
 _FIELDS = {
     "removed": {"distribution", "name", "removed_in", "replacement", "source"},
     "keyword": {"distribution", "name", "keyword", "removed_in", "source"},
+    "assigned": {"distribution", "name", "attribute", "removed_in", "source"},
 }
-_OPTIONAL = {"removed": {"method"}, "keyword": set()}
+_OPTIONAL: dict[str, set[str]] = {"removed": {"method"}, "keyword": set(), "assigned": set()}
+#: The field of each list that holds a bare name (no dots), beside the dotted ``name``.
+_BARE = {"removed": "", "keyword": "keyword", "assigned": "attribute"}
 
 
 def _entry(raw: object, where: str, kind: str) -> Removal:
@@ -75,20 +78,21 @@ def _entry(raw: object, where: str, kind: str) -> Removal:
         )
     if not isinstance(raw.get("method", False), bool):
         raise ValueError(f"{where}: method must be true or false")
+    optional_text = {"keyword", "attribute", "replacement"}
     entry = Removal(
-        **{k: str(v) for k, v in raw.items() if k in fields - {"keyword", "replacement"}},
-        replacement=str(raw.get("replacement", "")),
+        **{k: str(v) for k, v in raw.items() if k in fields - optional_text},
+        **{k: str(raw.get(k, "")) for k in optional_text},
         method=raw.get("method", False),
-        keyword=str(raw.get("keyword", "")),
     )
     if canonicalize_name(entry.distribution) != entry.distribution:
         raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
-    for field in ("name", "replacement") if kind == "removed" else ("name", "keyword"):
+    bare = _BARE[kind]
+    for field in ("name", bare or "replacement"):
         if not DOTTED_NAME.match(getattr(entry, field)) or (
-            field == "keyword" and "." in entry.keyword
+            field == bare and "." in getattr(entry, field)
         ):
             raise ValueError(
-                f"{where}: {field} is not a {'name' if field == 'keyword' else 'dotted name'}"
+                f"{where}: {field} is not a {'name' if field == bare else 'dotted name'}"
             )
     try:
         Version(entry.removed_in)
@@ -146,14 +150,29 @@ def methods() -> dict[str, Removal]:
 def keywords() -> dict[str, list[Removal]]:
     """The table's ``[[keyword]]`` entries by function (``seaborn.scatterplot``): keywords
     whose call fails since a release, with nothing that replaces them."""
+    return _by_name("keyword")
+
+
+@cache
+def assigned() -> dict[str, list[Removal]]:
+    """The table's ``[[assigned]]`` entries by class (``pytorch_lightning.LightningModule``):
+    attributes a release made read-only, so that a subclass's ``self.hparams = ...``
+    fails, with nothing that replaces it."""
+    return _by_name("assigned")
+
+
+def _by_name(kind: str) -> dict[str, list[Removal]]:
+    """The table's list ``kind`` (``keyword``, ``assigned``) by its dotted ``name``; an
+    entry listed twice (the same name and bare name) is a ValueError."""
     out: dict[str, list[Removal]] = {}
     seen: set[tuple[str, str]] = set()
-    for i, raw in enumerate(load(API_DRIFT_FILE).get("keyword", [])):
-        where = f"{API_DRIFT_FILE}: keyword[{i}]"
-        entry = _entry(raw, where, "keyword")
-        if (entry.name, entry.keyword) in seen:
-            raise ValueError(f"{where}: {entry.name}({entry.keyword}=) is listed twice")
-        seen.add((entry.name, entry.keyword))
+    for i, raw in enumerate(load(API_DRIFT_FILE).get(kind, [])):
+        where = f"{API_DRIFT_FILE}: {kind}[{i}]"
+        entry = _entry(raw, where, kind)
+        pair = (entry.name, getattr(entry, _BARE[kind]))
+        if pair in seen:
+            raise ValueError(f"{where}: {pair[0]} ({pair[1]}) is listed twice")
+        seen.add(pair)
         out.setdefault(entry.name, []).append(entry)
     return out
 
@@ -275,6 +294,48 @@ def _keyword_hits(
     return hits
 
 
+def _assigned_hits(
+    src: SourceLines, tree: ast.Module, imports: dict[str, str]
+) -> list[tuple[int, int, str, str, Removal, str]]:
+    """``self.<attribute> = ...`` (plain, annotated or augmented) in the methods of a class
+    whose base, resolved through the file's imports, has an ``[[assigned]]`` entry for that
+    attribute; the attribute's name is placed. No edit fixes one (``value`` is "")."""
+    table = assigned()
+    hits: list[tuple[int, int, str, str, Removal, str]] = []
+    for cls in nodes_of(tree, ast.ClassDef):
+        bases = [dotted(b) for b in cls.bases]
+        entries = {
+            e.attribute: e
+            for b in bases
+            if b and b.split(".")[0] in imports
+            for e in table.get(resolve(b, imports), [])
+        }
+        if not entries:
+            continue
+        for node in ast.walk(cls):
+            targets = (
+                node.targets
+                if isinstance(node, ast.Assign)
+                else [node.target]
+                if isinstance(node, ast.AnnAssign | ast.AugAssign)
+                else []
+            )
+            for target in targets:
+                if not (
+                    isinstance(target, ast.Attribute)
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "self"
+                    and target.attr in entries
+                ):
+                    continue
+                span = src.span(target)
+                if span is None:
+                    continue
+                column, was, line = span
+                hits.append((target.lineno, column, was, "", entries[target.attr], line))
+    return hits
+
+
 def references(
     code: str, tree: ast.Module, imports: dict[str, str], entry: str, file: str, cell: int | None
 ) -> Iterator[DriftValue]:
@@ -307,6 +368,7 @@ def references(
         value = _spelled(name, imports, removal.replacement)
         found.append((node.lineno, column, was, value, removal, line))
     found += _keyword_hits(src, tree, imports)
+    found += _assigned_hits(src, tree, imports)
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue
@@ -422,5 +484,5 @@ class DriftDetector(Detector):
             detector=self.name,
             confidence="high",
             note=f"{v.file} {edit_place(v.cell, v.line)}: `{v.was}` ({removal.distribution} "
-            f"removed {removal.name} in {removal.removed_in})",
+            f"{removal.removed_in}: {removal.what})",
         )

@@ -327,6 +327,63 @@ def test_a_malformed_keyword_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> 
         drift.keywords.cache_clear()
 
 
+def test_an_assigned_entry_matches_self_assignments_in_a_subclass_only() -> None:
+    """Issue 9, openai/grok: `self.hparams = hparams` in a LightningModule's __init__ fails
+    from pytorch-lightning 1.3 ("can't set attribute"); the class is matched through the
+    file's imports, under each path it is imported by."""
+    code = (
+        "import pytorch_lightning as pl\n"
+        "from pytorch_lightning.core.lightning import LightningModule\n"
+        "class A(pl.LightningModule):\n"
+        "    def __init__(self, hparams):\n"
+        "        super().__init__()\n"
+        "        self.hparams = hparams  # type: ignore\n"
+        "        self.hparams.lr = 1\n"  # an item of it, not the attribute: fine
+        "        other.hparams = hparams\n"  # not self
+        "class B(LightningModule):\n"
+        "    def setup(self):\n"
+        "        self.hparams: dict = {}\n"
+        "class C:\n"
+        "    def __init__(self):\n"
+        "        self.hparams = 1\n"  # not a LightningModule
+    )
+    assert _refs(code) == [
+        (6, 8, "self.hparams", "", "pytorch_lightning.LightningModule"),
+        (11, 8, "self.hparams", "", "pytorch_lightning.core.lightning.LightningModule"),
+    ]
+    (entry,) = drift.assigned()["pytorch_lightning.LightningModule"]
+    assert (entry.attribute, entry.removed_in, entry.distribution) == (
+        "hparams",
+        "1.3.0",
+        "pytorch-lightning",
+    )
+    # A local class of the same name is not the library's.
+    local = "class LightningModule: pass\nclass D(LightningModule):\n    def f(self):\n        self.hparams = 1\n"
+    assert _refs(local) == []
+
+
+def test_a_malformed_assigned_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = {
+        "distribution": "pytorch-lightning",
+        "name": "pytorch_lightning.LightningModule",
+        "attribute": "h.params",
+        "removed_in": "1.3.0",
+        "source": "https://x",
+    }
+    monkeypatch.setattr(drift, "load", lambda name: {"assigned": [entry, entry]})
+    drift.assigned.cache_clear()
+    try:
+        with pytest.raises(ValueError, match=r"assigned\[0\]: attribute is not a name"):
+            drift.assigned()
+        entry["attribute"] = "hparams"
+        drift.assigned.cache_clear()
+        with pytest.raises(ValueError, match=r"assigned\[1\]: .* is listed twice"):
+            drift.assigned()
+    finally:
+        monkeypatch.undo()
+        drift.assigned.cache_clear()
+
+
 def test_a_class_keyword_entry_matches_its_constructor_and_a_subclass_super_init() -> None:
     """Issue 9, self-paced-ensemble: a subclass of sklearn's BaseEnsemble passes
     `base_estimator` to `super(...).__init__`, which scikit-learn 1.4 refuses."""
