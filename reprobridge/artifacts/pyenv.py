@@ -155,6 +155,27 @@ def torch_routing(manifest: Manifest) -> TorchRouting | None:
     )
 
 
+#: PyPI torch releases a universal lock cannot take: uv reads one wheel's metadata for all of
+#: a release's wheels, and 2.0.0's (its aarch64 re-upload) declares none of the nvidia-*
+#: packages the Linux x86_64 wheel loads, so the locked environment fails `import torch`
+#: (``libcublas.so.*[0-9] not found``; seen on seungeunrho/minimalRL). 2.0.1 is whole.
+PYPI_TORCH_BROKEN = ("2.0.0",)
+
+
+def _pypi_torch_exclusions(manifest: Manifest, routing: TorchRouting | None) -> list[str]:
+    """``torch!=2.0.0`` where the torch family resolves from PyPI: no PyTorch index routes
+    it, the repository names none, and it does not pin torch itself (its pin stands)."""
+    reqs = _requirements(manifest)
+    if (
+        routing is not None
+        or not any(n in reqs for n in TORCH_FAMILY)
+        or any(u.startswith(PYTORCH_INDEX) for u in manifest.environment.python_indexes)
+        or ("torch" in reqs and _pinned(reqs["torch"]))
+    ):
+        return []
+    return [f"torch!={v}" for v in PYPI_TORCH_BROKEN]
+
+
 def _pinned(req: Requirement) -> bool:
     return any(s.operator in ("==", "===") for s in req.specifier)
 
@@ -207,6 +228,7 @@ def render_python_project(manifest: Manifest) -> dict[str, str]:
     if routing is not None and routing.bound:
         # The PyTorch index has no upload times: torch is bounded by release instead.
         constraints.append(routing.bound)
+    constraints += _pypi_torch_exclusions(manifest, routing)
     if constraints:
         items = "".join(f"  {_toml_str(c)},\n" for c in constraints)
         lines += [

@@ -149,6 +149,26 @@ def test_the_repositorys_own_torch_build_is_left_alone() -> None:
         assert all("pytorch-" not in i["name"] for i in project["tool"]["uv"].get("index", []))
 
 
+def test_torch_from_pypi_skips_the_release_whose_wheels_disagree() -> None:
+    """minimalRL locked PyPI's torch 2.0.0 (PyTorch's index out of reach) with none of the
+    nvidia-* packages its Linux wheel loads: `import torch` failed. From PyPI, 2.0.0 is
+    excluded; from a PyTorch index, or where the repository pins it, nothing is added."""
+    pypi = _torch_project(["torch", "numpy"], gpus=1, cuda=None)
+    assert pypi["tool"]["uv"]["constraint-dependencies"] == ["torch!=2.0.0"]
+    data = sample_manifest_data()
+    data["environment"].update(
+        python_requirements=["torchvision"], python_indexes=[], torch_index="pypi"
+    )
+    for exp in data["experiments"].values():
+        exp["hardware"] = {"gpus": 0}
+    text = pyenv.render_python_project(Manifest.model_validate(data))["repro/python/pyproject.toml"]
+    assert tomllib.loads(text)["tool"]["uv"]["constraint-dependencies"] == ["torch!=2.0.0"]
+    assert "constraint-dependencies" not in _torch_project(["torch"])["tool"]["uv"]  # routed
+    pinned = _torch_project(["torch==2.0.0"], gpus=1, cuda=None)
+    assert "constraint-dependencies" not in pinned["tool"]["uv"]
+    assert "constraint-dependencies" not in _torch_project(["numpy"])["tool"]["uv"]
+
+
 def test_exclude_newer_bounds_the_resolution_and_torch_by_release() -> None:
     # issue 9 item 7: a 2022 repository got a 2025 torch
     project = _torch_project(["torch", "numpy"], exclude_newer="2022-05-02T00:00:00Z")
