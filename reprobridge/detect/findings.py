@@ -430,6 +430,9 @@ class Removal(_Record):
     method: bool = field(default=False, metadata=ABSENT)
     keyword: str = field(default="", metadata=ABSENT)
     attribute: str = field(default="", metadata=ABSENT)
+    #: An entry of the ``[[unpacked]]`` list: ``name`` (a method) returns another number of
+    #: values since ``removed_in``; code that unpacks it into ``count`` names fails.
+    count: int = field(default=0, metadata=ABSENT)
 
     @property
     def condition(self) -> str:
@@ -444,6 +447,8 @@ class Removal(_Record):
             return f"{self.name}({self.keyword}=...) fails"
         if self.attribute:
             return f"`self.{self.attribute} = ...` in a {self.name} fails"
+        if self.count:
+            return f"unpacking {self.name}() into {self.count} names fails"
         return f"{self.name} is gone"
 
 

@@ -62,10 +62,16 @@ _FIELDS = {
     "removed": {"distribution", "name", "removed_in", "replacement", "source"},
     "keyword": {"distribution", "name", "keyword", "removed_in", "source"},
     "assigned": {"distribution", "name", "attribute", "removed_in", "source"},
+    "unpacked": {"distribution", "name", "count", "removed_in", "source"},
 }
-_OPTIONAL: dict[str, set[str]] = {"removed": {"method"}, "keyword": set(), "assigned": set()}
+_OPTIONAL: dict[str, set[str]] = {
+    "removed": {"method"},
+    "keyword": set(),
+    "assigned": set(),
+    "unpacked": set(),
+}
 #: The field of each list that holds a bare name (no dots), beside the dotted ``name``.
-_BARE = {"removed": "", "keyword": "keyword", "assigned": "attribute"}
+_BARE = {"removed": "", "keyword": "keyword", "assigned": "attribute", "unpacked": ""}
 
 
 def _entry(raw: object, where: str, kind: str) -> Removal:
@@ -78,16 +84,21 @@ def _entry(raw: object, where: str, kind: str) -> Removal:
         )
     if not isinstance(raw.get("method", False), bool):
         raise ValueError(f"{where}: method must be true or false")
+    count = raw.get("count", 0)
+    if kind == "unpacked" and (isinstance(count, bool) or not isinstance(count, int) or count < 2):
+        raise ValueError(f"{where}: count must be a whole number of names, 2 or more")
     optional_text = {"keyword", "attribute", "replacement"}
     entry = Removal(
-        **{k: str(v) for k, v in raw.items() if k in fields - optional_text},
+        **{k: str(v) for k, v in raw.items() if k in fields - optional_text - {"count"}},
         **{k: str(raw.get(k, "")) for k in optional_text},
         method=raw.get("method", False),
+        count=count,
     )
     if canonicalize_name(entry.distribution) != entry.distribution:
         raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
     bare = _BARE[kind]
-    for field in ("name", bare or "replacement"):
+    names = ("name", "replacement") if kind == "removed" else ("name", bare) if bare else ("name",)
+    for field in names:
         if not DOTTED_NAME.match(getattr(entry, field)) or (
             field == bare and "." in getattr(entry, field)
         ):
@@ -161,6 +172,18 @@ def assigned() -> dict[str, list[Removal]]:
     return _by_name("assigned")
 
 
+@cache
+def unpacked() -> dict[str, list[Removal]]:
+    """The table's ``[[unpacked]]`` entries by method name (``step``): methods whose result
+    a release changed to another number of values, so that unpacking it as before fails.
+    Matched by the method's name alone, like a method entry (:func:`methods`)."""
+    out: dict[str, list[Removal]] = {}
+    for entries in _by_name("unpacked").values():
+        for entry in entries:
+            out.setdefault(entry.name.rpartition(".")[2], []).append(entry)
+    return out
+
+
 def _by_name(kind: str) -> dict[str, list[Removal]]:
     """The table's list ``kind`` (``keyword``, ``assigned``) by its dotted ``name``; an
     entry listed twice (the same name and bare name) is a ValueError."""
@@ -169,9 +192,9 @@ def _by_name(kind: str) -> dict[str, list[Removal]]:
     for i, raw in enumerate(load(API_DRIFT_FILE).get(kind, [])):
         where = f"{API_DRIFT_FILE}: {kind}[{i}]"
         entry = _entry(raw, where, kind)
-        pair = (entry.name, getattr(entry, _BARE[kind]))
+        pair = (entry.name, getattr(entry, _BARE[kind]) if _BARE[kind] else "")
         if pair in seen:
-            raise ValueError(f"{where}: {pair[0]} ({pair[1]}) is listed twice")
+            raise ValueError(f"{where}: {' '.join(filter(None, pair))} is listed twice")
         seen.add(pair)
         out.setdefault(entry.name, []).append(entry)
     return out
@@ -336,6 +359,35 @@ def _assigned_hits(
     return hits
 
 
+def _unpacked_hits(
+    src: SourceLines, tree: ast.Module, packages: set[str]
+) -> list[tuple[int, int, str, str, Removal, str]]:
+    """``a, b, c, d = env.step(action)``: the result of a call to an ``[[unpacked]]`` entry's
+    method (by its name, on any object) unpacked into exactly the entry's ``count`` names,
+    in a file that imports the entry's package; the names are placed. No edit fixes one."""
+    table = unpacked()
+    hits: list[tuple[int, int, str, str, Removal, str]] = []
+    for node in nodes_of(tree, ast.Assign):
+        call = node.value
+        if not (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Tuple | ast.List)
+            and isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+        ):
+            continue
+        target = node.targets[0]
+        if any(isinstance(e, ast.Starred) for e in target.elts):
+            continue
+        for entry in table.get(call.func.attr, []):
+            if entry.name.split(".")[0] in packages and entry.count == len(target.elts):
+                span = src.span(target)
+                if span is not None:
+                    hits.append((target.lineno, span[0], span[1], "", entry, span[2]))
+                break
+    return hits
+
+
 def references(
     code: str, tree: ast.Module, imports: dict[str, str], entry: str, file: str, cell: int | None
 ) -> Iterator[DriftValue]:
@@ -369,6 +421,7 @@ def references(
         found.append((node.lineno, column, was, value, removal, line))
     found += _keyword_hits(src, tree, imports)
     found += _assigned_hits(src, tree, imports)
+    found += _unpacked_hits(src, tree, packages)
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue

@@ -309,24 +309,6 @@ def test_a_keyword_entry_matches_calls_that_pass_it_by_name_or_through_a_dict() 
     assert (scatter.keyword, scatter.removed_in, scatter.replacement) == ("cmap", "0.13.0", "")
 
 
-def test_a_malformed_keyword_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = {
-        "distribution": "seaborn",
-        "name": "seaborn.scatterplot",
-        "keyword": "a.b",
-        "removed_in": "0.13.0",
-        "source": "https://x",
-    }
-    monkeypatch.setattr(drift, "load", lambda name: {"keyword": [entry]})
-    drift.keywords.cache_clear()
-    try:
-        with pytest.raises(ValueError, match=r"keyword\[0\]: keyword is not a name"):
-            drift.keywords()
-    finally:
-        monkeypatch.undo()
-        drift.keywords.cache_clear()
-
-
 def test_an_assigned_entry_matches_self_assignments_in_a_subclass_only() -> None:
     """Issue 9, openai/grok: `self.hparams = hparams` in a LightningModule's __init__ fails
     from pytorch-lightning 1.3 ("can't set attribute"); the class is matched through the
@@ -362,26 +344,83 @@ def test_an_assigned_entry_matches_self_assignments_in_a_subclass_only() -> None
     assert _refs(local) == []
 
 
-def test_a_malformed_assigned_entry_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    entry = {
-        "distribution": "pytorch-lightning",
-        "name": "pytorch_lightning.LightningModule",
-        "attribute": "h.params",
-        "removed_in": "1.3.0",
-        "source": "https://x",
-    }
-    monkeypatch.setattr(drift, "load", lambda name: {"assigned": [entry, entry]})
-    drift.assigned.cache_clear()
+def test_an_unpacked_entry_matches_the_old_number_of_names_in_a_file_that_imports_it() -> None:
+    """Issue 9, rasbt/machine-learning-book ch19: `next_state, reward, done, _ =
+    env.step(action)` (gym < 0.26) raises "too many values to unpack" on gym 0.26's five."""
+    code = (
+        "import gym\n"
+        "env = gym.make('CartPole-v1')\n"
+        "s, r, done, _ = env.step(0)\n"
+        "[s, r, done, info] = self.env.step(0)\n"
+        "s, r, term, trunc, info = env.step(0)\n"  # the new API: fine
+        "s, *rest = env.step(0)\n"  # starred: any length
+        "result = env.step(0)\n"  # not unpacked
+        "optimizer.step()\n"
+    )
+    assert _refs(code) == [
+        (3, 0, "s, r, done, _", "", "gym.Env.step"),
+        (4, 0, "[s, r, done, info]", "", "gym.Env.step"),
+    ]
+    # Without gym imported, `.step` is somebody else's.
+    assert _refs("import torch\na, b, c, d = sched.step()\n") == []
+    (entry,) = drift.unpacked()["step"]
+    assert (entry.count, entry.removed_in, entry.distribution) == (4, "0.26.0", "gym")
+    assert entry.what == "unpacking gym.Env.step() into 4 names fails"
+
+
+_SCATTER = {
+    "distribution": "seaborn",
+    "name": "seaborn.scatterplot",
+    "removed_in": "0.13.0",
+    "source": "https://x",
+}
+_HPARAMS = {
+    "distribution": "pytorch-lightning",
+    "name": "pytorch_lightning.LightningModule",
+    "attribute": "hparams",
+    "removed_in": "1.3.0",
+    "source": "https://x",
+}
+_STEP = {
+    "distribution": "gym",
+    "name": "gym.Env.step",
+    "removed_in": "0.26.0",
+    "source": "https://x",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "entries", "message"),
+    [
+        ("keyword", [{**_SCATTER, "keyword": "a.b"}], r"keyword\[0\]: keyword is not a name"),
+        ("assigned", [{**_HPARAMS, "attribute": "h.p"}], r"assigned\[0\]: attribute is not a name"),
+        (
+            "assigned",
+            [_HPARAMS, _HPARAMS],
+            r"assigned\[1\]: .*LightningModule hparams is listed twice",
+        ),
+        *(
+            (
+                "unpacked",
+                [{**_STEP, "count": count}],
+                r"unpacked\[0\]: count must be a whole number",
+            )
+            for count in (1, True, "4", 2.5)
+        ),
+    ],
+)
+def test_a_malformed_entry_is_named(
+    monkeypatch: pytest.MonkeyPatch, kind: str, entries: list[dict[str, object]], message: str
+) -> None:
+    reader = getattr(drift, {"keyword": "keywords"}.get(kind, kind))
+    monkeypatch.setattr(drift, "load", lambda name: {kind: entries})
+    reader.cache_clear()
     try:
-        with pytest.raises(ValueError, match=r"assigned\[0\]: attribute is not a name"):
-            drift.assigned()
-        entry["attribute"] = "hparams"
-        drift.assigned.cache_clear()
-        with pytest.raises(ValueError, match=r"assigned\[1\]: .* is listed twice"):
-            drift.assigned()
+        with pytest.raises(ValueError, match=message):
+            reader()
     finally:
         monkeypatch.undo()
-        drift.assigned.cache_clear()
+        reader.cache_clear()
 
 
 def test_a_class_keyword_entry_matches_its_constructor_and_a_subclass_super_init() -> None:
