@@ -44,7 +44,7 @@ Rules:
   ``0.80``). In a JSON file, a key on the path given twice in one object with different
   values is ambiguous too.
 - A file source is read relative to the workdir: ``.json``; ``.yaml``/``.yml`` when PyYAML
-  can be imported; ``.csv`` (``key`` is a column, the last non-empty row is read); a
+  can be imported; ``.csv`` (``key`` is a column, its last non-empty value is read); a
   TensorBoard log directory or event file (``key`` is the scalar's tag, e.g.
   ``test/loss``; the last value logged is read, from the event files in path order). The key
   is dotted (``eval.top1``; list indices as numbers); a literal key containing dots wins
@@ -250,15 +250,17 @@ def _lookup(data: Any, key: str, where: str) -> Any:
 
 
 def _read_csv(path: Path, column: str, where: str) -> Any:
+    """The last non-empty value of ``column``: a logger that writes one row per event
+    (Lightning's CSVLogger: training rows, then a validation row) leaves a metric's cell
+    empty in the rows of other events."""
     with open(path, newline="", encoding="utf-8") as handle:
-        rows = [
-            row for row in csv.DictReader(handle) if any((v or "").strip() for v in row.values())
-        ]
-    if not rows:
-        raise MetricMissing(f"{where}: no data rows")
-    if column not in rows[-1]:
-        raise MetricMissing(f"{where}: no column {column!r}")
-    return rows[-1][column]
+        reader = csv.DictReader(handle)
+        if column not in (reader.fieldnames or ()):
+            raise MetricMissing(f"{where}: no column {column!r}")
+        values = [row[column] for row in reader if (row.get(column) or "").strip()]
+    if not values:
+        raise MetricMissing(f"{where}: no row has a value in column {column!r}")
+    return values[-1]
 
 
 # -- TensorBoard event files --------------------------------------------------------------

@@ -317,8 +317,8 @@ class MetricSource(StrictModel):
     )
     key: str | None = Field(
         None,
-        description="Dotted key path in `file` (CSV: column name, last row; TensorBoard: the "
-        "scalar's tag, last value logged).",
+        description="Dotted key path in `file` (CSV: column name, its last non-empty value; "
+        "TensorBoard: the scalar's tag, last value logged).",
     )
     select: Literal["last", "only"] = Field(
         "last",

@@ -167,8 +167,19 @@ def test_csv_last_row(tmp_path: Path) -> None:
     with pytest.raises(MetricError, match="no column 'f1'"):
         extract_metric({"file": "log.csv", "key": "f1"}, "", str(tmp_path))
     (tmp_path / "empty.csv").write_text("epoch,acc\n")
-    with pytest.raises(MetricError, match="no data rows"):
+    with pytest.raises(MetricError, match="no row has a value in column 'acc'"):
         extract_metric({"file": "empty.csv", "key": "acc"}, "", str(tmp_path))
+
+
+def test_csv_reads_a_columns_last_value_where_later_rows_leave_it_empty(tmp_path: Path) -> None:
+    """Lightning's CSVLogger writes a row per logging event: the training rows leave the
+    validation columns empty, so the last row of the file has no `val_acc`."""
+    (tmp_path / "metrics.csv").write_text(
+        "epoch,step,train_loss,val_acc\n0,9,0.9,\n0,9,,0.61\n1,19,0.5,\n1,19,,0.72\n2,29,0.4,\n"
+    )
+    source = {"file": "metrics.csv", "key": "val_acc"}
+    assert extract_metric(source, "", str(tmp_path)) == 0.72
+    assert extract_metric({**source, "key": "train_loss"}, "", str(tmp_path)) == 0.4
 
 
 def test_yaml(tmp_path: Path) -> None:
