@@ -433,6 +433,8 @@ class Removal(_Record):
     #: An entry of the ``[[unpacked]]`` list: ``name`` (a method) returns another number of
     #: values since ``removed_in``; code that unpacks it into ``count`` names fails.
     count: int = field(default=0, metadata=ABSENT)
+    #: How many names code written for the release unpacks the result into (0: unknown).
+    count_since: int = field(default=0, metadata=ABSENT)
 
     @property
     def condition(self) -> str:
@@ -480,6 +482,10 @@ class DriftValue(EntryValue, kind="api_drift"):
     value: str
     removal: Removal
     code: str
+    #: The code uses the API as the release has it (``s, r, term, trunc, info =
+    #: env.step(a)``, an ``[[unpacked]]`` entry's ``count_since``): it needs the release or
+    #: later, so no bound below it is written; nothing is edited.
+    current: bool = field(default=False, metadata=ABSENT)
 
     @property
     def when(self) -> str:

@@ -147,15 +147,17 @@ def with_drift_edits(
         left: list[str] = []
         for r in mine:
             v = r.value
+            if v.current:
+                continue  # written for the release: nothing to rename
             held = versions.get(v.removal.distribution)
             if held and max(held) < Version(v.removal.removed_in):
                 continue  # every locked version still has the name
             if not v.value or v.file != entry:
                 # No name edit fixes it, or it is in a module the entry imports: a tier
                 # edits one file, the one the command runs.
+                instead = f", replaced by {v.removal.replacement}" if v.removal.replacement else ""
                 left.append(
-                    f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.removal.name}, "
-                    f"replaced by {v.removal.replacement})"
+                    f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.removal.what}{instead})"
                 )
                 continue
             # The value names the edit's fields as SourceEdit does (see DriftValue).
@@ -220,23 +222,30 @@ def with_drift_edits(
     )
 
 
-def _unfixed(merged: MergeResult, findings: Sequence[Finding]) -> dict[str, list[DriftValue]]:
+def _unfixed(
+    merged: MergeResult, findings: Sequence[Finding]
+) -> tuple[dict[str, list[DriftValue]], dict[str, list[DriftValue]]]:
     """The references no renaming edit will fix, by distribution (the standard library's
     left out): without a replacement (a ``[[keyword]]`` entry, ``from jax import
-    tree_multimap``), in a module the entry imports, or run by a shell-syntax command."""
+    tree_multimap``), in a module the entry imports, or run by a shell-syntax command; and
+    the *current* ones (code written for the release, :attr:`DriftValue.current`), by
+    distribution, over every experiment: a package the code also uses as released cannot
+    be held below the release."""
     refs = select(findings, DriftValue)
     entries = {r.value.entry for r in refs}
     out: dict[str, list[DriftValue]] = {}
+    current: dict[str, list[DriftValue]] = {}
     for exp in merged.manifest.experiments.values():
         entry = _entry(exp, entries)
         for r in refs:
             v = r.value
             if v.entry != entry or v.removal.distribution == "python":
                 continue
+            into = current if v.current else out
             renamed = v.value and v.file == entry and plain_command(exp.command)
-            if not renamed and v not in out.get(v.removal.distribution, []):
-                out.setdefault(v.removal.distribution, []).append(v)
-    return out
+            if not renamed and v not in into.get(v.removal.distribution, []):
+                into.setdefault(v.removal.distribution, []).append(v)
+    return out, current
 
 
 def _holds_below(req: Requirement, bound: Version) -> bool:
@@ -263,7 +272,7 @@ def with_drift_ceilings(
     locks again without the bounds when they leave no resolution, then passes that lock): a
     bound it does not satisfy is left out, and the guide warns that the locked release
     fails the code's calls. Deterministic: the same lock gives the same manifest and notes."""
-    unfixed = _unfixed(merged, findings)
+    unfixed, current = _unfixed(merged, findings)
     held = locked_versions(lock) or {}
     manifest = merged.manifest
     reqs = list(manifest.environment.python_requirements)
@@ -276,6 +285,15 @@ def with_drift_ceilings(
         places = "; ".join(
             f"{v.file} {edit_place(v.cell, v.line)} `{v.was}` ({v.removal.what})" for v in refs
         )
+        needed = [v for v in current.get(dist, []) if Version(v.removal.removed_in) >= bound]
+        if needed:
+            since = "; ".join(f"{v.file} {edit_place(v.cell, v.line)} `{v.was}`" for v in needed)
+            warnings.append(
+                f"{dist}: some of the code needs it below {removal.removed_in} ({places}) and "
+                f"some at {removal.removed_in} or later ({since}): no release runs both, so "
+                f"none is held below it; the former fail ({removal.source})"
+            )
+            continue
         if held.get(dist) and max(held[dist]) >= bound:
             warnings.append(
                 f"{dist} {', '.join(map(str, held[dist]))} (locked) is past {removal.removed_in}, "

@@ -68,7 +68,7 @@ _OPTIONAL: dict[str, set[str]] = {
     "removed": {"method"},
     "keyword": set(),
     "assigned": set(),
-    "unpacked": set(),
+    "unpacked": {"count_since"},
 }
 #: The field of each list that holds a bare name (no dots), beside the dotted ``name``.
 _BARE = {"removed": "", "keyword": "keyword", "assigned": "attribute", "unpacked": ""}
@@ -84,15 +84,21 @@ def _entry(raw: object, where: str, kind: str) -> Removal:
         )
     if not isinstance(raw.get("method", False), bool):
         raise ValueError(f"{where}: method must be true or false")
-    count = raw.get("count", 0)
-    if kind == "unpacked" and (isinstance(count, bool) or not isinstance(count, int) or count < 2):
-        raise ValueError(f"{where}: count must be a whole number of names, 2 or more")
+    counts: dict[str, int] = {}
+    for k in ("count", "count_since"):
+        n = raw.get(k)
+        if k in raw and (isinstance(n, bool) or not isinstance(n, int) or n < 2):
+            raise ValueError(f"{where}: {k} must be a whole number of names, 2 or more")
+        counts[k] = n if isinstance(n, int) else 0
+    if counts["count_since"] and counts["count_since"] == counts["count"]:
+        raise ValueError(f"{where}: count_since must differ from count")
     optional_text = {"keyword", "attribute", "replacement"}
     entry = Removal(
-        **{k: str(v) for k, v in raw.items() if k in fields - optional_text - {"count"}},
+        **{k: str(v) for k, v in raw.items() if k in fields - optional_text - set(counts)},
         **{k: str(raw.get(k, "")) for k in optional_text},
         method=raw.get("method", False),
-        count=count,
+        count=counts["count"],
+        count_since=counts["count_since"],
     )
     if canonicalize_name(entry.distribution) != entry.distribution:
         raise ValueError(f"{where}: distribution {entry.distribution!r} is not canonical")
@@ -361,12 +367,14 @@ def _assigned_hits(
 
 def _unpacked_hits(
     src: SourceLines, tree: ast.Module, packages: set[str]
-) -> list[tuple[int, int, str, str, Removal, str]]:
+) -> list[tuple[tuple[int, int, str, str, Removal, str], bool]]:
     """``a, b, c, d = env.step(action)``: the result of a call to an ``[[unpacked]]`` entry's
     method (by its name, on any object) unpacked into exactly the entry's ``count`` names,
-    in a file that imports the entry's package; the names are placed. No edit fixes one."""
+    in a file that imports the entry's package; the names are placed. No edit fixes one.
+    Each hit comes with whether it is *current*: unpacked into ``count_since`` names, as
+    code written for the release does."""
     table = unpacked()
-    hits: list[tuple[int, int, str, str, Removal, str]] = []
+    hits: list[tuple[tuple[int, int, str, str, Removal, str], bool]] = []
     for node in nodes_of(tree, ast.Assign):
         call = node.value
         if not (
@@ -380,10 +388,13 @@ def _unpacked_hits(
         if any(isinstance(e, ast.Starred) for e in target.elts):
             continue
         for entry in table.get(call.func.attr, []):
-            if entry.name.split(".")[0] in packages and entry.count == len(target.elts):
+            if entry.name.split(".")[0] not in packages:
+                continue
+            if len(target.elts) in (entry.count, entry.count_since):
                 span = src.span(target)
                 if span is not None:
-                    hits.append((target.lineno, span[0], span[1], "", entry, span[2]))
+                    hit = (target.lineno, span[0], span[1], "", entry, span[2])
+                    hits.append((hit, len(target.elts) == entry.count_since))
                 break
     return hits
 
@@ -421,7 +432,8 @@ def references(
         found.append((node.lineno, column, was, value, removal, line))
     found += _keyword_hits(src, tree, imports)
     found += _assigned_hits(src, tree, imports)
-    found += _unpacked_hits(src, tree, packages)
+    unpacked_hits = _unpacked_hits(src, tree, packages)
+    found += [hit for hit, current in unpacked_hits if not current]
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue
@@ -464,8 +476,9 @@ def references(
                 continue
             value = removal.replacement if keeps_binding else ""
             found.append((node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
-    for hit in sorted(found, key=lambda h: h[:2]):
-        yield DriftValue(entry, file, cell, *hit)
+    currents = [hit for hit, current in unpacked_hits if current]
+    for hit in sorted([*found, *currents], key=lambda h: h[:2]):
+        yield DriftValue(entry, file, cell, *hit, current=hit in currents)
 
 
 #: Repository modules per entry whose references are reported too (breadth first from the

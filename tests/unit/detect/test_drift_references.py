@@ -352,7 +352,7 @@ def test_an_unpacked_entry_matches_the_old_number_of_names_in_a_file_that_import
         "env = gym.make('CartPole-v1')\n"
         "s, r, done, _ = env.step(0)\n"
         "[s, r, done, info] = self.env.step(0)\n"
-        "s, r, term, trunc, info = env.step(0)\n"  # the new API: fine
+        "s, r, term, trunc, info = env.step(0)\n"  # the new API: current
         "s, *rest = env.step(0)\n"  # starred: any length
         "result = env.step(0)\n"  # not unpacked
         "optimizer.step()\n"
@@ -360,7 +360,11 @@ def test_an_unpacked_entry_matches_the_old_number_of_names_in_a_file_that_import
     assert _refs(code) == [
         (3, 0, "s, r, done, _", "", "gym.Env.step"),
         (4, 0, "[s, r, done, info]", "", "gym.Env.step"),
+        (5, 0, "s, r, term, trunc, info", "", "gym.Env.step"),
     ]
+    tree = ast.parse(code)
+    refs = references(code, tree, import_map_of([tree]), "t.py", "t.py", None)
+    assert [r.current for r in refs] == [False, False, True]
     # Without gym imported, `.step` is somebody else's.
     assert _refs("import torch\na, b, c, d = sched.step()\n") == []
     (entry,) = drift.unpacked()["step"]
@@ -406,6 +410,16 @@ _STEP = {
                 r"unpacked\[0\]: count must be a whole number",
             )
             for count in (1, True, "4", 2.5)
+        ),
+        (
+            "unpacked",
+            [{**_STEP, "count": 4, "count_since": 4}],
+            r"unpacked\[0\]: count_since must differ",
+        ),
+        (
+            "unpacked",
+            [{**_STEP, "count": 4, "count_since": "5"}],
+            r"unpacked\[0\]: count_since must be a whole number",
         ),
     ],
 )

@@ -432,3 +432,34 @@ def test_without_any_lock_no_bound_is_written(
     assert result.manifest.environment.python_requirements[-1] == "seaborn"
     monkeypatch.undo()
     assert initializer.check_artifacts(root).stale == []
+
+
+def test_code_that_uses_a_package_both_before_and_after_a_release_gets_no_bound() -> None:
+    """Issue 9, seungeunrho/minimalRL: a2c.py unpacks gym's Env.step into four names (gym
+    < 0.26) and REINFORCE.py into five (gym >= 0.26). `gym<0.26.0` made the main experiment
+    fail ("too many values to unpack"): where the code also needs the release, no bound is
+    written and the guide names both sides. With only the old side, the bound stands
+    (rasbt/machine-learning-book's ch19)."""
+    from dataclasses import replace
+
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.drift import with_drift_ceilings
+    from reprobridge.recovery.merge import merge_findings
+
+    ctx = detect_repo(RepoIndex.from_directory(REPOS / "zero-mixed-step-api"))
+    merged = merge_findings(ctx, repo_name="rl")
+    assert sorted(merged.manifest.experiments) == ["new_api", "old_api"]
+    findings = list(ctx.findings)
+    out = with_drift_ceilings(merged, findings)
+    assert out.manifest.environment.python_requirements == ["gym", "numpy"]
+    assert out.notes.warnings[-1] == (
+        "gym: some of the code needs it below 0.26.0 (old_api.py line 12 `s, r, done, info` "
+        "(unpacking gym.Env.step() into 4 names fails)) and some at 0.26.0 or later "
+        "(new_api.py line 12 `s, r, done, truncated, info`): no release runs both, so none "
+        "is held below it; the former fail (https://github.com/openai/gym/releases/tag/0.26.0)"
+    )
+    only_old = {"old_api": merged.manifest.experiments["old_api"]}
+    alone = replace(merged, manifest=merged.manifest.model_copy(update={"experiments": only_old}))
+    env = with_drift_ceilings(alone, findings).manifest.environment
+    assert env.python_requirements == ["gym<0.26.0", "numpy"]
