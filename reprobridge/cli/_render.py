@@ -103,6 +103,8 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
             ]
             unbounded = f"unbounded: the full command, stopped after {smoke.timeout or exp.timeout}"
             echo(f"               smoke tier: {'; '.join(shown) or unbounded}")
+        else:
+            echo("               smoke tier: none (no parameter bounds the run)")
         renamed = [e for e in exp.tier("full").edits if e.renames]
         if renamed:
             echo(
@@ -111,8 +113,6 @@ def print_init_summary(result: InitResult, next_step: str | None = None) -> None
                 + (", ..." if len(renamed) > 1 else "")
                 + ")"
             )
-        else:
-            echo("               smoke tier: none (no parameter bounds the run)")
     if not m.experiments:
         echo(style("  experiment   none found", fg="yellow"))
     dropped = result.merge.notes.dropped_experiments

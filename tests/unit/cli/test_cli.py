@@ -227,3 +227,30 @@ def test_audit_help_lists_the_executor_options_in_order() -> None:
     ]
     assert "[default: local]" in out.stdout
     assert rb("audit", "--jobs", "0").returncode == 2  # at least one job at once
+
+
+def test_init_summary_says_each_experiments_smoke_tier_once(make_repo) -> None:
+    """A bounded experiment's summary said `smoke tier: max_steps=20` and then `smoke tier:
+    none (no parameter bounds the run)` (openai/grok): the second line belongs to
+    experiments without a smoke tier only."""
+    root = make_repo(
+        {
+            "train.py": "import argparse\np = argparse.ArgumentParser()\n"
+            "p.add_argument('--max-steps', type=int, default=100000)\n"
+            "a = p.parse_args()\nfor s in range(a.max_steps):\n    pass\nprint('loss=0.1')\n",
+            "plain.py": "if __name__ == '__main__':\n    print('acc=1')\n",
+            "README.md": "```bash\npython train.py --max-steps 100000\npython plain.py\n```\n",
+        }
+    )
+    out = rb("init", str(root), "--no-lock")
+    assert out.returncode == 0, out.stderr
+    lines = [ln.strip() for ln in out.stdout.splitlines()]
+    blocks: dict[str, list[str]] = {}
+    for line in lines:
+        if line.startswith("experiment"):
+            current = blocks.setdefault(line.split()[1].rstrip(":"), [])
+        elif line.startswith("smoke tier:"):
+            current.append(line)
+    assert sorted(blocks) == ["plain", "train"], out.stdout
+    assert blocks["train"] == ["smoke tier: max_steps=20"], out.stdout
+    assert len(blocks["plain"]) == 1, out.stdout
