@@ -9,6 +9,8 @@ types them. Tables:
   them is not flagged; :data:`PROVIDER_PREFIXES` the same by name prefix.
 * :data:`SUBMODULE_DISTS` — a dotted import path (``torch.utils.tensorboard``, or
   ``module.Name`` for ``from module import Name``) -> further distributions it needs.
+* :data:`CALL_DISTS` — ``gym:render`` -> distributions a method call needs that the code
+  never imports (``env.render()`` draws with pygame).
 * :data:`NOT_ON_PYPI` — imports whose PyPI namesake is a *different* project; the value is
   the requirement to use instead (a git URL).
 * :data:`GOOGLE_SUBPACKAGES` — ``google.X`` -> distribution, None where nothing installs it.
@@ -45,6 +47,8 @@ PROVIDERS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["providers"])
 PROVIDER_PREFIXES: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["provider_prefixes"])
 #: Dotted import path -> further distributions it needs (``torch.utils.tensorboard``).
 SUBMODULE_DISTS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["submodules"])
+#: ``top:method`` -> distributions a call of ``.method(`` needs in a file importing ``top``.
+CALL_DISTS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["calls"])
 #: ``import google.X`` -> distribution (``google`` is a namespace package of many projects).
 GOOGLE_SUBPACKAGES: Final[dict[str, str | None]] = {
     **_str_map(_DATA["google"]),

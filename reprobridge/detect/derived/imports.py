@@ -28,6 +28,7 @@ from packaging.utils import canonicalize_name
 
 from reprobridge.detect._notebook import json_line_of, notebook_code, notebook_shell_lines
 from reprobridge.detect._pkgmap import (
+    CALL_DISTS,
     GOOGLE_SUBPACKAGES,
     IMPORT_TO_DIST,
     NOT_ON_PYPI,
@@ -362,6 +363,8 @@ class ImportsDetector(Detector):
                 optional.setdefault(finding.key, finding)
             else:
                 found.setdefault(finding.key, finding)
+        for finding in self._calls(code, importers, declared | set(found)):
+            found.setdefault(finding.key, finding)
         kept = [optional[k] for k in sorted(optional) if k not in found]
         return [found[k] for k in sorted(found)] + kept
 
@@ -421,6 +424,35 @@ class ImportsDetector(Detector):
         for dist_key, (dotted, where_guarded) in guarded.items():
             if dist_key not in out:
                 out[dist_key] = _optional(dist_key, dist_key, dotted, where_guarded)
+        return [out[k] for k in sorted(out)]
+
+    def _calls(
+        self, code: _Code, importers: dict[str, list[str]], declared: set[str]
+    ) -> list[Finding]:
+        """Distributions a method call needs that the code never imports (gym's
+        ``env.render()`` -> ``pygame``): ``.method(`` in a file that imports the package,
+        from the data table's rules (test, docs and benchmark files left out)."""
+        out: dict[str, Finding] = {}
+        for rule, dists in sorted(CALL_DISTS.items()):
+            top, _, method = rule.partition(":")
+            call = re.compile(rf"\.{re.escape(method)}[ \t]*\(")
+            for path in sorted(importers.get(top, ())):
+                text = None if is_support_path(path, code.text) else code.text(path)
+                match = call.search(text) if text else None
+                if match is None:
+                    continue
+                for key in map(canonicalize_name, dists):
+                    if key in out or key in declared:
+                        continue
+                    out[key] = Finding(
+                        kind="python_requirement",
+                        key=key,
+                        value=RequirementValue(key, declared=False),
+                        evidence=(Evidence(path, code.line(path, match.start())),),
+                        detector=self.name,
+                        confidence="medium",
+                        note=f"not imported: `{top}`'s `.{method}()` needs it (package table rule)",
+                    )
         return [out[k] for k in sorted(out)]
 
     def _notebook_installs(self, ctx: DetectContext, code: _Code) -> list[Finding]:

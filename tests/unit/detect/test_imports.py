@@ -150,3 +150,24 @@ def test_imports_only_in_tests_docs_and_benchmarks_are_not_run_requirements(make
     support = {f.key: f.sources() for f in ctx.of_kind("python_requirement")}
     assert support["torch"] == ["tests/test_train.py:1"]
     assert set(support) == {"numpy", "torch", "pytest-benchmark", "sphinx-rtd-theme", "asv"}
+
+
+def test_a_call_that_needs_a_package_the_code_never_imports(make_repo) -> None:
+    """rasbt/machine-learning-book ch19 on gym 0.25.2: `env.render()` stopped with "pygame
+    is not installed" (gym draws classic control with pygame, its classic_control extra).
+    A file that imports gym and calls `.render(` needs pygame; one that only imports gym,
+    a test file, or a repository that declares pygame does not add it."""
+    render = "import gym\nenv = gym.make('CartPole-v1')\n\nenv.render()\n"
+    ctx = run(make_repo, {"requirements.txt": "gym\n", "train.py": render})
+    assert flagged(ctx) == {"pygame": "train.py:4"}
+    (finding,) = [f for f in ctx.of_kind("python_requirement") if f.key == "pygame"]
+    assert "`gym`'s `.render()` needs it" in finding.note
+    plain = "import gym\nenv = gym.make('CartPole-v1')\nenv.reset()\n"
+    assert flagged(run(make_repo, {"requirements.txt": "gym\n", "train.py": plain})) == {}
+    tests_only = {"requirements.txt": "gym\n", "train.py": plain, "tests/test_env.py": render}
+    assert flagged(run(make_repo, tests_only)) == {}
+    declared = {"requirements.txt": "gym\npygame\n", "train.py": render}
+    assert flagged(run(make_repo, declared)) == {}
+    # `.render(` of another library in a file that does not import gym is not gym's.
+    other = {"requirements.txt": "jinja2\n", "page.py": "import jinja2\nt.render(x=1)\n"}
+    assert flagged(run(make_repo, other)) == {}
