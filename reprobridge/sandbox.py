@@ -230,6 +230,20 @@ def offline_env(workdir: Path | None = None) -> dict[str, str]:
     }
 
 
+def headless_env() -> dict[str, str]:
+    """Variables that let drawing code run with no display, as every audited run has (the
+    sandbox binds no X or Wayland socket): without them a window fails at its first frame.
+
+    * ``SDL_VIDEODRIVER=dummy``: pygame (gym's classic-control ``env.render()``, games)
+      draws off screen instead of stopping with "No available video device".
+    * ``SDL_AUDIODRIVER=dummy``: ``pygame.mixer`` without a sound device.
+    * ``QT_QPA_PLATFORM=offscreen``: Qt windows (PyQt, PySide) off screen.
+
+    matplotlib needs nothing: with no display it chooses a non-interactive backend itself.
+    """
+    return {"SDL_VIDEODRIVER": "dummy", "SDL_AUDIODRIVER": "dummy", "QT_QPA_PLATFORM": "offscreen"}
+
+
 _LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
 

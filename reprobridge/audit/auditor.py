@@ -858,7 +858,7 @@ def _one_run(
         # Only refusals are evidence (a missing file is reported by the output check).
         record = record.with_(files_refused={p: r for p, r in not_copied.items() if r != "missing"})
 
-        recorded = (*ENV_RECORD_ALLOWLIST, *sandbox.offline_env())
+        recorded = (*ENV_RECORD_ALLOWLIST, *sandbox.offline_env(), *sandbox.headless_env())
         bundle.write_json(f"{rel(run_dir)}/env.json", scrub_env(run_env, recorded))
         # The listing runs the run's python3, which the run could have replaced: in its
         # sandbox, never on the host.
@@ -952,8 +952,8 @@ def _run_request(
     run_dir: Path,
     interrupt: _Interrupt,
 ) -> tuple[RunRequest, dict[str, str]]:
-    """The run's request for the executor (cleared environment + allowlist, offline
-    switches, marker) and that environment."""
+    """The run's request for the executor (cleared environment + allowlist, headless and
+    offline switches, marker) and that environment."""
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
@@ -961,6 +961,7 @@ def _run_request(
         # The operator's share of the CPUs wins over the host's and the backend's values.
         run_env.update(thread_env(opts.threads))
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
+    run_env.update(sandbox.headless_env())
     if not exp.network:
         run_env.update(sandbox.offline_env())
     # The binds come from the backend, never from the environment (which a shellHook sets).
