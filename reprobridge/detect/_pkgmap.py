@@ -47,8 +47,12 @@ PROVIDERS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["providers"])
 PROVIDER_PREFIXES: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["provider_prefixes"])
 #: Dotted import path -> further distributions it needs (``torch.utils.tensorboard``).
 SUBMODULE_DISTS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["submodules"])
-#: ``top:method`` -> distributions a call of ``.method(`` needs in a file importing ``top``.
-CALL_DISTS: Final[dict[str, tuple[str, ...]]] = _tuple_map(_DATA["calls"])
+#: ``top:method`` -> (distributions a call of ``.method(`` needs in a file importing
+#: ``top``, the ISO day of the first release of ``top`` that needs them or "").
+CALL_DISTS: Final[dict[str, tuple[tuple[str, ...], str]]] = {
+    str(k): (tuple(str(d) for d in v["requires"]), str(v.get("since", "")))
+    for k, v in _DATA["calls"].items()
+}
 #: ``import google.X`` -> distribution (``google`` is a namespace package of many projects).
 GOOGLE_SUBPACKAGES: Final[dict[str, str | None]] = {
     **_str_map(_DATA["google"]),

@@ -112,6 +112,12 @@ class RequirementValue(FindingValue, kind="python_requirement"):
     #: variant beside the base file (``requirements-atari.txt``); the merge keeps it only
     #: when code the chosen experiments run imports it.
     optional: bool = field(default=False, metadata=ABSENT)
+    #: Needed by a call the code makes, not by an import (the package table's ``[calls]``):
+    #: the call as the guide names it (``gym's .render()``).
+    called: str = field(default="", metadata=ABSENT)
+    #: With ``called``: only releases of the called package from this ISO day on need it;
+    #: the merge leaves it out under an earlier date bound.
+    since: str = field(default="", metadata=ABSENT)
 
 
 class OptionalImportValue(FindingValue, kind="optional_import"):

@@ -58,11 +58,23 @@ PYTHON_CAP = "3.12"
 
 
 def merge_requirements(
-    b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    notes: RecoveryNotes,
+    dated: EnvironmentDate | None = None,
 ) -> dict[str, Requirement]:
-    """One requirement per distribution (the more specific file wins; undeclared imports flagged); returns them by name."""
+    """One requirement per distribution (the more specific file wins; undeclared imports
+    flagged); returns them by name. A requirement a call needs only from a release after
+    ``dated`` (``RequirementValue.since``) is left out, and the decisions say why."""
     groups: dict[str, list[Finding[RequirementValue]]] = defaultdict(list)
+    day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d") if dated else None
     for f in of_type(by_kind, RequirementValue):
+        if day is not None and f.value.since and day < f.value.since:
+            notes.decisions.append(
+                f"{f.key} not added for {f.value.called} ({f.sources()[0]}): only releases "
+                f"from {f.value.since} on need it, after the date bound ({day})"
+            )
+            continue
         key = canonicalize_name(f.key)
         groups[RENAMED_REQUIREMENTS.get(key, key)].append(f)
     chosen: dict[str, Requirement] = {}
@@ -106,7 +118,12 @@ def merge_requirements(
                     "the more specific dependency file wins",
                 )
             )
-        if not top.value.declared:
+        if top.value.called:
+            notes.decisions.append(
+                f"{name} added: {top.value.called} at {top.sources()[0]} needs it "
+                "(data/packages.toml [calls])"
+            )
+        elif not top.value.declared:
             notes.flagged_imports.append(
                 f"{name} (imported at {top.sources()[0]}, declared nowhere)"
             )

@@ -109,7 +109,7 @@ def merge_findings(
     _project(b, by_kind, repo_name, paper_path)
     code = _scope_environment(ctx, by_kind, notes)
     dated = environment_date(ctx.index.head, code, pins.available_pythons())
-    requirements = merge_requirements(b, by_kind, notes)
+    requirements = merge_requirements(b, by_kind, notes, dated)
     merge_optional_imports(b, by_kind, requirements, notes)
     python = merge_python(b, by_kind, requirements, notes, dated)
     cuda = merge_cuda(b, by_kind, notes)

@@ -433,26 +433,36 @@ class ImportsDetector(Detector):
         ``env.render()`` -> ``pygame``): ``.method(`` in a file that imports the package,
         from the data table's rules (test, docs and benchmark files left out)."""
         out: dict[str, Finding] = {}
-        for rule, dists in sorted(CALL_DISTS.items()):
+        for rule, (dists, since) in sorted(CALL_DISTS.items()):
             top, _, method = rule.partition(":")
             call = re.compile(rf"\.{re.escape(method)}[ \t]*\(")
+            hits: list[tuple[str, int]] = []
             for path in sorted(importers.get(top, ())):
                 text = None if is_support_path(path, code.text) else code.text(path)
                 match = call.search(text) if text else None
-                if match is None:
+                if match is not None:
+                    hits.append((path, match.start()))
+            if not hits:
+                continue
+            for key in map(canonicalize_name, dists):
+                if key in out or key in declared:
                     continue
-                for key in map(canonicalize_name, dists):
-                    if key in out or key in declared:
-                        continue
-                    out[key] = Finding(
-                        kind="python_requirement",
-                        key=key,
-                        value=RequirementValue(key, declared=False),
-                        evidence=(Evidence(path, code.line(path, match.start())),),
-                        detector=self.name,
-                        confidence="medium",
-                        note=f"not imported: `{top}`'s `.{method}()` needs it (package table rule)",
-                    )
+                path, offset = hits[0]
+                out[key] = Finding(
+                    kind="python_requirement",
+                    key=key,
+                    value=RequirementValue(
+                        key,
+                        False,
+                        importers=tuple(p for p, _ in hits),
+                        called=f"{top}'s .{method}()",
+                        since=since,
+                    ),
+                    evidence=(Evidence(path, code.line(path, offset)),),
+                    detector=self.name,
+                    confidence="medium",
+                    note=f"not imported: `{top}`'s `.{method}()` needs it (package table rule)",
+                )
         return [out[k] for k in sorted(out)]
 
     def _notebook_installs(self, ctx: DetectContext, code: _Code) -> list[Finding]:

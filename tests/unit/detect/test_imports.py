@@ -162,6 +162,12 @@ def test_a_call_that_needs_a_package_the_code_never_imports(make_repo) -> None:
     assert flagged(ctx) == {"pygame": "train.py:4"}
     (finding,) = [f for f in ctx.of_kind("python_requirement") if f.key == "pygame"]
     assert "`gym`'s `.render()` needs it" in finding.note
+    value = finding.value
+    assert (value.called, value.since, value.importers) == (
+        "gym's .render()",
+        "2022-02-18",  # gym 0.22.0: pygame, where 0.21.0 drew with pyglet
+        ("train.py",),
+    )
     plain = "import gym\nenv = gym.make('CartPole-v1')\nenv.reset()\n"
     assert flagged(run(make_repo, {"requirements.txt": "gym\n", "train.py": plain})) == {}
     tests_only = {"requirements.txt": "gym\n", "train.py": plain, "tests/test_env.py": render}

@@ -14,6 +14,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
 from reprobridge.recovery.merge import merge_findings
@@ -57,3 +59,23 @@ def test_code_older_than_the_floor_is_raised_to_it(tmp_path: Path) -> None:
     )
     env = merged.manifest.environment
     assert (env.exclude_newer, env.python) == ("2018-12-08T00:00:00Z", "3.7")
+
+
+@pytest.mark.parametrize(("committed", "added"), [("2023-06-01", True), ("2019-06-01", False)])
+def test_a_call_implied_requirement_waits_for_the_release_that_needs_it(
+    make_repo, monkeypatch: pytest.MonkeyPatch, committed: str, added: bool
+) -> None:
+    """gym draws with pygame from 0.22.0 (2022-02-18): code of 2023 that calls
+    `env.render()` gets pygame; code of 2019 locks a gym that draws with pyglet, and an old
+    pygame may have no wheel for its Python (MorvanZhou/PyTorch-Tutorial: the build of
+    pygame failed the whole environment), so it does not."""
+    monkeypatch.setenv("GIT_COMMITTER_DATE", f"{committed}T12:00:00Z")
+    monkeypatch.setenv("GIT_AUTHOR_DATE", f"{committed}T12:00:00Z")
+    render = "import gym\nenv = gym.make('CartPole-v1')\nenv.reset()\nenv.render()\n"
+    root = make_repo({"requirements.txt": "gym\n", "train.py": render})
+    merged = merge_findings(detect_repo(RepoIndex.from_git(root)), repo_name="rl")
+    requirements = merged.manifest.environment.python_requirements
+    assert ("pygame" in requirements) is added, requirements
+    said = "pygame added" if added else "pygame not added for gym's .render() (train.py:4)"
+    assert any(d.startswith(said) for d in merged.notes.decisions), merged.notes.decisions
+    assert not any("pygame" in f for f in merged.notes.flagged_imports)
