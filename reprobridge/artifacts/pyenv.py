@@ -124,9 +124,8 @@ def torch_routing(manifest: Manifest) -> TorchRouting | None:
     family = tuple(n for n in TORCH_FAMILY if n in reqs)
     if not family:
         return None
-    if any("+" in str(s.version) for n in family for s in reqs[n].specifier) or any(
-        u.startswith(PYTORCH_INDEX) for u in manifest.environment.python_indexes
-    ):
+    local_version = any("+" in str(s.version) for n in family for s in reqs[n].specifier)
+    if local_version or _names_pytorch_index(manifest):
         return None
     gpus = max((e.hardware.gpus for e in manifest.experiments.values()), default=0)
     bound = (
@@ -169,11 +168,17 @@ def _pypi_torch_exclusions(manifest: Manifest, routing: TorchRouting | None) -> 
     if (
         routing is not None
         or not any(n in reqs for n in TORCH_FAMILY)
-        or any(u.startswith(PYTORCH_INDEX) for u in manifest.environment.python_indexes)
+        or _names_pytorch_index(manifest)
         or ("torch" in reqs and _pinned(reqs["torch"]))
     ):
         return []
     return [f"torch!={v}" for v in PYPI_TORCH_BROKEN]
+
+
+def _names_pytorch_index(manifest: Manifest) -> bool:
+    """Whether the repository names a PyTorch index itself (``environment.python_indexes``):
+    the torch family comes from the build it chose."""
+    return any(u.startswith(PYTORCH_INDEX) for u in manifest.environment.python_indexes)
 
 
 def _pinned(req: Requirement) -> bool:

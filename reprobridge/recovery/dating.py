@@ -162,6 +162,11 @@ class EnvironmentDate:
     floor: WheelFloor | None = None
     lag_days: int = 0
 
+    @property
+    def day(self) -> str:
+        """``stamp``'s day (UTC), ``2022-01-22``: what the date bound is the end of."""
+        return datetime.fromtimestamp(self.stamp, UTC).strftime("%Y-%m-%d")
+
 
 def environment_date(
     head: tuple[str, int] | None, code: CodeDate | None, pythons: list[str]

@@ -67,7 +67,7 @@ def merge_requirements(
     flagged); returns them by name. A requirement a call needs only from a release after
     ``dated`` (``RequirementValue.since``) is left out, and the decisions say why."""
     groups: dict[str, list[Finding[RequirementValue]]] = defaultdict(list)
-    day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d") if dated else None
+    day = dated.day if dated else None
     for f in of_type(by_kind, RequirementValue):
         if day is not None and f.value.since and day < f.value.since:
             notes.decisions.append(
@@ -260,7 +260,7 @@ def merge_exclude_newer(b: Builder, dated: EnvironmentDate | None, notes: Recove
         return
     day_end = (stamp // 86400 + 1) * 86400
     bound = datetime.fromtimestamp(day_end, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    day = datetime.fromtimestamp(stamp, UTC).strftime("%Y-%m-%d")
+    day = dated.day
     own = datetime.fromtimestamp(dated.commit_stamp, UTC).strftime("%Y-%m-%d")
     if dated.files is None:
         source = f"git: committer date of HEAD {commit[:12]} ({own})"

@@ -272,6 +272,13 @@ def _dict_keys(tree: ast.Module) -> set[str]:
     return keys
 
 
+def _bases(cls: ast.ClassDef, imports: dict[str, str]) -> list[str]:
+    """The resolved names of ``cls``'s base classes that the file's imports give
+    (``class M(pl.LightningModule)`` -> ``pytorch_lightning.LightningModule``)."""
+    bases = [dotted(b) for b in cls.bases]
+    return [resolve(b, imports) for b in bases if b and b.split(".")[0] in imports]
+
+
 def _callees(tree: ast.Module, imports: dict[str, str]) -> Iterator[tuple[ast.Call, str]]:
     """(call, the resolved name it calls) for each call of ``tree`` to a name its imports
     give (``sns.scatterplot(...)`` -> ``seaborn.scatterplot``; ``Base.__init__(self, ...)``
@@ -282,8 +289,7 @@ def _callees(tree: ast.Module, imports: dict[str, str]) -> Iterator[tuple[ast.Ca
         if name is not None and name.split(".")[0] in imports:
             yield node, resolve(name, imports).removesuffix(".__init__")
     for cls in nodes_of(tree, ast.ClassDef):
-        bases = [dotted(b) for b in cls.bases]
-        names = [resolve(b, imports) for b in bases if b and b.split(".")[0] in imports]
+        names = _bases(cls, imports)
         if not names:
             continue
         for node in ast.walk(cls):
@@ -332,13 +338,7 @@ def _assigned_hits(
     table = assigned()
     hits: list[tuple[int, int, str, str, Removal, str]] = []
     for cls in nodes_of(tree, ast.ClassDef):
-        bases = [dotted(b) for b in cls.bases]
-        entries = {
-            e.attribute: e
-            for b in bases
-            if b and b.split(".")[0] in imports
-            for e in table.get(resolve(b, imports), [])
-        }
+        entries = {e.attribute: e for b in _bases(cls, imports) for e in table.get(b, [])}
         if not entries:
             continue
         for node in ast.walk(cls):
@@ -432,8 +432,6 @@ def references(
         found.append((node.lineno, column, was, value, removal, line))
     found += _keyword_hits(src, tree, imports)
     found += _assigned_hits(src, tree, imports)
-    unpacked_hits = _unpacked_hits(src, tree, packages)
-    found += [hit for hit, current in unpacked_hits if not current]
     for node in nodes_of(tree, ast.ImportFrom):
         if node.level or not node.module or not 0 < node.lineno <= len(src.lines):
             continue
@@ -476,9 +474,10 @@ def references(
                 continue
             value = removal.replacement if keeps_binding else ""
             found.append((node.lineno, at[0], at[1], value, removal, text.strip()[:200]))
-    currents = [hit for hit, current in unpacked_hits if current]
-    for hit in sorted([*found, *currents], key=lambda h: h[:2]):
-        yield DriftValue(entry, file, cell, *hit, current=hit in currents)
+    # The unpacked calls come with whether each is current (written for the release).
+    marked = [*((hit, False) for hit in found), *_unpacked_hits(src, tree, packages)]
+    for hit, current in sorted(marked, key=lambda h: h[0][:2]):
+        yield DriftValue(entry, file, cell, *hit, current=current)
 
 
 #: Repository modules per entry whose references are reported too (breadth first from the
