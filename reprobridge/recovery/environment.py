@@ -543,8 +543,7 @@ def merge_python(
         of_date = python_of_date(dated.stamp) if dated else None
         if dated is not None and of_date is not None and admitted:
             by_date = [v for v in admitted if version_key(v) <= version_key(of_date)]
-            day = datetime.fromtimestamp(dated.stamp, UTC).strftime("%Y-%m-%d")
-            why = f"git: packages as of {day}; Python {of_date} is " + (
+            why = f"git: packages as of {dated.day}; Python {of_date} is " + (
                 "the newest released a year before it"
                 if load_packages()["python_releases"][of_date] <= year_before(dated.stamp)
                 else "the oldest rb provides, and they have wheels for it "
