@@ -10,7 +10,9 @@ the repository through a symlink is refused before anything is written.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import stat
 import tempfile
 import threading
 from collections.abc import Iterable, Mapping
@@ -65,6 +67,33 @@ def safe_target(root: Path, rel: str) -> Path:
                 path=rel,
             )
     return cur
+
+
+#: Opening for reading: never through a final symlink, and never waiting on a FIFO (opening a
+#: FIFO for reading blocks until a writer comes, which in a bundle nobody ever will).
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+
+
+def open_regular(path: Path) -> int:
+    """A blocking read-only fd of the regular file at ``path``; OSError for a symlink
+    (ELOOP), a FIFO, a device or a directory (EINVAL: "not a regular file"), and for a
+    missing file. The file type is checked on the opened fd (``fstat``), so nothing can be
+    swapped in between."""
+    fd = os.open(path, _READ_FLAGS)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", str(path))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path) -> bytes:
+    """The bytes of the regular file at ``path``, opened with :func:`open_regular`."""
+    with os.fdopen(open_regular(path), "rb") as fh:
+        return fh.read()
 
 
 def write_atomic(path: Path, data: bytes, *, mode: int = 0o644, sync_dir: bool = True) -> None:

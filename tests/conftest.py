@@ -38,6 +38,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -130,6 +131,22 @@ _SECRET_VARS = re.compile(
 )
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolate_state(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """rb's state directory (the bundles this operator started,
+    reprobridge.evidence.provenance) is the operator's, not the tests'. Session-wide, so
+    that session fixtures that run an audit record it where the tests look."""
+    state = tmp_path_factory.getbasetemp() / "xdg-state"
+    state.mkdir(exist_ok=True)
+    before = os.environ.get("XDG_STATE_HOME")
+    os.environ["XDG_STATE_HOME"] = str(state)
+    yield
+    if before is None:
+        os.environ.pop("XDG_STATE_HOME", None)
+    else:
+        os.environ["XDG_STATE_HOME"] = before
+
+
 @pytest.fixture(autouse=True)
 def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
     """No test sees the developer's API keys, nix settings, git identity or rb settings."""
@@ -140,6 +157,10 @@ def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     xdg = tmp_path_factory.getbasetemp() / "xdg-config"
     xdg.mkdir(exist_ok=True)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    # ... and so is its state (the bundles it started, reprobridge.evidence.provenance).
+    state = tmp_path_factory.getbasetemp() / "xdg-state"
+    state.mkdir(exist_ok=True)
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
     monkeypatch.setenv("GIT_AUTHOR_NAME", "Test")
     monkeypatch.setenv("GIT_AUTHOR_EMAIL", "test@example.org")
     monkeypatch.setenv("GIT_COMMITTER_NAME", "Test")

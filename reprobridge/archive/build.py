@@ -38,6 +38,7 @@ from reprobridge.constants import MANIFEST_FILE
 from reprobridge.errors import ArchiveError, ManifestError
 from reprobridge.evidence.dsse import canonical_json, json_str
 from reprobridge.evidence.hashing import sha256_bytes
+from reprobridge.evidence.provenance import provenance
 
 MANIFEST_JSON = "MANIFEST.json"
 SIGNATURE_FILE = "MANIFEST.dsse.json"
@@ -92,6 +93,9 @@ class ArchiveResult:
     audits: list[str]
     manifest_sha256: str
     signed: bool
+    #: Audit id -> why it is not the operator's own bundle (packed because it was named;
+    #: :mod:`reprobridge.evidence.provenance`).
+    foreign: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The `rb archive --json` document (stable keys): the fields, ``path`` as a
@@ -129,6 +133,7 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
     except ManifestError as exc:
         raise ArchiveError(f"the manifest does not validate: {exc}", path=MANIFEST_FILE) from exc
     audits = mem.select_audits(root, opts.evidence)
+    foreign = {a.audit_id: why for a in audits if (why := provenance(a.path).foreign) is not None}
     commit = mem.audited_commit(root, audits)
     epoch = epoch_env if epoch_env is not None else mem.commit_time(root, commit)
     out = (
@@ -248,6 +253,7 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
         commit=commit,
         epoch=epoch,
         audits=[a.audit_id for a in audits],
+        foreign=foreign,
         manifest_sha256=state["manifest_sha256"],
         signed=opts.sign_key is not None,
     )

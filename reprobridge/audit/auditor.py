@@ -92,6 +92,8 @@ from reprobridge.errors import AuditError, MachineError
 from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.errors import EvidenceError
 from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE
+from reprobridge.evidence.provenance import provenance
+from reprobridge.evidence.provenance import register as register_bundle
 from reprobridge.evidence.records import (
     AuditSummary,
     NotStarted,
@@ -353,6 +355,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         bundle = Bundle.create(
             evidence_root, _fresh_audit_id(evidence_root, manifest_bytes, commit)
         )
+        register_bundle(bundle.path)
     interrupt = _Interrupt()
     with bundle.lock(), interrupt.installed(), contextlib.ExitStack() as stack:
         audit_id = bundle.path.name
@@ -364,6 +367,14 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             if previous.manifest_sha256 != hashlib.sha256(manifest_bytes).hexdigest():
                 raise AuditError(
                     "the manifest changed since this audit started; start a new audit",
+                    path=str(bundle.path / PLAN_FILE),
+                )
+            if previous.commit != commit:
+                # Reused runs ran another commit's code: completing the audit would judge
+                # HEAD by them.
+                raise AuditError(
+                    f"the audit ran on commit {previous.commit[:12] or 'unknown'}, HEAD is "
+                    f"{(commit or 'none')[:12]}; start a new audit",
                     path=str(bundle.path / PLAN_FILE),
                 )
             plan = list(previous.runs)
@@ -386,6 +397,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                     runs=tuple(plan),
                 ).to_json(),
             )
+            register_bundle(bundle.path)  # the record names this plan
             started_event: dict[str, Any] = {"event": "started", "at": _now(), "runs": len(plan)}
             if restart:
                 started_event["restarted"] = "the audit was killed before its plan was recorded"
@@ -591,11 +603,27 @@ def _resume_path(evidence_root: Path, which: str) -> Path:
                 path=str(path),
                 hint=f"check it with: rb verify {path}",
             )
+        # A bundle the repository brought would be completed from its own "sealed" runs
+        # and signed with the operator's key: only the operator's own bundles resume.
+        origin = provenance(path)
+        if not origin.own:
+            raise AuditError(
+                f"audit {which!r} is {origin.label}; rb resumes only audits it started",
+                path=str(path),
+                hint="start a new audit: rb audit",
+            )
         return path
-    unfinished = store.unfinished()
-    if not unfinished:
-        raise AuditError("no unfinished audit to resume", path=str(evidence_root))
-    return unfinished[-1]
+    newest = store.resumable()
+    if newest is None:
+        foreign = len(store.unfinished())
+        raise AuditError(
+            "no unfinished audit to resume"
+            + (
+                f" ({foreign} unfinished bundle(s) here were not started by you)" if foreign else ""
+            ),
+            path=str(evidence_root),
+        )
+    return newest
 
 
 def scheduler_jobs(root: Path, which: str) -> bool:

@@ -21,6 +21,7 @@ from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
 from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE, STATUS_FILE
+from reprobridge.evidence.provenance import provenance
 from reprobridge.evidence.records import Plan, RecordError, RunRecord, jsonable
 from reprobridge.evidence.store import bundle_state
 from reprobridge.evidence.verify import VerifyResult, verify_bundle
@@ -37,11 +38,15 @@ class VerifyOutcome(VerifyResult):
     #: The re-derived overall verdict (PASS, FAIL, INCOMPLETE) and its gaps; None unknown.
     verdict: str | None = None
     incomplete: list[str] = field(default_factory=list)
+    #: Whose bundle this is (:class:`~reprobridge.evidence.provenance.Provenance`'s label):
+    #: a valid signature on a foreign bundle says who signed it, not that you audited it.
+    provenance: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """The `rb verify --json` document (stable keys)."""
         return {
             **super().to_json(),
+            "provenance": self.provenance,
             "runs": self.runs,
             "passed": self.passed,
             "verdict": self.verdict,
@@ -182,6 +187,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
         raise AuditError("is not an evidence bundle (no plan.json)", path=str(path))
     report = verify_bundle(path, public_key)
     out = VerifyOutcome(path, list(report.problems), report.signature, dict(report.runs))
+    out.provenance = provenance(path).label
     if bundle_state(path) == "unfinished":
         # The one meaning of "finished" (reprobridge.evidence.store): sealed. An audit
         # killed after writing audit.json but before the seal is unfinished too.

@@ -153,6 +153,8 @@ def archive_command(
     click.echo(f"archive: {res.path} ({res.size} bytes, {res.files} files)")
     click.echo(f"commit: {res.commit}  mtime: {res.epoch}")
     click.echo(f"audits: {', '.join(res.audits) or 'none'}")
+    for audit_id, why in sorted(res.foreign.items()):
+        click.echo(f"foreign audit: {audit_id}: {why}")
     click.echo(f"MANIFEST.json sha256: {res.manifest_sha256}{'  (signed)' if res.signed else ''}")
 
 

@@ -36,6 +36,7 @@ def verify_command(bundle: Path, public_key: Path | None, as_json: bool) -> None
     out = verify_audit(bundle, public_key)
     states = ", ".join(sorted(set(out.runs.values()))) or "none"
     facts = [
+        f"provenance: {out.provenance}",
         f"signature: {out.signature}",
         f"runs: {len(out.runs)} ({states})",
         f"re-derived verdict: {out.verdict or 'unknown'}",

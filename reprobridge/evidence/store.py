@@ -14,6 +14,11 @@ The auditor writes a bundle in this order: the directory, ``plan.json``, the run
 
 These checks look at which files exist, nothing more: whether their bytes are intact is
 ``rb verify``'s question (:mod:`reprobridge.evidence.verify`).
+
+Whose a bundle is is a separate question (:mod:`reprobridge.evidence.provenance`): only
+the operator's own bundles are "the latest" (:meth:`EvidenceStore.latest`) or resumable
+(:meth:`EvidenceStore.resumable`); a bundle the repository brought (committed, or never
+started here) is read only when named, and shown as foreign.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from typing import Literal
 
 from reprobridge.evidence.errors import EvidenceError
 from reprobridge.evidence.layout import AUDIT_FILE, AUDIT_ID, PLAN_FILE, SUMS_FILE
+from reprobridge.evidence.provenance import provenance
 
 BundleState = Literal["finished", "unfinished", "broken"]
 
@@ -86,13 +92,18 @@ class EvidenceStore:
         return [p for p in self.bundles() if bundle_state(p) == "finished"]
 
     def unfinished(self) -> list[Path]:
-        """The bundles ``rb audit --resume`` can complete, oldest first."""
+        """The unfinished bundles, oldest first, whoever started them."""
         return [p for p in self.bundles() if bundle_state(p) == "unfinished"]
 
+    def resumable(self) -> Path | None:
+        """The newest unfinished bundle this operator started, or None. Ids are times the
+        writer chose, so a foreign bundle dated in the future would otherwise win."""
+        return next((p for p in reversed(self.unfinished()) if provenance(p).own), None)
+
     def latest(self) -> Path | None:
-        """The newest finished bundle, or None."""
-        done = self.finished()
-        return done[-1] if done else None
+        """The newest finished bundle this operator started, or None (see
+        :meth:`resumable` for why foreign bundles are skipped)."""
+        return next((p for p in reversed(self.finished()) if provenance(p).own), None)
 
     def find(self, spec: str | Path) -> Path | None:
         """The bundle ``spec`` names: a path to a bundle directory, or an audit id here;

@@ -165,7 +165,7 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
             bits += [f"not judged: {gap}" for gap in audit.summary.incomplete]
         line = "; ".join(bits) + "." if bits else "The audit did not pass."
     facts = [
-        ("audit", audit.audit_id),
+        ("audit", audit.audit_id + ("" if audit.foreign is None else " (foreign)")),
         ("tier", audit.tier),
         ("backend", audit.backend + ("" if audit.summary.hermetic else " (not hermetic)")),
         ("runs", f"{audit.run_count} in {len(audit.experiments)} experiment(s)"),
@@ -266,6 +266,9 @@ def audit_warnings(audit: AuditData) -> list[str]:
     """The bundle's warnings, plus what its facts say about trust (not hermetic, not
     sandboxed, a dirty working tree)."""
     out = list(audit.summary.warnings)
+    if audit.foreign is not None:
+        # First: every other line of this page is the bundle's own word.
+        out.insert(0, f"foreign bundle: {audit.foreign}; not an audit this operator ran")
     if audit.summary.hermetic is False and not any("hermetic" in w for w in out):
         out.append("not hermetic: the environment is not fully pinned by Nix")
     if audit.summary.sandboxed is False:

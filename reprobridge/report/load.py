@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprobridge._fs import open_regular, read_regular
 from reprobridge.artifacts.check import tier_metrics
 from reprobridge.artifacts.flake import parse_flake_lock
 from reprobridge.constants import EVIDENCE_DIR
@@ -38,6 +40,7 @@ from reprobridge.evidence.layout import (
     RUNS_DIR,
     STATUS_FILE,
 )
+from reprobridge.evidence.provenance import provenance
 from reprobridge.evidence.records import (
     LEVELS,
     AuditSummary,
@@ -66,7 +69,7 @@ VARYING_BY_DESIGN = frozenset({"RB_RUN_ID", "RB_RUN_MARKER", "HOME"})
 
 def _json(path: Path) -> Any:
     try:
-        return json.loads(path.read_bytes())
+        return json.loads(read_regular(path))
     except (OSError, ValueError):
         return None
 
@@ -228,6 +231,9 @@ class AuditData:
     git: dict[str, Any]
     nix: dict[str, Any]
     flake_inputs: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Why this bundle is not the operator's own (committed, or not started here); None
+    #: when it is (:mod:`reprobridge.evidence.provenance`).
+    foreign: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -315,12 +321,13 @@ def load_audit(path: Path) -> AuditData:
         git=git,
         nix=_dict(_json(path / "fingerprint" / "nix.json")),
         flake_inputs=_flake_inputs(path / "inputs" / "flake.lock"),
+        foreign=provenance(path).foreign,
     )
 
 
 def _manifest(path: Path) -> dict[str, Any]:
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        return tomllib.loads(read_regular(path).decode("utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return {}
 
@@ -453,7 +460,7 @@ def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
 def _timeline(path: Path) -> list[Sample]:
     samples: list[Sample] = []
     try:
-        lines = path.read_bytes().splitlines()
+        lines = read_regular(path).splitlines()
     except OSError:
         return samples
     for line in lines:
@@ -491,8 +498,9 @@ def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
 def _tail(path: Path) -> str:
     """The end of a log: its last lines, decoded leniently (logs are bytes, not UTF-8)."""
     try:
-        size = path.stat().st_size
-        with open(path, "rb") as handle:
+        # Never through a link, never waiting on a FIFO planted in the bundle.
+        with os.fdopen(open_regular(path), "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
             handle.seek(max(0, size - LOG_TAIL_BYTES))
             data = handle.read(LOG_TAIL_BYTES)
     except OSError:

@@ -122,7 +122,7 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
     lines = [
         f"## {word}: {title}",
         "",
-        f"Audit {md_escape(audit.audit_id)} · tier {md_escape(audit.tier)} · "
+        f"Audit {md_escape(audit.audit_id)}{'' if audit.foreign is None else ' (foreign)'} · tier {md_escape(audit.tier)} · "
         f"backend {md_escape(audit.backend)}{'' if audit.summary.hermetic else ' (not hermetic)'} · "
         f"{audit.run_count} run(s) · "
         + (

@@ -167,7 +167,9 @@ def test_disk_full_during_an_evidence_write(
     def fdopen(fd: int, *args: Any, **kwargs: Any) -> Any:
         fh = real_fdopen(fd, *args, **kwargs)
         # The lock's owner note is best effort (its failure is ignored): not evidence.
-        if ".lock.owner." in Path(f"/proc/self/fd/{fd}").readlink().name:
+        # Nor is the operator's record that it started the bundle (in XDG_STATE_HOME).
+        opened = Path(f"/proc/self/fd/{fd}").readlink()
+        if ".lock.owner." in opened.name or opened.is_relative_to(os.environ["XDG_STATE_HOME"]):
             return fh
         return FullDisk(fh)
 

@@ -20,6 +20,7 @@ import pytest
 from reprobridge.archive.members import select_audits
 from reprobridge.errors import ArchiveError, AuditError
 from reprobridge.evidence.errors import EvidenceError
+from reprobridge.evidence.provenance import register
 from reprobridge.evidence.records import (
     AuditSummary,
     Plan,
@@ -34,10 +35,12 @@ from reprobridge.report.load import resolve_bundle
 
 
 def _bundle(root: Path, audit_id: str, *files: str) -> Path:
+    """A bundle this operator started (recorded as the auditor records its own)."""
     path = root / audit_id
     path.mkdir(parents=True)
     for name in files:
         (path / name).write_text("{}")
+    register(path)
     return path
 
 

@@ -18,7 +18,10 @@ _GIT = ["-c", "user.name=Test", "-c", "user.email=test@example.org", "-c", "comm
 
 
 def _commit(root: Path, message: str) -> None:
-    subprocess.run(["git", *_GIT, "-C", str(root), "add", "-A"], check=True)
+    # The evidence stays the operator's own: a committed bundle is foreign (provenance).
+    subprocess.run(
+        ["git", *_GIT, "-C", str(root), "add", "-A", "--", ".", ":!repro/evidence"], check=True
+    )
     subprocess.run(["git", *_GIT, "-C", str(root), "commit", "-q", "-m", message], check=True)
 
 

@@ -63,9 +63,22 @@ def test_page_is_self_contained(audits: Audits) -> None:
 def test_same_bundle_same_bytes_wherever_it_lies(audits: Audits, tmp_path: Path) -> None:
     first = render_html(load_audit(audits.first))
     assert render_html(load_audit(audits.first)) == first
+    # A copy elsewhere is not a bundle this operator started: it says so, and otherwise
+    # renders the same bytes wherever it lies.
     moved = tmp_path / "elsewhere" / audits.first.name
     shutil.copytree(audits.first, moved)
-    assert render_html(load_audit(moved)) == first
+    foreign = render_html(load_audit(moved))
+    assert foreign.count("foreign") == 2  # the banner's audit fact and the warning
+    assert foreign.replace(" (foreign)", "").replace(_FOREIGN_ITEM, "") == first
+    again = tmp_path / "and-again" / audits.first.name
+    shutil.copytree(audits.first, again)
+    assert render_html(load_audit(again)) == foreign
+
+
+_FOREIGN_ITEM = (
+    "<li>foreign bundle: not started by this operator (no record of it in the rb state "
+    "directory); not an audit this operator ran</li>"
+)
 
 
 def test_hostile_strings_are_escaped(bundle_copy: Path) -> None:
