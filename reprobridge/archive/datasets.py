@@ -4,7 +4,7 @@ Contract of :func:`plan_data`: a dataset of the manifest is *carried* only when 
 it declares a ``sha256``; its ``license`` is an SPDX id in :data:`REDISTRIBUTABLE` (a
 licence that allows anyone to redistribute copies); it lies at its ``path`` in the working
 tree as a regular file or directory, inside the repository, and hashes (file bytes, or
-:func:`reprobridge.audit.datasets.tree_sha256` for a directory) to that ``sha256``. Every
+:func:`reprobridge.audit.datasets.tree_hash` for a directory, which never follows a link out) to that ``sha256``. Every
 other dataset is listed with the reason in :attr:`DataPlan.left_out`. ``repro/DATA.md``
 (:func:`render_data_md`) says for each dataset where to get it and how to verify it, and
 whether the archive carries it. Deterministic: datasets in id order, no timestamps.
@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from reprobridge.audit.datasets import tree_sha256
+from reprobridge.audit.datasets import tree_hash
 from reprobridge.evidence.hashing import sha256_file
 from reprobridge.manifest.schema import Dataset, Manifest
 
@@ -68,7 +68,11 @@ def _why_not(root: Path, ds: Dataset) -> str | None:
     if real.is_file():
         digest = sha256_file(real)[0]
     elif real.is_dir():
-        digest = tree_sha256(real)[0]
+        tree = tree_hash(real, within=root)
+        if tree.links_out:
+            # Never followed (a host file's bytes must not be packed), so not carried.
+            return f"{ds.path} holds links out of the repository ({tree.links_out[0]}, ...)"
+        digest = tree.sha256
     else:
         return f"{ds.path} is not here"
     if digest != ds.sha256:

@@ -10,14 +10,20 @@ What is hashed (``sha256`` in ``[datasets.<id>]``):
 - a file: the SHA-256 of its bytes (what ``sha256sum FILE`` prints);
 - a directory: the *tree hash* (:func:`tree_sha256`), the SHA-256 of the text made of one
   line ``<sha256 of the file>  <relative path>\\n`` per regular file under it, sorted by
-  the path's UTF-8 bytes, with ``/`` separators. Symlinks are followed (datasets are
-  often symlink farms, e.g. Hugging Face snapshots), a directory reached twice through
-  links is walked once, and anything that is not a regular file or directory (FIFOs,
-  sockets, devices, dangling links) is skipped, as are empty directories. For paths
-  without newlines this equals::
+  the path's UTF-8 bytes, with ``/`` separators. Symlinks that stay inside the
+  repository are followed (datasets are often symlink farms, e.g. Hugging Face snapshots),
+  a directory reached twice through links is walked once, and anything that is not a
+  regular file or directory (FIFOs, sockets, devices, dangling links) is skipped, as are
+  empty directories. For paths without newlines and without links out this equals::
 
       cd DIR && find -L . -type f -printf '%P\\0' | LC_ALL=C sort -z \\
           | xargs -0 sha256sum | sha256sum
+
+Links out of the repository are never followed: the repository is untrusted and these
+checks run on the host, so ``data -> /etc/shadow`` would otherwise put a host file's hash
+and size in the evidence. A dataset path that resolves out of the repository is never
+hashed (its check says so, and fails when a sha256 is declared); a link out inside a
+dataset directory is left out of the tree hash and named in the check's ``links_out``.
 """
 
 from __future__ import annotations
@@ -55,15 +61,36 @@ class DatasetCheck:
     kind: str | None = None
     files: int | None = None
     size: int | None = None
+    #: Links inside a dataset directory that lead out of the repository: never followed,
+    #: left out of the tree hash (relative to the dataset's path).
+    links_out: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The check as a JSON-ready dict (its fields, in order)."""
         return dataclasses.asdict(self)
 
 
-def _walk_files(top: Path) -> list[tuple[bytes, Path]]:
-    """``(relative path as bytes, path)`` of every regular file under ``top`` (links followed)."""
+@dataclass(frozen=True)
+class TreeHash:
+    """A directory's tree hash (see the module docstring), what it covers, and the links
+    out of ``within`` that were left out (relative paths, sorted)."""
+
+    sha256: str
+    files: int
+    size: int
+    links_out: tuple[str, ...] = ()
+
+
+def _inside(path: Path, within: Path) -> bool:
+    """Whether ``path``, every link on it resolved, lies under ``within`` (resolved)."""
+    return path.resolve().is_relative_to(within)
+
+
+def _walk_files(top: Path, within: Path) -> tuple[list[tuple[bytes, Path]], list[str]]:
+    """``(relative path as bytes, path)`` of every regular file under ``top``, following
+    only links that stay under ``within`` (resolved); and the links that lead out."""
     found: list[tuple[bytes, Path]] = []
+    out: list[str] = []
     seen: set[tuple[int, int]] = set()
 
     def visit(directory: Path, rel: str) -> None:
@@ -79,8 +106,11 @@ def _walk_files(top: Path) -> list[tuple[bytes, Path]]:
         for name in names:
             path = directory / name
             child = f"{rel}{name}"
+            if path.is_symlink() and not _inside(path, within):
+                out.append(child)  # never stat'ed, never read
+                continue
             try:
-                mode = path.stat().st_mode  # follows links; dangling ones raise
+                mode = path.stat().st_mode  # follows links (inside); dangling ones raise
             except OSError:
                 continue
             if stat.S_ISDIR(mode):
@@ -90,32 +120,29 @@ def _walk_files(top: Path) -> list[tuple[bytes, Path]]:
 
     visit(top, "")
     found.sort(key=lambda item: item[0])
-    return found
+    return found, sorted(out)
 
 
-def tree_sha256(directory: Path) -> tuple[str, int, int]:
-    """``(tree hash, file count, total bytes)`` of ``directory`` (see the module docstring).
-
-    Raises ``OSError`` when a file cannot be read.
-    """
+def tree_hash(directory: Path, *, within: Path | None = None) -> TreeHash:
+    """The :class:`TreeHash` of ``directory``, following links only under ``within``
+    (default: ``directory`` itself). Raises ``OSError`` when a file cannot be read."""
+    bound = (within or directory).resolve()
     digest = hashlib.sha256()
     total = 0
-    files = _walk_files(directory)
+    files, links_out = _walk_files(directory, bound)
     for rel, path in files:
-        # sha256_file refuses a symlink at the last component; hash what it points to.
+        # sha256_file refuses a symlink at the last component; hash what it points to
+        # (under ``bound``: checked while walking).
         file_hex, size = sha256_file(path.resolve())
         total += size
         digest.update(file_hex.encode() + b"  " + rel + b"\n")
-    return digest.hexdigest(), len(files), total
+    return TreeHash(digest.hexdigest(), len(files), total, tuple(links_out))
 
 
-def _hash(path: Path) -> tuple[str, str, int, int]:
-    """``(kind, sha256, files, bytes)`` of a file or a directory tree."""
-    if path.is_dir():
-        hex_digest, count, size = tree_sha256(path)
-        return "directory", hex_digest, count, size
-    hex_digest, size = sha256_file(path.resolve())
-    return "file", hex_digest, 1, size
+def tree_sha256(directory: Path, *, within: Path | None = None) -> tuple[str, int, int]:
+    """``(tree hash, file count, total bytes)`` of :func:`tree_hash`."""
+    got = tree_hash(directory, within=within)
+    return got.sha256, got.files, got.size
 
 
 def check_dataset(
@@ -141,6 +168,13 @@ def check_dataset(
             dataset_id, None, expected, None, False, "a sha256 is declared but no `path` to check"
         )
     full = root / path
+    if os.path.lexists(full) and not _inside(full, root.resolve()):
+        # A link (the path's, or a directory's on it) out of the repository: a host file is
+        # none of the evidence's business, so it is neither followed nor hashed.
+        reason = f"{path} links out of the repository (never followed, never hashed)"
+        if expected is None:
+            reason += f"; {UNVERIFIED}"
+        return DatasetCheck(dataset_id, path, expected, None, expected is None, reason)
     # is_file/is_dir follow links and are false for FIFOs and devices, which are never opened.
     if not (full.is_file() or full.is_dir()):
         what = "does not exist" if not os.path.lexists(full) else "is not a file or directory"
@@ -153,8 +187,15 @@ def check_dataset(
         return DatasetCheck(dataset_id, path, expected, None, False, reason)
     if expected is None and not hash_undeclared:
         return DatasetCheck(dataset_id, path, None, None, True, UNVERIFIED)
+    links_out: tuple[str, ...] = ()
     try:
-        kind, actual, files, size = _hash(full)
+        if full.is_dir():
+            tree = tree_hash(full, within=root)
+            kind, actual, files, size = "directory", tree.sha256, tree.files, tree.size
+            links_out = tree.links_out
+        else:
+            actual, size = sha256_file(full.resolve())
+            kind, files = "file", 1
     except OSError as exc:
         ok = expected is None
         reason = f"{path} cannot be read ({exc.strerror or exc})"
@@ -165,7 +206,15 @@ def check_dataset(
         ok, reason = True, f"sha256 matches ({kind})"
     else:
         ok, reason = False, f"sha256 mismatch ({kind}): expected {expected}, got {actual}"
-    return DatasetCheck(dataset_id, path, expected, actual, ok, reason, kind, files, size)
+    if links_out:
+        reason += (
+            f"; {len(links_out)} link(s) out of the repository left out (never followed): "
+            + ", ".join(links_out[:5])
+            + (" ..." if len(links_out) > 5 else "")
+        )
+    return DatasetCheck(
+        dataset_id, path, expected, actual, ok, reason, kind, files, size, links_out
+    )
 
 
 def check_datasets(

@@ -97,8 +97,58 @@ def test_links_followed_loops_and_special_files_skipped(tmp_path: Path) -> None:
     (data / "loop").symlink_to(data)  # a loop back to the top
     (data / "dangling").symlink_to(tmp_path / "nowhere")
     os.mkfifo(data / "fifo")  # never opened: it would block
-    digest, count, _ = tree_sha256(data)
+    digest, count, _ = tree_sha256(data, within=tmp_path)
     assert (digest, count) == (expected_tree({"file.bin": b"payload"}), 1)
+
+
+def test_links_out_of_the_repository_are_never_followed_nor_hashed(tmp_path: Path) -> None:
+    """The checks run on the host: ``data -> /etc/shadow`` put a host file's sha256 and
+    size in datasets.json, ``data -> /etc`` hashed a thousand host files."""
+    root, host = tmp_path / "repo", tmp_path / "host"
+    write(host, {"secret": b"host secret"})
+    write(root / "data", {"inside.bin": b"in"})
+    (root / "passwd").symlink_to("/etc/passwd")
+    (root / "etc").symlink_to("/etc")
+    (root / "via").symlink_to(host)  # a directory on the path leads out
+    (root / "data/leak").symlink_to(host / "secret")
+    (root / "data/hostdir").symlink_to(host)
+    (root / "data/up").symlink_to(root / "data/inside.bin")  # inside: followed
+    checks = check_datasets(
+        manifest(
+            {
+                "f": {"path": "passwd", "sha256": "0" * 64},
+                "d": {"path": "etc"},
+                "v": {"path": "via/secret"},
+                "t": {"path": "data"},
+            }
+        ),
+        "exp",
+        root,
+        hash_undeclared=True,
+    )
+    by_id = {c.id: c for c in checks}
+    for key in ("f", "d", "v"):
+        c = by_id[key]
+        assert (c.actual_sha256, c.kind, c.files, c.size) == (None, None, None, None), c
+        assert "links out of the repository (never followed, never hashed)" in c.reason
+    assert by_id["f"].ok is False and by_id["d"].ok is True
+    tree = by_id["t"]
+    assert tree.actual_sha256 == expected_tree({"inside.bin": b"in", "up": b"in"})
+    assert tree.links_out == ("hostdir", "leak")
+    assert "2 link(s) out of the repository left out" in tree.reason
+
+
+def test_an_archive_never_carries_a_dataset_with_links_out(tmp_path: Path) -> None:
+    from reprobridge.archive.datasets import plan_data
+
+    root = tmp_path / "repo"
+    write(root / "data", {"inside.bin": b"in"})
+    (root / "data/leak").symlink_to("/etc/passwd")
+    digest = expected_tree({"inside.bin": b"in"})
+    m = manifest({"t": {"path": "data", "sha256": digest, "license": "CC0-1.0"}})
+    plan = plan_data(root, m, carry=True)
+    assert plan.carried == {}
+    assert plan.left_out["t"] == "data holds links out of the repository (leak, ...)"
 
 
 def test_mismatch_and_missing_are_not_ok(tmp_path: Path) -> None:
