@@ -16,6 +16,7 @@ from pathlib import Path
 from reprobridge._fs import write_atomic
 from reprobridge.bench.records import LEVEL_TITLES, LEVELS, BenchReport, RepoRecord
 from reprobridge.report.html import Raw, _badge, _table, page
+from reprobridge.report.markdown import md_escape
 from reprobridge.report.svg import esc
 from reprobridge.stats import wilson
 
@@ -96,8 +97,9 @@ CAUSE_CHARS = 240
 
 
 def _cell(text: str) -> str:
-    """Markdown table cell text: one line, pipes escaped."""
-    return " ".join(text.split()).replace("|", "\\|")
+    """Markdown table cell text: one line, no markup and no HTML (a suite's names and a
+    run's stderr are whatever the repositories printed)."""
+    return md_escape(" ".join(text.split()))
 
 
 def _short(text: str) -> str:
@@ -239,23 +241,14 @@ def render_markdown(report: BenchReport) -> str:
         ]
 
     out = [
-        f"rb bench {report.suite_name or report.suite}: rb {report.rb_version}"
-        + (f" ({report.rb_commit[:12]})" if report.rb_commit else "")
-        + f", tier {report.tier}, {report.runs} run(s), backend {report.backend},"
-        f" agent {report.agent}, limit {report.time_limit_s:g} s per repository"
-        + f", {report.jobs} job(s) at once"
-        + (
-            f", {report.threads} CPU thread(s) per run ({report.threads_from})"
-            if report.threads is not None
-            else ""
-        ),
+        md_escape(_headline(report)),
         "",
         *table(HEADERS, rows(report)),
         "",
         *total_lines(report),
     ]
     if notes := note_lines(report):
-        out += ["", *notes]
+        out += ["", notes[0], *(f"- {_cell(line.removeprefix('- '))}" for line in notes[1:])]
     if report.baseline is not None:
         out += ["", "Raw (first pass) against refined (this pass):", ""]
         out += table(_COMPARISON_HEADERS, _comparison_rows(report))
@@ -267,6 +260,22 @@ def render_markdown(report: BenchReport) -> str:
                 f"- {LEVEL_TITLES[lvl]}: raw {base.levels[lvl].text()} → refined {now.levels[lvl].text()}"
             )
     return "\n".join(out) + "\n"
+
+
+def _headline(report: BenchReport) -> str:
+    """The report's first line, plain text (each format escapes it its own way)."""
+    return (
+        f"rb bench {report.suite_name or report.suite}: rb {report.rb_version}"
+        + (f" ({report.rb_commit[:12]})" if report.rb_commit else "")
+        + f", tier {report.tier}, {report.runs} run(s), backend {report.backend},"
+        f" agent {report.agent}, limit {report.time_limit_s:g} s per repository"
+        + f", {report.jobs} job(s) at once"
+        + (
+            f", {report.threads} CPU thread(s) per run ({report.threads_from})"
+            if report.threads is not None
+            else ""
+        )
+    )
 
 
 def render_json(report: BenchReport) -> str:
@@ -297,7 +306,7 @@ def render_html(report: BenchReport) -> str:
         )
     parts = [
         f"<header><h1>{esc('rb bench: ' + (report.suite_name or report.suite))}</h1>",
-        f"<p>{esc(render_markdown(report).splitlines()[0])}</p></header>",
+        f"<p>{esc(_headline(report))}</p></header>",
         "<main><section><h2>Repositories</h2>",
         _table(HEADERS, body_rows),
         "</section><section><h2>Totals</h2><ul>",

@@ -79,7 +79,9 @@ def test_renderings_are_deterministic_and_escape_what_a_repository_controls() ->
     report = _report([_rec("a", 4), _rec("b", 2, cause=hostile)])
     assert render_markdown(report) == render_markdown(report)
     md = render_markdown(report)
-    assert "<script>alert(1)</script> \\| pipe" in md  # one cell: the pipe cannot split it
+    # One cell, and no HTML: bench.md is rendered wherever it is shown (a forge's page).
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; \\| pipe" in md
+    assert "<script" not in md
     assert "metric extracted: all 1/2 = 50% [9–91%]" in md
     page = render_html(report)
     assert page == render_html(report)
@@ -114,7 +116,7 @@ def test_a_suite_note_is_shown_and_the_repository_stays_in_the_totals() -> None:
     )
     report = _report([_rec("a", 4), noted])
     md = render_markdown(report)
-    assert "- b: snapshot lacks files >= 4 MiB <b>" in md.splitlines()
+    assert "- b: snapshot lacks files &gt;= 4 MiB &lt;b&gt;" in md.splitlines()
     assert "metric extracted: all 1/2 = 50%" in md
     page = render_html(report)
     assert "snapshot lacks files &gt;= 4 MiB &lt;b&gt;" in page
@@ -128,3 +130,17 @@ def test_a_long_cause_is_shortened_in_the_table_and_whole_in_json() -> None:
     row = next(line for line in render_markdown(report).splitlines() if line.startswith("| a |"))
     assert row.endswith("x… |") and "x" * 240 not in row
     assert json.loads(render_json(report))["records"][0]["cause"] == cause
+
+
+def test_bench_md_escapes_suite_names_notes_and_the_suite_title() -> None:
+    """A suite's strings and a run's stderr reached bench.md as raw HTML."""
+    hostile = '<img src=x onerror="alert(1)">'
+    rec = _rec(hostile, 2, cause=f"stderr: {hostile}").model_copy(update={"notes": hostile})
+    report = _report([rec]).model_copy(update={"suite_name": hostile})
+    md = render_markdown(report)
+    assert "<img" not in md and md.count("&lt;img src=x onerror=") == 5, (
+        md
+    )  # title, name, cause, note line
+    page = render_html(report)
+    assert "<img" not in page
+    assert "&amp;lt;" not in page  # the HTML title is escaped once, not from the Markdown
