@@ -99,7 +99,9 @@ def test_gpu_binds_on_this_machine_is_a_record():
 
 
 @needs_bwrap
-@pytest.mark.parametrize("rel", ["", ".ssh", ".config/rb", ".ssh/id_ed25519"])
+# ".config" is the parent of a secret (the signing key under .config/rb): binding it
+# would expose the key as surely as binding .config/rb itself.
+@pytest.mark.parametrize("rel", ["", ".ssh", ".config/rb", ".ssh/id_ed25519", ".config"])
 def test_home_and_secrets_are_never_bound(tmp_path, rel):
     target = Path.home() / rel if rel else Path.home()
     with pytest.raises(AuditError, match="refusing"):

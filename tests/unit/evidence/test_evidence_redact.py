@@ -406,3 +406,22 @@ def test_seal_refuses_a_run_holding_a_secret(tmp_path: Path) -> None:
         assert info.value.findings == ["runs/e/1/stdout.log:2: anthropic-api-key"]
         assert not (run / "status.json").exists()
         assert bundle.run_state("e", 1) == "partial"
+
+
+def test_credential_and_auth_variables_are_secrets_in_logs_and_env() -> None:
+    """``cred`` and ``auth`` in a variable's name make it a secret: without them in the
+    name pattern, DB_CREDENTIALS's and PROXY_AUTH's values reached the logs."""
+    env = {
+        "DB_CREDENTIALS": "dbuser:s3cr3t-db-passphrase",
+        "PROXY_AUTH": "Basic cHJveHk6aHVudGVyMg-proxy",
+        "LANG": "C.UTF-8",
+    }
+    secrets = secrets_from_env(env)
+    assert sorted(secrets) == ["DB_CREDENTIALS", "PROXY_AUTH"]
+    log = Redactor(secrets).redact_text(
+        f"connecting with {env['DB_CREDENTIALS']} via {env['PROXY_AUTH']}\n"
+    )
+    assert "s3cr3t-db-passphrase" not in log and "cHJveHk6aHVudGVyMg-proxy" not in log
+    scrubbed = scrub_env(env, allowlist=("*",))
+    assert scrubbed["DB_CREDENTIALS"] == scrubbed["PROXY_AUTH"] == "<redacted>"
+    assert scrubbed["LANG"] == "C.UTF-8"

@@ -270,3 +270,29 @@ def test_evidence_submodules_load_without_cryptography() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=os.environ
     )
     assert out.stdout.strip() == "[]", out.stdout + out.stderr
+
+
+def test_a_validly_signed_statement_of_another_predicate_type_is_refused() -> None:
+    """The same key may sign other in-toto statements (a build's provenance, another
+    tool's attestation over a file named SHA256SUMS): only rb's audit predicate counts."""
+    from reprobridge.evidence import dsse
+
+    key = Ed25519PrivateKey.generate()
+    digest = "ab" * 32
+    other = dsse.sign(
+        key,
+        subject="SHA256SUMS",
+        digest=digest,
+        predicate_type="https://slsa.dev/provenance/v1",
+        predicate={"passed": True},
+    )
+    checked = dsse.verify(
+        other,
+        key.public_key(),
+        key_name="the given key",
+        subject="SHA256SUMS",
+        actual_digest=digest,
+        predicate_type=PREDICATE_TYPE,
+    )
+    assert checked.problems == ["predicateType is 'https://slsa.dev/provenance/v1'"]
+    assert not checked.ok
