@@ -488,7 +488,7 @@ class NixBackend:
         env = {**state.base_env, **fixed}
         binds = (*state.ro_binds, ctx.cache)
         if not state.setup_code:
-            return RunSetup(_with_venv(env, workspace), binds)
+            return RunSetup(_with_venv(env, workspace / PYTHON_DIR / ".venv"), binds)
         # The devShell's shellHook is the repository's code: it runs in the run's sandbox
         # as the first step, and the run continues from the environment it exported.
         hook = ctx.scratch / "shellHook.sh"
@@ -519,11 +519,26 @@ class NixBackend:
                 env = merge_hook_env(
                     env, read_env_dump(step.env_out), _home_env(ctx.home, ctx.cache)
                 )
-        return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
+        if "VIRTUAL_ENV" in env:
+            return env
+        # The shellHook made this venv in the run's sandbox; the host never runs it.
+        return _with_venv(env, workspace / PYTHON_DIR / ".venv")
 
 
-def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
-    venv = workspace / PYTHON_DIR / ".venv"
+def run_venv(scratch: Path) -> Path:
+    """Where the host backend makes a run's venv: in the auditor's directory of the run
+    (``scratch``), never in the workspace, whose ``repro/python/.venv`` the repository
+    could have committed (uv executes a venv's interpreter to inspect it)."""
+    return scratch / "venv"
+
+
+def uv_project_env(scratch: Path) -> dict[str, str]:
+    """What makes ``uv sync`` use :func:`run_venv` instead of the project's ``.venv``."""
+    return {"UV_PROJECT_ENVIRONMENT": str(run_venv(scratch))}
+
+
+def _with_venv(env: dict[str, str], venv: Path) -> dict[str, str]:
+    """``env`` with ``venv`` activated (VIRTUAL_ENV, its bin first on PATH) when it exists."""
     if (venv / "bin" / "python").exists():
         env = {**env, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env.get('PATH', '')}"}
     return env
@@ -782,9 +797,12 @@ class HostBackend:
         no_build: bool,
         exclude: Iterable[str] = (),
     ) -> list[list[str]]:
-        """The uv commands that make ``project/.venv``: ``sync --frozen`` from uv.lock, else
+        """The uv commands that make the run's venv (:func:`run_venv` of ``scratch``):
+        ``sync --frozen`` from ``project``'s uv.lock (run with :func:`uv_project_env`), else
         ``venv`` + ``pip install`` of the manifest's requirements (:func:`pip_inputs`,
-        written to ``scratch``). ``exclude`` leaves packages out (set aside for a build)."""
+        written to ``scratch``). ``exclude`` leaves packages out (set aside for a build).
+        Every command names the interpreter: ``python`` (rb's choice) or the venv rb made
+        from it, never one found in the workspace."""
         flags = ["--no-config", *(["--no-build"] if no_build else [])]
         if (project / "uv.lock").is_file():
             skip = [a for name in sorted(exclude) for a in ("--no-install-package", name)]
@@ -801,7 +819,7 @@ class HostBackend:
                     python,
                 ]
             ]
-        venv = project / ".venv"
+        venv = run_venv(scratch)
         inputs = (
             self._pinned_inputs(scratch, exclude)
             if self._pinned is not None
@@ -822,7 +840,7 @@ class HostBackend:
     ) -> None:
         """Run the uv commands of :meth:`_uv_argv` on the host (wheels only)."""
         python = str(kw.pop("python"))
-        host_env = _proc.uv_env(env)
+        host_env = _proc.uv_env({**env, **uv_project_env(scratch)})
         project = workspace / PYTHON_DIR
         for argv in self._uv_argv(uv, project, python, scratch, no_build=True, **kw):
             _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
@@ -882,21 +900,21 @@ class HostBackend:
         if not self.has_requirements:
             return RunSetup(env, (*state.ro_binds, prefix))
         uv = self._uv()
-        venv = workspace / PYTHON_DIR / ".venv"
+        venv = run_venv(ctx.scratch)
         if self.offline is not None:
             self._offline_install(uv, workspace, ctx.scratch, env, python)
-            return RunSetup(_with_venv(env, workspace), (*binds, venv))
+            return RunSetup(_with_venv(env, venv), (*binds, venv))
         try:
             self._host_install(uv, workspace, ctx.scratch, env, python=python)
             # Hard links into the operator's cache: read-only to the run.
-            return RunSetup(_with_venv(env, workspace), (*binds, venv))
+            return RunSetup(_with_venv(env, venv), (*binds, venv))
         except CommandFailed as exc:
             refused = _proc.uv_refused_build(f"{exc.message}\n{exc.stderr_tail}")
             if refused is None or not self.builds.allowed:
                 raise AuditError(_uv_failure(exc, self.builds)) from exc
         aside = self._set_aside(uv, workspace, ctx.scratch, env, python, refused)
         step = self._build_step(uv, workspace, ctx, env, python, aside)
-        return RunSetup(_with_venv(env, workspace), binds, (step,), needs_build=tuple(aside))
+        return RunSetup(_with_venv(env, venv), binds, (step,), needs_build=tuple(aside))
 
     def _offline_install(
         self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], python: str
@@ -905,9 +923,9 @@ class HostBackend:
         assert self.offline is not None
         reqs = scratch / "offline-requirements.txt"
         reqs.write_text("".join(f"{line}\n" for line in self._offline_lines), encoding="utf-8")
-        project = workspace / PYTHON_DIR
         host_env = _proc.uv_env({**env, "UV_OFFLINE": "1"})
-        for argv in offline_install_argv(uv, project, python, self.offline, reqs):
+        venv = run_venv(scratch)
+        for argv in offline_install_argv(uv, venv, python, self.offline, reqs):
             try:
                 _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
             except CommandFailed as exc:
@@ -967,6 +985,7 @@ class HostBackend:
             )
         binary = Path(os.path.realpath(uv[0]))
         project = workspace / PYTHON_DIR
+        venv = run_venv(ctx.scratch)
         commands = self._uv_argv([str(binary)], project, python, ctx.scratch, no_build=False)
         # Not --quiet: uv's `Built X` lines are the evidence of what was built.
         argv = [a for a in commands[-1] if a != "--quiet"]
@@ -976,17 +995,18 @@ class HostBackend:
             env={
                 **env,
                 **step_network_env(),
+                **uv_project_env(ctx.scratch),
                 "UV_CACHE_DIR": str(ctx.cache),
                 "UV_LINK_MODE": "copy",
             },
             network=True,
             ro_binds=(binary,),
-            rw_binds=(ctx.cache, project / ".venv"),
+            rw_binds=(ctx.cache, venv),
         )
         names = sorted(aside)
         if not names:
             return step
-        venv_python = str(project / ".venv" / "bin" / "python")
+        venv_python = str(venv / "bin" / "python")
         tools = (str(binary), "pip", "install", "--no-config", "--python", venv_python)
         unisolated = [a for n in names for a in ("--no-build-isolation-package", n)]
         return dataclasses.replace(
@@ -1011,7 +1031,7 @@ class HostBackend:
         )
 
     def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:
-        return _with_venv(setup.env, workspace)
+        return _with_venv(setup.env, run_venv(ctx.scratch))
 
 
 def _uv_failure(exc: CommandFailed, builds: BuildPolicy = NO_BUILDS) -> str:
