@@ -17,7 +17,10 @@ Contract of a backend:
 * runs then execute with a *cleared* environment: these variables plus an allowlist.
 
 The nix backend never passes ``--accept-flake-config``, refuses a flake with ``nixConfig``,
-and never updates or writes the lock file.
+and never updates or writes the lock file. Every Nix command it runs gets
+:func:`~reprobridge.audit.nixcalls.nix_env` (an allowlist, never the operator's whole
+environment) and asks for Nix's build sandbox without fallback; where Nix would build
+outside it anyway, ``prepare`` refuses with :class:`~reprobridge.errors.MachineError`.
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ from reprobridge.audit.hostenv import (
     choose_index,
     pip_inputs,
     step_network_env,
+)
+from reprobridge.audit.nixcalls import (
+    RESTRICTED_EVAL,
+    SANDBOXED_BUILDS,
+    error_line,
+    nix_env,
+    nix_runner,
+    sandbox_problem,
 )
 from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
@@ -350,9 +361,12 @@ class NixBackend:
         overrides: dict[str, str] | None = None,
         nix: str = "nix",
         fetch_packages: bool = True,
+        run: _machine.Runner = _machine.default_run,
     ) -> None:
         self.overrides = dict(overrides or {})
         self.nix = nix
+        #: Runs ``nix config show`` for the sandbox check (a test's stand-in, or the real one).
+        self.run = run
         #: The shellHook gets the network (to fetch the Python packages) only when the
         #: manifest lists some.
         self.fetch_packages = fetch_packages
@@ -360,9 +374,10 @@ class NixBackend:
     def nix_argv(self, command: str, *args: str) -> list[str]:
         """``nix <global flags> COMMAND <lock flags> <overrides> ARGS``: flakes on, the lock
         never updated or written, the operator's input overrides, never
-        ``--accept-flake-config``. (Lock and override flags belong after the subcommand:
-        Nix 2.8 rejects them before it.) ``COMMAND`` may be two words (``flake metadata``)."""
-        argv = [self.nix, *NIX_BASE_ARGS, *command.split(), *NIX_LOCK_ARGS]
+        ``--accept-flake-config``, Nix's build sandbox required (:data:`SANDBOXED_BUILDS`).
+        (Lock and override flags belong after the subcommand: Nix 2.8 rejects them before
+        it.) ``COMMAND`` may be two words (``flake metadata``)."""
+        argv = [self.nix, *NIX_BASE_ARGS, *SANDBOXED_BUILDS, *command.split(), *NIX_LOCK_ARGS]
         for name, url in sorted(self.overrides.items()):
             argv += ["--override-input", name, url]
         return [*argv, *args]
@@ -372,6 +387,7 @@ class NixBackend:
             raise MachineError(
                 f"{self.nix} is not installed", hint="use --backend host, or see `rb doctor`"
             )
+        self.check_sandbox()
         state = EnvironmentState(self.name, ok=False, reason="", hermetic=True)
         if self.overrides:
             state.warnings.append(
@@ -392,10 +408,11 @@ class NixBackend:
             out = _proc.run(
                 self.nix_argv("print-dev-env", "--json"),
                 cwd=root,
+                env=nix_env(),
                 timeout=SETUP_TIMEOUT,
             )
         except CommandFailed as exc:
-            state.reason = f"the devShell could not be built: {exc.message}"
+            state.reason = f"the devShell could not be built: {error_line(exc)}"
             return state
         if (root / FLAKE_LOCK_FILE).read_bytes() != lock_before:
             state.reason = f"{FLAKE_LOCK_FILE} changed during evaluation"
@@ -420,34 +437,53 @@ class NixBackend:
         state.ok, state.reason = True, "devShell materialized from the pinned flake"
         return state
 
+    def check_sandbox(self) -> None:
+        """Raise :class:`MachineError` when Nix would build the repository's derivations
+        outside its sandbox although rb asks for it (:func:`sandbox_problem`)."""
+        run = nix_runner(self.run, self.nix)
+        got = _machine.try_run(run, ["nix", "--version"], 60.0)
+        version = None if isinstance(got, str) else _machine.parse_version(got.text)
+        config = _machine.nix_config(run, version or (0, 0), 60.0)
+        if isinstance(config, str):
+            raise MachineError(
+                f"cannot tell whether Nix builds in its sandbox (`nix config show`: {config})",
+                hint="see `rb doctor`, or use --backend host",
+            )
+        problem = sandbox_problem(config)
+        if problem is not None:
+            raise MachineError(problem, hint="see `rb doctor`, or use --backend host")
+
     def nix_config_problem(self, root: Path) -> str | None:
         """Why flake.nix is refused for its ``nixConfig`` (None when it has none).
 
         Nix itself decides by evaluating the file, so rb does too: the attribute names of
         the evaluated top level (``"nix\\Config"`` or ``${"nix" + "Config"}`` are
-        ``nixConfig`` as well). Evaluation builds nothing (import-from-derivation off); a
-        flake.nix that does not evaluate is refused too.
+        ``nixConfig`` as well). The evaluation is restricted (:data:`RESTRICTED_EVAL`: only
+        the repository's files, no environment, no URI, no build), with :func:`nix_env`;
+        a flake.nix that does not evaluate is refused too, with Nix's error reduced to one
+        redacted line (:func:`error_line`).
         """
         path = str((root / FLAKE_FILE).absolute())
         if any(ord(c) < 32 for c in path):
             return f"{FLAKE_FILE}: its path has control characters"
-        literal = json.dumps(path, ensure_ascii=False).replace("${", "\\${")
         argv = [
             self.nix,
             *NIX_BASE_ARGS,
             "eval",
             "--json",
-            "--impure",
-            "--option",
-            "allow-import-from-derivation",
-            "false",
-            "--expr",
-            f"builtins.attrNames (import (/. + {literal}))",
+            *RESTRICTED_EVAL,
+            "-I",
+            f"rbflake={root.absolute()}",
+            "--file",
+            path,
+            "--apply",
+            "builtins.attrNames",
         ]
         try:
-            names: object = json.loads(_proc.run(argv, cwd=root, timeout=SETUP_TIMEOUT).stdout)
+            out = _proc.run(argv, cwd=root, env=nix_env(), timeout=SETUP_TIMEOUT)
+            names: object = json.loads(out.stdout)
         except CommandFailed as exc:
-            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {exc.message}"
+            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {error_line(exc)}"
         except ValueError as exc:
             return f"unexpected `nix eval` output for {FLAKE_FILE} ({exc})"
         if not isinstance(names, list) or "nixConfig" in names:
@@ -468,11 +504,14 @@ class NixBackend:
         """
         try:
             out = _proc.run(
-                self.nix_argv("flake metadata", "--json"), cwd=root, timeout=SETUP_TIMEOUT
+                self.nix_argv("flake metadata", "--json"),
+                cwd=root,
+                env=nix_env(),
+                timeout=SETUP_TIMEOUT,
             )
             resolved = json.loads(out.stdout)["locks"]
         except CommandFailed as exc:
-            return f"the flake's inputs could not be resolved: {exc.message}"
+            return f"the flake's inputs could not be resolved: {error_line(exc)}"
         except (ValueError, KeyError, TypeError) as exc:
             return f"unexpected `nix flake metadata --json` output ({exc})"
         drift = lock_drift(json.loads(lock_bytes), resolved, self.overrides)
