@@ -17,7 +17,10 @@ Contract of a backend:
 * runs then execute with a *cleared* environment: these variables plus an allowlist.
 
 The nix backend never passes ``--accept-flake-config``, refuses a flake with ``nixConfig``,
-and never updates or writes the lock file.
+and never updates or writes the lock file. Every Nix command it runs gets
+:func:`~reprobridge.audit.nixcalls.nix_env` (an allowlist, never the operator's whole
+environment) and asks for Nix's build sandbox without fallback; where Nix would build
+outside it anyway, ``prepare`` refuses with :class:`~reprobridge.errors.MachineError`.
 """
 
 from __future__ import annotations
@@ -49,6 +52,14 @@ from reprobridge.audit.hostenv import (
     choose_index,
     pip_inputs,
     step_network_env,
+)
+from reprobridge.audit.nixcalls import (
+    RESTRICTED_EVAL,
+    SANDBOXED_BUILDS,
+    error_line,
+    nix_env,
+    nix_runner,
+    sandbox_problem,
 )
 from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
@@ -350,9 +361,12 @@ class NixBackend:
         overrides: dict[str, str] | None = None,
         nix: str = "nix",
         fetch_packages: bool = True,
+        run: _machine.Runner = _machine.default_run,
     ) -> None:
         self.overrides = dict(overrides or {})
         self.nix = nix
+        #: Runs ``nix config show`` for the sandbox check (a test's stand-in, or the real one).
+        self.run = run
         #: The shellHook gets the network (to fetch the Python packages) only when the
         #: manifest lists some.
         self.fetch_packages = fetch_packages
@@ -360,9 +374,10 @@ class NixBackend:
     def nix_argv(self, command: str, *args: str) -> list[str]:
         """``nix <global flags> COMMAND <lock flags> <overrides> ARGS``: flakes on, the lock
         never updated or written, the operator's input overrides, never
-        ``--accept-flake-config``. (Lock and override flags belong after the subcommand:
-        Nix 2.8 rejects them before it.) ``COMMAND`` may be two words (``flake metadata``)."""
-        argv = [self.nix, *NIX_BASE_ARGS, *command.split(), *NIX_LOCK_ARGS]
+        ``--accept-flake-config``, Nix's build sandbox required (:data:`SANDBOXED_BUILDS`).
+        (Lock and override flags belong after the subcommand: Nix 2.8 rejects them before
+        it.) ``COMMAND`` may be two words (``flake metadata``)."""
+        argv = [self.nix, *NIX_BASE_ARGS, *SANDBOXED_BUILDS, *command.split(), *NIX_LOCK_ARGS]
         for name, url in sorted(self.overrides.items()):
             argv += ["--override-input", name, url]
         return [*argv, *args]
@@ -372,6 +387,7 @@ class NixBackend:
             raise MachineError(
                 f"{self.nix} is not installed", hint="use --backend host, or see `rb doctor`"
             )
+        self.check_sandbox()
         state = EnvironmentState(self.name, ok=False, reason="", hermetic=True)
         if self.overrides:
             state.warnings.append(
@@ -392,10 +408,11 @@ class NixBackend:
             out = _proc.run(
                 self.nix_argv("print-dev-env", "--json"),
                 cwd=root,
+                env=nix_env(),
                 timeout=SETUP_TIMEOUT,
             )
         except CommandFailed as exc:
-            state.reason = f"the devShell could not be built: {exc.message}"
+            state.reason = f"the devShell could not be built: {error_line(exc)}"
             return state
         if (root / FLAKE_LOCK_FILE).read_bytes() != lock_before:
             state.reason = f"{FLAKE_LOCK_FILE} changed during evaluation"
@@ -420,34 +437,53 @@ class NixBackend:
         state.ok, state.reason = True, "devShell materialized from the pinned flake"
         return state
 
+    def check_sandbox(self) -> None:
+        """Raise :class:`MachineError` when Nix would build the repository's derivations
+        outside its sandbox although rb asks for it (:func:`sandbox_problem`)."""
+        run = nix_runner(self.run, self.nix)
+        got = _machine.try_run(run, ["nix", "--version"], 60.0)
+        version = None if isinstance(got, str) else _machine.parse_version(got.text)
+        config = _machine.nix_config(run, version or (0, 0), 60.0)
+        if isinstance(config, str):
+            raise MachineError(
+                f"cannot tell whether Nix builds in its sandbox (`nix config show`: {config})",
+                hint="see `rb doctor`, or use --backend host",
+            )
+        problem = sandbox_problem(config)
+        if problem is not None:
+            raise MachineError(problem, hint="see `rb doctor`, or use --backend host")
+
     def nix_config_problem(self, root: Path) -> str | None:
         """Why flake.nix is refused for its ``nixConfig`` (None when it has none).
 
         Nix itself decides by evaluating the file, so rb does too: the attribute names of
         the evaluated top level (``"nix\\Config"`` or ``${"nix" + "Config"}`` are
-        ``nixConfig`` as well). Evaluation builds nothing (import-from-derivation off); a
-        flake.nix that does not evaluate is refused too.
+        ``nixConfig`` as well). The evaluation is restricted (:data:`RESTRICTED_EVAL`: only
+        the repository's files, no environment, no URI, no build), with :func:`nix_env`;
+        a flake.nix that does not evaluate is refused too, with Nix's error reduced to one
+        redacted line (:func:`error_line`).
         """
         path = str((root / FLAKE_FILE).absolute())
         if any(ord(c) < 32 for c in path):
             return f"{FLAKE_FILE}: its path has control characters"
-        literal = json.dumps(path, ensure_ascii=False).replace("${", "\\${")
         argv = [
             self.nix,
             *NIX_BASE_ARGS,
             "eval",
             "--json",
-            "--impure",
-            "--option",
-            "allow-import-from-derivation",
-            "false",
-            "--expr",
-            f"builtins.attrNames (import (/. + {literal}))",
+            *RESTRICTED_EVAL,
+            "-I",
+            f"rbflake={root.absolute()}",
+            "--file",
+            path,
+            "--apply",
+            "builtins.attrNames",
         ]
         try:
-            names: object = json.loads(_proc.run(argv, cwd=root, timeout=SETUP_TIMEOUT).stdout)
+            out = _proc.run(argv, cwd=root, env=nix_env(), timeout=SETUP_TIMEOUT)
+            names: object = json.loads(out.stdout)
         except CommandFailed as exc:
-            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {exc.message}"
+            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {error_line(exc)}"
         except ValueError as exc:
             return f"unexpected `nix eval` output for {FLAKE_FILE} ({exc})"
         if not isinstance(names, list) or "nixConfig" in names:
@@ -468,11 +504,14 @@ class NixBackend:
         """
         try:
             out = _proc.run(
-                self.nix_argv("flake metadata", "--json"), cwd=root, timeout=SETUP_TIMEOUT
+                self.nix_argv("flake metadata", "--json"),
+                cwd=root,
+                env=nix_env(),
+                timeout=SETUP_TIMEOUT,
             )
             resolved = json.loads(out.stdout)["locks"]
         except CommandFailed as exc:
-            return f"the flake's inputs could not be resolved: {exc.message}"
+            return f"the flake's inputs could not be resolved: {error_line(exc)}"
         except (ValueError, KeyError, TypeError) as exc:
             return f"unexpected `nix flake metadata --json` output ({exc})"
         drift = lock_drift(json.loads(lock_bytes), resolved, self.overrides)
@@ -488,7 +527,7 @@ class NixBackend:
         env = {**state.base_env, **fixed}
         binds = (*state.ro_binds, ctx.cache)
         if not state.setup_code:
-            return RunSetup(_with_venv(env, workspace), binds)
+            return RunSetup(_with_venv(env, workspace / PYTHON_DIR / ".venv"), binds)
         # The devShell's shellHook is the repository's code: it runs in the run's sandbox
         # as the first step, and the run continues from the environment it exported.
         hook = ctx.scratch / "shellHook.sh"
@@ -519,11 +558,26 @@ class NixBackend:
                 env = merge_hook_env(
                     env, read_env_dump(step.env_out), _home_env(ctx.home, ctx.cache)
                 )
-        return env if "VIRTUAL_ENV" in env else _with_venv(env, workspace)
+        if "VIRTUAL_ENV" in env:
+            return env
+        # The shellHook made this venv in the run's sandbox; the host never runs it.
+        return _with_venv(env, workspace / PYTHON_DIR / ".venv")
 
 
-def _with_venv(env: dict[str, str], workspace: Path) -> dict[str, str]:
-    venv = workspace / PYTHON_DIR / ".venv"
+def run_venv(scratch: Path) -> Path:
+    """Where the host backend makes a run's venv: in the auditor's directory of the run
+    (``scratch``), never in the workspace, whose ``repro/python/.venv`` the repository
+    could have committed (uv executes a venv's interpreter to inspect it)."""
+    return scratch / "venv"
+
+
+def uv_project_env(scratch: Path) -> dict[str, str]:
+    """What makes ``uv sync`` use :func:`run_venv` instead of the project's ``.venv``."""
+    return {"UV_PROJECT_ENVIRONMENT": str(run_venv(scratch))}
+
+
+def _with_venv(env: dict[str, str], venv: Path) -> dict[str, str]:
+    """``env`` with ``venv`` activated (VIRTUAL_ENV, its bin first on PATH) when it exists."""
     if (venv / "bin" / "python").exists():
         env = {**env, "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{env.get('PATH', '')}"}
     return env
@@ -782,9 +836,12 @@ class HostBackend:
         no_build: bool,
         exclude: Iterable[str] = (),
     ) -> list[list[str]]:
-        """The uv commands that make ``project/.venv``: ``sync --frozen`` from uv.lock, else
+        """The uv commands that make the run's venv (:func:`run_venv` of ``scratch``):
+        ``sync --frozen`` from ``project``'s uv.lock (run with :func:`uv_project_env`), else
         ``venv`` + ``pip install`` of the manifest's requirements (:func:`pip_inputs`,
-        written to ``scratch``). ``exclude`` leaves packages out (set aside for a build)."""
+        written to ``scratch``). ``exclude`` leaves packages out (set aside for a build).
+        Every command names the interpreter: ``python`` (rb's choice) or the venv rb made
+        from it, never one found in the workspace."""
         flags = ["--no-config", *(["--no-build"] if no_build else [])]
         if (project / "uv.lock").is_file():
             skip = [a for name in sorted(exclude) for a in ("--no-install-package", name)]
@@ -801,7 +858,7 @@ class HostBackend:
                     python,
                 ]
             ]
-        venv = project / ".venv"
+        venv = run_venv(scratch)
         inputs = (
             self._pinned_inputs(scratch, exclude)
             if self._pinned is not None
@@ -822,7 +879,7 @@ class HostBackend:
     ) -> None:
         """Run the uv commands of :meth:`_uv_argv` on the host (wheels only)."""
         python = str(kw.pop("python"))
-        host_env = _proc.uv_env(env)
+        host_env = _proc.uv_env({**env, **uv_project_env(scratch)})
         project = workspace / PYTHON_DIR
         for argv in self._uv_argv(uv, project, python, scratch, no_build=True, **kw):
             _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
@@ -882,21 +939,21 @@ class HostBackend:
         if not self.has_requirements:
             return RunSetup(env, (*state.ro_binds, prefix))
         uv = self._uv()
-        venv = workspace / PYTHON_DIR / ".venv"
+        venv = run_venv(ctx.scratch)
         if self.offline is not None:
             self._offline_install(uv, workspace, ctx.scratch, env, python)
-            return RunSetup(_with_venv(env, workspace), (*binds, venv))
+            return RunSetup(_with_venv(env, venv), (*binds, venv))
         try:
             self._host_install(uv, workspace, ctx.scratch, env, python=python)
             # Hard links into the operator's cache: read-only to the run.
-            return RunSetup(_with_venv(env, workspace), (*binds, venv))
+            return RunSetup(_with_venv(env, venv), (*binds, venv))
         except CommandFailed as exc:
             refused = _proc.uv_refused_build(f"{exc.message}\n{exc.stderr_tail}")
             if refused is None or not self.builds.allowed:
                 raise AuditError(_uv_failure(exc, self.builds)) from exc
         aside = self._set_aside(uv, workspace, ctx.scratch, env, python, refused)
         step = self._build_step(uv, workspace, ctx, env, python, aside)
-        return RunSetup(_with_venv(env, workspace), binds, (step,), needs_build=tuple(aside))
+        return RunSetup(_with_venv(env, venv), binds, (step,), needs_build=tuple(aside))
 
     def _offline_install(
         self, uv: list[str], workspace: Path, scratch: Path, env: dict[str, str], python: str
@@ -905,9 +962,9 @@ class HostBackend:
         assert self.offline is not None
         reqs = scratch / "offline-requirements.txt"
         reqs.write_text("".join(f"{line}\n" for line in self._offline_lines), encoding="utf-8")
-        project = workspace / PYTHON_DIR
         host_env = _proc.uv_env({**env, "UV_OFFLINE": "1"})
-        for argv in offline_install_argv(uv, project, python, self.offline, reqs):
+        venv = run_venv(scratch)
+        for argv in offline_install_argv(uv, venv, python, self.offline, reqs):
             try:
                 _proc.run(argv, cwd=workspace, env=host_env, timeout=SETUP_TIMEOUT)
             except CommandFailed as exc:
@@ -967,6 +1024,7 @@ class HostBackend:
             )
         binary = Path(os.path.realpath(uv[0]))
         project = workspace / PYTHON_DIR
+        venv = run_venv(ctx.scratch)
         commands = self._uv_argv([str(binary)], project, python, ctx.scratch, no_build=False)
         # Not --quiet: uv's `Built X` lines are the evidence of what was built.
         argv = [a for a in commands[-1] if a != "--quiet"]
@@ -976,17 +1034,18 @@ class HostBackend:
             env={
                 **env,
                 **step_network_env(),
+                **uv_project_env(ctx.scratch),
                 "UV_CACHE_DIR": str(ctx.cache),
                 "UV_LINK_MODE": "copy",
             },
             network=True,
             ro_binds=(binary,),
-            rw_binds=(ctx.cache, project / ".venv"),
+            rw_binds=(ctx.cache, venv),
         )
         names = sorted(aside)
         if not names:
             return step
-        venv_python = str(project / ".venv" / "bin" / "python")
+        venv_python = str(venv / "bin" / "python")
         tools = (str(binary), "pip", "install", "--no-config", "--python", venv_python)
         unisolated = [a for n in names for a in ("--no-build-isolation-package", n)]
         return dataclasses.replace(
@@ -1011,7 +1070,7 @@ class HostBackend:
         )
 
     def after_setup(self, setup: RunSetup, workspace: Path, ctx: SetupContext) -> dict[str, str]:
-        return _with_venv(setup.env, workspace)
+        return _with_venv(setup.env, run_venv(ctx.scratch))
 
 
 def _uv_failure(exc: CommandFailed, builds: BuildPolicy = NO_BUILDS) -> str:

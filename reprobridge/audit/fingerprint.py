@@ -18,13 +18,14 @@ import os
 import platform
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
-from typing import Any, Unpack
+from typing import Any
 
 from reprobridge import _machine, _proc
-from reprobridge._machine import Runner, Where
+from reprobridge._machine import Runner
 from reprobridge.artifacts.flake import parse_flake_lock
+from reprobridge.audit.nixcalls import SANDBOXED_BUILDS, nix_runner
 from reprobridge.errors import CommandFailed, MachineError
 from reprobridge.evidence.redact import scrub_env
 
@@ -235,18 +236,6 @@ def _flake_lock(root: Path) -> dict[str, Any]:
     return out
 
 
-def _with_binary(run: Runner, nix: str) -> Runner:
-    """``run`` with ``nix`` in place of the literal ``nix`` at argv[0] (the probes, and
-    :func:`reprobridge._machine.nix_config`'s, name the program ``nix``)."""
-
-    def swapped(argv: Sequence[str], *, timeout: float, **where: Unpack[Where]) -> _proc.Result:
-        if argv and argv[0] == "nix":
-            argv = [nix, *argv[1:]]
-        return run(argv, timeout=timeout, **where)
-
-    return swapped
-
-
 def _nix_system(run: Runner, timeout: float) -> str | None:
     try:
         got = run(
@@ -290,8 +279,9 @@ def nix_fingerprint(
     recorded. Nix is never told to accept the flake's ``nixConfig``.
     """
     out: dict[str, Any] = {"flake_lock": _flake_lock(root)}
-    if nix != "nix":
-        run = _with_binary(run, nix)
+    # Every call gets the allowlisted environment; the devShell's is an evaluation of the
+    # repository's flake.
+    run = nix_runner(run, nix)
     try:
         got = run(["nix", "--version"], timeout=timeout)
     except (MachineError, CommandFailed) as exc:
@@ -329,6 +319,7 @@ def _devshell(
         "--option",
         "accept-flake-config",
         "false",
+        *SANDBOXED_BUILDS,
         "eval",
         "--raw",
         "--no-write-lock-file",

@@ -75,10 +75,10 @@ def offline_requirements(root: Path, wheels_dir: Path, python: str) -> list[str]
 
 
 def offline_install_argv(
-    uv: list[str], project: Path, python: str, wheels_dir: Path, requirements: Path
+    uv: list[str], venv: Path, python: str, wheels_dir: Path, requirements: Path
 ) -> list[list[str]]:
-    """The uv commands that make ``project/.venv`` from ``wheels_dir`` only."""
-    venv = project / ".venv"
+    """The uv commands that make the venv ``venv`` (a directory of the auditor's) with
+    the interpreter ``python`` from ``wheels_dir`` only."""
     only_here = ["--offline", "--no-config", "--no-index", "--find-links", str(wheels_dir)]
     return [
         [*uv, "venv", "--quiet", "--offline", "--no-config", "--python", python, str(venv)],

@@ -9,11 +9,17 @@ ReproBridge's own artifacts taken from the work tree — the manifest, flake, la
 check script and Python project are often not committed yet when an audit runs. What was
 overlaid, and a hash of every uncommitted change, is recorded, so the evidence says exactly
 what ran.
+
+A virtual environment the repository committed (``repro/python/.venv``) is left out of the
+workspace and recorded as skipped: the environment a run gets is the backend's, made in a
+directory of the auditor's, and a committed ``bin/python`` would otherwise be an
+interpreter the repository chose (uv executes a venv's interpreter to inspect it).
 """
 
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import tarfile
 import threading
@@ -45,6 +51,8 @@ OVERLAY = (
     PYTHON_DIR,
 )
 _SKIP_IN_OVERLAY = {".venv", "__pycache__"}
+#: The committed virtual environment left out of every workspace (see the module docstring).
+COMMITTED_VENV = f"{PYTHON_DIR}/.venv"
 
 
 @dataclass(frozen=True)
@@ -146,6 +154,25 @@ class Removal:
             self._thread = None
 
 
+def _drop_committed_venv(dest: Path, skipped: dict[str, str]) -> None:
+    """Remove :data:`COMMITTED_VENV` from the extracted ``dest`` (a link is removed, never
+    followed) and record it in ``skipped`` with how many entries it held."""
+    venv = dest / COMMITTED_VENV
+    if not os.path.lexists(venv):
+        return
+    if venv.is_symlink() or not venv.is_dir():
+        count = 1
+        venv.unlink()
+    else:
+        count = sum(len(dirs) + len(files) for _, dirs, files in os.walk(venv))
+        shutil.rmtree(venv)
+    skipped[COMMITTED_VENV] = (
+        f"a committed virtual environment ({count} entries) left out: the run's Python "
+        "environment is made by the auditor, outside the workspace, and the repository's "
+        "interpreter is never run to make it"
+    )
+
+
 def prepare_workspace(
     root: Path, dest: Path, *, commit: str | None = None, source: SourceArchive | None = None
 ) -> WorkspaceInfo:
@@ -168,6 +195,7 @@ def prepare_workspace(
     )
     with archive, tarfile.open(fileobj=archive, mode="r:") as tar:
         extract_all_data(tar, dest, refuse_quietly)
+    _drop_committed_venv(dest, skipped)
     overlaid: dict[str, str] = {}
     for rel in overlay_files(root):
         target = dest / rel

@@ -21,9 +21,11 @@ from artifacts_helpers import NixRunner, nix_env
 from reprobridge import _proc
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.backends import NIX_LOCK_ARGS, lock_drift
+from reprobridge.audit.nixcalls import SANDBOXED_BUILDS
 
-#: nix invocations that only probe the binary or the machine: they read no flake.
-_PROBES = ("--version", "show-config", "--expr")
+#: nix invocations that only probe the binary or the machine, or read flake.nix as plain,
+#: restricted Nix (the nixConfig gate): they evaluate no flake.
+_PROBES = ("--version", "show-config", "--expr", "restrict-eval")
 
 
 class ArgvSpy:
@@ -51,7 +53,8 @@ class ArgvSpy:
         ]
 
     def assert_safe(self, binary: str) -> None:
-        """No call ever accepts the flake's nixConfig; every flake call keeps the lock."""
+        """No call ever accepts the flake's nixConfig; every flake call keeps the lock and
+        requires Nix's sandbox."""
         for argv in self.calls:
             assert "--accept-flake-config" not in argv, argv
             for i, arg in enumerate(argv[:-1]):
@@ -60,6 +63,8 @@ class ArgvSpy:
         for argv in self.flake_calls(binary):
             for flag in NIX_LOCK_ARGS:
                 assert flag in argv, argv
+            # Nix's build sandbox, without fallback, on every command that reads the flake.
+            assert " ".join(SANDBOXED_BUILDS) in " ".join(argv), argv
 
 
 def _git(root: Path, *args: str) -> None:
@@ -265,3 +270,61 @@ def test_lock_drift_compares_nodes_except_overridden_inputs() -> None:
     assert "flake.lock has input 'extra', which flake.nix no longer declares" in lock_drift(
         lock(nixpkgs=pinned, extra=other), lock(nixpkgs=pinned)
     )
+
+
+def _bundle_text(path: Path) -> str:
+    """Every file of the bundle at ``path``, as one text (bytes decoded leniently)."""
+    return "\n".join(
+        p.read_bytes().decode("utf-8", "replace") for p in sorted(path.rglob("*")) if p.is_file()
+    )
+
+
+def test_the_nixconfig_gate_reads_neither_the_environment_nor_host_files(
+    offline_nix: NixRunner, tiny: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate evaluates flake.nix itself: impurely and with the operator's environment,
+    a flake read secrets (``builtins.getEnv``) and host files, and a ``throw`` carried
+    them into environment.json and audit.json as the verdict's reason. Now the evaluation
+    is restricted, with an allowlisted environment, and its error is one bounded,
+    redacted line."""
+    secret = "sx-operator-value-0123456789"
+    monkeypatch.setenv("SECRET_X", secret)
+    host_file = tmp_path / "host-only.txt"
+    host_file.write_text("HOSTFILE-CONTENT-42\n")
+    flake = tiny / "flake.nix"
+    hostile = (
+        '{\n  nixConfig = { x = builtins.getEnv "SECRET_X"; };\n'
+        '  "rb-${builtins.getEnv "SECRET_X"}" = 1;\n'
+    )
+    text = flake.read_text().replace("{\n", hostile, 1).rstrip()
+    # The top level itself throws with what it read (forced by attrNames).
+    flake.write_text(
+        f'{text} // (throw "RBMARK ${{builtins.getEnv "SECRET_X"}} '
+        f'${{builtins.readFile {host_file}}} {"x" * 1000}")\n'
+    )
+    _git(tiny, "commit", "-qam", "a flake that reads the environment and host files")
+
+    result = _audit(tiny, offline_nix)
+
+    reason = result.summary["experiments"]["main"]["environment"]["reason"]
+    assert "could not be evaluated to check for nixConfig" in reason
+    assert "\n" not in reason and len(reason) < 400, reason
+    bundle = _bundle_text(result.path)
+    assert secret not in bundle
+    assert "HOSTFILE-CONTENT-42" not in bundle
+    assert "x" * 300 not in bundle
+
+
+def test_a_throw_from_the_nixconfig_gate_is_one_bounded_line(
+    offline_nix: NixRunner, tiny: Path
+) -> None:
+    flake = tiny / "flake.nix"
+    text = flake.read_text().rstrip()
+    flake.write_text(f'{text} // (throw "RBMARK {"y" * 2000}\\nsecond line")\n')
+    _git(tiny, "commit", "-qam", "a flake that throws a long message")
+
+    result = _audit(tiny, offline_nix)
+
+    reason = result.summary["experiments"]["main"]["environment"]["reason"]
+    assert "RBMARK" in reason and "\n" not in reason and len(reason) < 400, reason
+    assert "y" * 300 not in _bundle_text(result.path)

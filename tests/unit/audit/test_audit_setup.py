@@ -162,11 +162,11 @@ def test_package_listing_runs_the_runs_python_in_its_sandbox(make_repo, tmp_path
     wheel = _wheel(tmp_path)
     escape = tmp_path / "escaped-from-listing"
     script = (
-        "rm -f repro/python/.venv/bin/python3\n"
-        "cat > repro/python/.venv/bin/python3 <<'EOF'\n"
+        'rm -f "$VIRTUAL_ENV/bin/python3"\n'
+        "cat > \"$VIRTUAL_ENV/bin/python3\" <<'EOF'\n"
         f"#!/bin/sh\necho pwned > {escape}\necho '{{\"packages\": []}}'\n"
         "EOF\n"
-        "chmod +x repro/python/.venv/bin/python3\n"
+        'chmod +x "$VIRTUAL_ENV/bin/python3"\n'
         "echo acc=0.9\n"
     )
     root = _committed(make_repo, f"goodpkg @ {wheel.as_uri()}", {"run.sh": script})
@@ -217,7 +217,7 @@ def test_a_run_cannot_write_through_hard_links_into_the_operators_uv_cache(
     monkeypatch.setenv("UV_CACHE_DIR", str(cache))
     wheel = _wheel(tmp_path)
     script = (
-        "f=$(ls repro/python/.venv/lib/python*/site-packages/goodpkg.py)\n"
+        'f=$(ls "$VIRTUAL_ENV"/lib/python*/site-packages/goodpkg.py)\n'
         'echo "PWNED = 1" >> "$f" && echo wrote=yes || echo wrote=no\n'
         "echo acc=0.9\n"
     )
@@ -405,6 +405,55 @@ def test_runs_in_one_environment_share_a_listing_and_a_run_that_changes_it_gets_
     assert "goodpkg" in names[0] and names[1] == names[0] and names[2] == names[0] | {"extra"}
     executables = [listing["executable"] for listing in listings]
     assert len(set(executables)) == 3  # each run's own venv
-    assert all(e.endswith("/repo/repro/python/.venv/bin/python3") for e in executables)
+    assert all(e.endswith("/rb/venv/bin/python3") for e in executables)
     assert calls == ["main/0", "main/2"]  # run 1 reused run 0's listing
     assert verify_audit(result.path).ok
+
+
+def _commit_fake_venv(root: Path, marker: Path, *, locked: bool) -> None:
+    """Force-add a ``repro/python/.venv`` whose ``bin/python`` writes ``marker`` wherever it
+    runs, then behaves as the real interpreter (so nothing else would notice); with
+    ``locked``, lock the project (uv.lock: the host backend runs ``uv sync``)."""
+    if locked:
+        subprocess.run(
+            [sys.executable, "-m", "uv", "lock", "--offline", "--quiet", "--python", _python()],
+            cwd=root / "repro/python",
+            check=True,
+        )
+    fake = root / "repro/python/.venv/bin/python"
+    fake.parent.mkdir(parents=True)
+    fake.write_text(f'#!/bin/sh\necho ran >> {marker}\nexec {sys.executable} "$@"\n')
+    fake.chmod(0o755)
+    (root / "repro/python/.venv/pyvenv.cfg").write_text(f"home = {Path(sys.executable).parent}\n")
+    subprocess.run(["git", "-C", str(root), "add", "-f", "repro/python/.venv"], check=True)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("locked", [False, True], ids=["uv-pip-install", "uv-sync"])
+def test_a_committed_venv_interpreter_never_runs_and_is_reported(
+    make_repo, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, locked: bool
+) -> None:
+    """The workspace is ``git archive HEAD``, so a force-added ``repro/python/.venv``
+    arrives with it; uv executes a venv's ``bin/python`` to inspect it, on the host, with
+    the operator's index credentials. The host backend makes its venv in the auditor's
+    directory of the run, names the interpreter itself, and leaves the committed venv out
+    of the workspace, saying so in the run record."""
+    marker = tmp_path / "committed-python-ran"
+    monkeypatch.setenv("UV_EXTRA_INDEX_URL", "https://operator:token@rb-test.invalid/simple")
+    wheel = _wheel(tmp_path)
+    script = 'python -c "import goodpkg; print(goodpkg.__file__)"\necho acc=0.9\n'
+    root = _committed(
+        make_repo,
+        f"goodpkg @ {wheel.as_uri()}",
+        {"run.sh": script},
+        lambda root: _commit_fake_venv(root, marker, locked=locked),
+    )
+
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+
+    assert not marker.exists(), "the repository's committed interpreter ran"
+    assert result.passed, json.dumps(result.summary, indent=1)
+    stdout = (result.path / "runs/main/0/stdout.log").read_text()
+    assert "/rb/venv/lib/" in stdout and "/repo/repro/python/.venv/" not in stdout
+    record = json.loads((result.path / "runs/main/0/status.json").read_text())["record"]
+    assert "committed virtual environment" in record["workspace"]["skipped"]["repro/python/.venv"]
