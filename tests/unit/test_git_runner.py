@@ -22,8 +22,14 @@ HARMLESS = {("git", "--version")}
 
 def _starts_git(node: ast.Call) -> tuple[str, ...] | None:
     """The literal argv head of a call whose first argument is a list or tuple literal
-    starting with the string "git" (``run(["git", ...])``, ``Popen(("git", ...))``)."""
-    if not node.args or not isinstance(node.args[0], ast.List | ast.Tuple):
+    starting with the string "git" (``run(["git", ...])``, ``Popen(("git", ...))``), or a
+    command string that starts with the word git (``run("git add -A", shell=True)``)."""
+    first = node.args[0] if node.args else None
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        words = first.value.split()
+        # Two words at least: a bare "git" is a name (a doctor check), not a command.
+        return tuple(words) if words[:1] == ["git"] and len(words) > 1 else None
+    if not isinstance(first, ast.List | ast.Tuple):
         return None
     elts = node.args[0].elts
     if not elts or not (isinstance(elts[0], ast.Constant) and elts[0].value == "git"):
@@ -52,9 +58,10 @@ def test_only_the_runner_starts_git() -> None:
 
 def test_the_grep_sees_a_git_call(tmp_path: Path) -> None:
     """The check above finds the forms it forbids (else it would pass vacuously)."""
-    code = 'import subprocess\nsubprocess.run(["git", "add", "-A"], env=env)\n'
+    code = 'subprocess.run(["git", "add", "-A"], env=env)\nos.system("git status")\n'
     calls = [n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call)]
-    assert [_starts_git(c) for c in calls if _starts_git(c)] == [("git", "add", "-A")]
+    found = [_starts_git(c) for c in calls if _starts_git(c)]
+    assert found == [("git", "add", "-A"), ("git", "status")]
 
 
 @pytest.fixture
