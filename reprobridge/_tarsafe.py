@@ -37,12 +37,19 @@ class MemberTooLarge(Exception):
     """A member produced more bytes than the limit it was written with."""
 
 
+def is_git_metadata(name: str) -> bool:
+    """Whether the path ``name`` has a ``.git`` component, in any case (``.GIT``, ``.Git``):
+    a repository's metadata (its config and hooks name programs git runs), never part of
+    an archive."""
+    return "/.git/" in f"/{name.strip('/')}/".lower()
+
+
 def member_problem(info: tarfile.TarInfo) -> str | None:
     """Why ``info`` may not be unpacked from an rb archive or a source tree, or None.
 
     Only regular files (not sparse) and directories with a relative name without ``..``,
-    empty, ``.`` or NUL components or backslashes, and without setuid, setgid or sticky
-    bits, pass. Shared by ``rb archive verify``, ``rb unpack`` and the archive builder.
+    empty, ``.`` or NUL components or backslashes, without a ``.git`` component in any
+    case (:func:`is_git_metadata`), and without setuid, setgid or sticky bits, pass. Shared by ``rb archive verify``, ``rb unpack`` and the archive builder.
     """
     name = info.name
     shown = repr(name)
@@ -57,6 +64,8 @@ def member_problem(info: tarfile.TarInfo) -> str | None:
         return f"member {shown}: '..' leaves the target directory"
     if any(p in ("", ".") for p in parts):
         return f"member {shown}: empty or '.' path component"
+    if is_git_metadata(name):
+        return f"member {shown}: is git metadata (.git); archives never carry it"
     if info.issym() or info.islnk():
         return f"member {shown}: is a {'symlink' if info.issym() else 'hard link'} to {info.linkname!r}; archives hold regular files only"
     if info.ischr() or info.isblk():
@@ -81,7 +90,9 @@ def has_filters() -> bool:
 
 
 def _inside(path: str, root: str) -> bool:
-    return os.path.commonpath([path, root]) == root
+    """Whether ``path`` is ``root`` or below it, component by component (both resolved):
+    ``/x/dest-evil`` is not inside ``/x/dest``, which a string prefix would say it is."""
+    return Path(path).is_relative_to(root)
 
 
 def _fallback_data_filter(member: tarfile.TarInfo, dest: str) -> tarfile.TarInfo:

@@ -30,18 +30,8 @@ def copy_example(dest: Path, name: str = DEFAULT_EXAMPLE) -> Path:
         known = sorted(p.name for p in examples_dir().iterdir() if p.is_dir())
         raise MachineError(f"no example named {name!r} (known: {', '.join(known)})")
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "results", "*.pyc"))
-    ident = [
-        "-c",
-        "user.name=rb demo",
-        "-c",
-        "user.email=demo@reprobridge.invalid",
-        "-c",
-        "commit.gpgsign=false",
-    ]
-    _proc.run(["git", "init", "-q", "-b", "main", str(dest)], env=_proc.git_env())
-    _proc.run(["git", *ident, "-C", str(dest), "add", "-A"], env=_proc.git_env())
-    _proc.run(
-        ["git", *ident, "-C", str(dest), "commit", "-q", "-m", f"{name}: as published"],
-        env=_proc.git_env(),
-    )
+    ident = ["-c", "user.name=rb demo", "-c", "user.email=demo@reprobridge.invalid"]
+    _proc.git(dest, "init", "-q", "-b", "main")
+    _proc.git(dest, *ident, "add", "-A")
+    _proc.git(dest, *ident, "commit", "-q", "-m", f"{name}: as published")
     return dest

@@ -139,31 +139,173 @@ def run(
     return result
 
 
-#: Configuration that stops a hostile ``.git/config`` from running programs: command-line
-#: ``-c`` wins over repository config. (core.fsmonitor and hooks run commands; pagers,
-#: external diff and textconv/filter drivers are not reached by the commands we run.)
-_GIT_SAFE_CONFIG = (
-    "core.fsmonitor=false",
-    "core.hooksPath=/dev/null",
-    "core.pager=cat",
-    "diff.external=",
-    "protocol.allow=never",
-    "credential.helper=",
-    "core.sshCommand=false",
+#: A program path that cannot exist: git's signature checks and signing run
+#: ``gpg.program``; pointed here they fail instead of running what a repository names.
+NO_PROGRAM = "/nonexistent/rb-refuses-to-run-this"
+
+#: Configuration at command scope (it wins over the repository's own ``.git/config`` and
+#: everything it includes) for every key that can name a program git would start, plus
+#: the switches that make git start one on its own (signature checks, background gc).
+#: Repository-named drivers (``filter.<name>``, ``diff.<name>``, ``merge.<name>``) are
+#: switched off per repository by :func:`git_driver_overrides`; ``uploadpack.packObjectsHook``
+#: is read from protected (system, global, command) config only, all of which rb controls.
+_GIT_SAFE_CONFIG: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"),
+    ("core.hooksPath", "/dev/null"),
+    ("core.pager", "cat"),
+    ("core.editor", "false"),
+    ("sequence.editor", "false"),
+    ("core.askPass", ""),
+    ("core.sshCommand", "false"),
+    ("core.attributesFile", os.devnull),
+    ("diff.external", ""),
+    ("credential.helper", ""),
+    ("protocol.allow", "never"),
+    ("gpg.program", NO_PROGRAM),
+    ("gpg.openpgp.program", NO_PROGRAM),
+    ("gpg.x509.program", NO_PROGRAM),
+    ("gpg.ssh.program", NO_PROGRAM),
+    ("gpg.ssh.defaultKeyCommand", NO_PROGRAM),
+    ("log.showSignature", "false"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+    ("tag.forceSignAnnotated", "false"),
+    # No `gc --auto` detached into the background (it would outlive rb, run hooks).
+    ("gc.auto", "0"),
+    ("maintenance.auto", "false"),
 )
 
+#: The only variables rb's git sees beside PATH, HOME, LC_ALL and TZ: no system or
+#: global config or attributes, no prompt, no pager or editor, no lock taken for reads.
+_GIT_SAFE_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_ATTR_NOSYSTEM": "1",
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_OPTIONAL_LOCKS": "0",
+    "GIT_PAGER": "cat",
+    "GIT_EDITOR": "false",
+    "GIT_SEQUENCE_EDITOR": "false",
+    "GIT_PROTOCOL_FROM_USER": "0",
+}
 
-def git_env() -> dict[str, str]:
-    """An environment for git that ignores system and global config and asks nothing."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_CONFIG_NOSYSTEM="1",
-        GIT_CONFIG_GLOBAL=os.devnull,
-        GIT_TERMINAL_PROMPT="0",
-        GIT_OPTIONAL_LOCKS="0",
-        LC_ALL="C",
-    )
+#: Variables a caller may add (:func:`git`'s ``extra_env``): a commit's identity and
+#: dates, and where repository discovery stops.
+GIT_EXTRA_ENV = frozenset(
+    {
+        "GIT_AUTHOR_NAME",
+        "GIT_AUTHOR_EMAIL",
+        "GIT_AUTHOR_DATE",
+        "GIT_COMMITTER_NAME",
+        "GIT_COMMITTER_EMAIL",
+        "GIT_COMMITTER_DATE",
+        "GIT_CEILING_DIRECTORIES",
+    }
+)
+
+_EMPTY_HOME: list[str] = []
+
+
+def _empty_home() -> str:
+    """An empty, read-only directory of this process's own for git's HOME (removed at
+    exit): git reads ``~/.config/git/attributes`` and ``ignore`` whatever the config says,
+    and nothing of the operator's belongs in what rb's git does."""
+    if not _EMPTY_HOME:
+        import atexit
+
+        home = tempfile.mkdtemp(prefix="rb-git-home-")
+        os.chmod(home, 0o500)
+        atexit.register(lambda: shutil.rmtree(home, ignore_errors=True))
+        _EMPTY_HOME.append(home)
+    return _EMPTY_HOME[0]
+
+
+def git_env(config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """The whole environment of rb's git: PATH, HOME (an empty directory), LC_ALL=C, TZ
+    when set, :data:`_GIT_SAFE_ENV`, and :data:`_GIT_SAFE_CONFIG` then ``config`` as
+    command-scope configuration (``GIT_CONFIG_COUNT``: keys and values are passed apart,
+    so a repository-chosen driver name cannot be misparsed). Nothing else of this
+    process's environment: the operator's secrets never reach git or what it starts."""
+    env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": _empty_home(), "LC_ALL": "C"}
+    if "TZ" in os.environ:
+        env["TZ"] = os.environ["TZ"]
+    env.update(_GIT_SAFE_ENV)
+    items = [*_GIT_SAFE_CONFIG, *config]
+    env["GIT_CONFIG_COUNT"] = str(len(items))
+    for i, (key, value) in enumerate(items):
+        env[f"GIT_CONFIG_KEY_{i}"] = key
+        env[f"GIT_CONFIG_VALUE_{i}"] = value
     return env
+
+
+#: Per driver section, the keys that name a program and the value that disables each.
+_DRIVER_KEYS = {
+    "filter": (("clean", ""), ("smudge", ""), ("process", ""), ("required", "false")),
+    "diff": (("textconv", NO_PROGRAM), ("command", NO_PROGRAM)),
+    "merge": (("driver", NO_PROGRAM),),
+}
+#: Subcommands that read no file content through attributes and show no diff or
+#: signature: they need no per-repository driver overrides (one git start saved).
+_NO_DRIVERS = frozenset(
+    {"rev-parse", "config", "ls-files", "ls-tree", "init", "symbolic-ref", "clone", "update-ref"}
+)
+#: Options inserted after these subcommands: no external diff, textconv or signature check.
+_SUB_OPTIONS = {
+    "diff": ("--no-ext-diff", "--no-textconv"),
+    "log": ("--no-ext-diff", "--no-textconv", "--no-show-signature"),
+    "show": ("--no-ext-diff", "--no-textconv", "--no-show-signature"),
+}
+
+
+def git_driver_overrides(repo: str | Path) -> list[tuple[str, str]]:
+    """Configuration that disables every filter, diff and merge driver ``repo``'s config
+    defines (including what it includes).
+
+    A driver's name is the repository's choice (its ``.gitattributes`` names it for any
+    path), so the names are read from the config (reading runs nothing) and each
+    program-naming key is overridden: an empty filter is no filter (``required`` is
+    lifted so that is not an error); a diff or merge driver points at
+    :data:`NO_PROGRAM`, so where git would use it, it fails rather than runs it.
+    """
+    got = run(
+        ["git", "-C", str(repo), "config", "-z", "--get-regexp", r"^(filter|diff|merge)\."],
+        env=git_env(),
+        check=False,
+    )
+    names: set[tuple[str, str]] = set()
+    for record in got.stdout.split(b"\0"):
+        key = record.split(b"\n", 1)[0].decode("utf-8", "surrogateescape")
+        section, _, rest = key.partition(".")
+        if section in _DRIVER_KEYS and "." in rest:
+            names.add((section, rest[: rest.rindex(".")]))
+    return [
+        (f"{section}.{name}.{key}", value)
+        for section, name in sorted(names)
+        for key, value in _DRIVER_KEYS[section]
+    ]
+
+
+def _git_command(
+    repo: str | Path, args: Sequence[str], extra_env: Mapping[str, str] | None
+) -> tuple[list[str], dict[str, str], str]:
+    """argv, environment and subcommand of hardened ``git -C repo ARGS``."""
+    words = list(args)
+    at = 0
+    while at < len(words):
+        if words[at] in {"-c", "-C"}:
+            at += 2  # the option and its value
+        elif words[at].startswith("-"):
+            at += 1
+        else:
+            break
+    sub = words[at] if at < len(words) else ""
+    words[at + 1 : at + 1] = _SUB_OPTIONS.get(sub, ())
+    unknown = set(extra_env or {}) - GIT_EXTRA_ENV
+    if unknown:
+        raise ValueError(f"git's environment takes no {', '.join(sorted(unknown))}")
+    drivers = [] if sub in _NO_DRIVERS else git_driver_overrides(repo)
+    env = {**git_env(drivers), **(extra_env or {})}
+    return ["git", "-C", str(repo), *words], env, sub
 
 
 #: git subcommands rb runs that write to a repository's metadata (index, refs, objects).
@@ -201,30 +343,35 @@ def foreign_git_dir(repo: str | Path) -> str | None:
             return None  # a linked worktree of that repository
     except OSError:
         pass
-    got = run(
-        ["git", "config", "--file", str(target / "config"), "--get", "core.worktree"],
-        env=git_env(),
-        check=False,
+    if not target.is_dir():
+        return f".git redirects to {target}, which is not a directory"
+    got = git(
+        target, "config", "--file", str(target / "config"), "--get", "core.worktree", check=False
     )
     if got.returncode == 0 and (target / got.text.strip()).resolve() == root:
         return None  # a submodule checkout
     return f".git redirects to {target}, another repository's metadata"
 
 
-def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) -> Result:
-    """Run ``git -C repo ARGS`` hardened against repository-controlled configuration.
+def git(
+    repo: str | Path,
+    *args: str,
+    check: bool = True,
+    timeout: float = 120,
+    extra_env: Mapping[str, str] | None = None,
+) -> Result:
+    """Run ``git -C repo ARGS``: the one way rb starts git (a test holds every other module
+    to it).
 
-    A subcommand that writes (``_GIT_WRITES``) is refused with UnsafePathError when
-    ``repo/.git`` redirects to another repository (:func:`foreign_git_dir`).
+    Hardened against a repository's configuration and attributes: no system or global
+    config, :data:`_GIT_SAFE_CONFIG` and :func:`git_driver_overrides` at command scope,
+    ``--no-ext-diff --no-textconv`` (and ``--no-show-signature``) after ``diff``, ``log``
+    and ``show``, and an environment of :func:`git_env` only, plus ``extra_env`` (names
+    in :data:`GIT_EXTRA_ENV`; ValueError for another). A subcommand that writes
+    (``_GIT_WRITES``) is refused with UnsafePathError when ``repo/.git`` redirects to
+    another repository (:func:`foreign_git_dir`).
     """
-    words = iter(args)
-    sub = ""
-    for word in words:
-        if word in {"-c", "-C"}:
-            next(words, None)  # the option's value
-        elif not word.startswith("-"):
-            sub = word
-            break
+    argv, env, sub = _git_command(repo, args, extra_env)
     if sub in _GIT_WRITES:
         why = foreign_git_dir(repo)
         if why:
@@ -233,11 +380,7 @@ def git(repo: str | Path, *args: str, check: bool = True, timeout: float = 120) 
                 path=str(Path(repo) / ".git"),
                 hint="run rb in a clone whose .git is its own directory",
             )
-    argv = ["git"]
-    for item in _GIT_SAFE_CONFIG:
-        argv += ["-c", item]
-    argv += ["-C", str(repo), *args]
-    return run(argv, env=git_env(), check=check, timeout=timeout)
+    return run(argv, env=env, check=check, timeout=timeout)
 
 
 def head_commit(repo: str | Path, *, timeout: float = 120) -> str | None:
@@ -259,14 +402,11 @@ def git_stream(repo: str | Path, *args: str, timeout: float = 600) -> Iterator[I
     with its stderr); when the body raises, the command is killed. ``timeout`` bounds the
     wait for its exit once the body is done.
     """
-    argv = ["git"]
-    for item in _GIT_SAFE_CONFIG:
-        argv += ["-c", item]
-    argv += ["-C", str(repo), *args]
+    argv, env, _sub = _git_command(repo, args, None)
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
-                argv, stdout=subprocess.PIPE, stderr=err, env=git_env(), bufsize=1 << 20
+                argv, stdout=subprocess.PIPE, stderr=err, env=env, bufsize=1 << 20
             )
         except FileNotFoundError as exc:
             raise MachineError("git is not installed or not on PATH") from exc
@@ -317,26 +457,3 @@ def _widen_pipe(fd: int) -> None:
     if setsize is not None:
         with contextlib.suppress(OSError):
             fcntl.fcntl(fd, setsize, PIPE_SIZE)
-
-
-def git_filter_overrides(repo: str | Path) -> list[str]:
-    """``-c`` options that disable every filter driver the repository configures.
-
-    Filter drivers are commands from the repository's own (untrusted) config, run for
-    paths whose attributes name them: ``git archive`` runs ``filter.<name>.smudge``,
-    ``git diff`` against the work tree ``filter.<name>.clean`` (and ``process``). Pass
-    these options among the global ones, ``git(repo, *overrides, "archive", ...)``, to any
-    such command. Empty values mean "no filter" to git; ``required`` is lifted so the
-    missing filter is not an error. (Reading the config runs nothing.)
-    """
-    got = git(repo, "config", "--get-regexp", r"^filter\.", check=False)
-    names = set()
-    for line in got.text.splitlines():
-        key = line.split(" ", 1)[0]
-        if key.startswith("filter.") and key.count(".") >= 2:
-            names.add(key[len("filter.") : key.rindex(".")])
-    args: list[str] = []
-    for name in sorted(names):
-        for item in ("clean=", "smudge=", "process=", "required=false"):
-            args += ["-c", f"filter.{name}.{item}"]
-    return args

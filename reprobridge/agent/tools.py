@@ -175,22 +175,14 @@ class Tools:
         with tempfile.NamedTemporaryFile("w", suffix=".patch", delete=False) as fh:
             fh.write(patch if patch.endswith("\n") else patch + "\n")
         try:
-            env = {**_proc.git_env(), "GIT_CEILING_DIRECTORIES": str(self.workspace.root.parent)}
-            res = _proc.run(
-                [
-                    "git",
-                    "-c",
-                    "core.hooksPath=/dev/null",
-                    "-c",
-                    "core.fsmonitor=false",
-                    "apply",
-                    "--whitespace=nowarn",
-                    fh.name,
-                ],
-                cwd=self.workspace.root,
-                env=env,
+            res = _proc.git(
+                self.workspace.root,
+                "apply",
+                "--whitespace=nowarn",
+                fh.name,
                 check=False,
                 timeout=60,
+                extra_env={"GIT_CEILING_DIRECTORIES": str(self.workspace.root.parent)},
             )
         finally:
             os.unlink(fh.name)

@@ -133,13 +133,20 @@ class PackResult:
 
 
 def check_member_path(path: str) -> str:
-    """``path`` as a clean relative POSIX path, or ArchiveError (absolute, ``..``, empty, NUL)."""
+    """``path`` as a clean relative POSIX path, or ArchiveError (absolute, ``..``, empty,
+    NUL, or a ``.git`` component in any case)."""
     # String checks only (no pathlib: this runs once per member). A path with no empty,
     # "." or ".." component is not absolute and is already in its normal form; with "/"
     # on both ends, those components are exactly "//", "/./" and "/../".
     wrapped = "/" + path + "/"
     if "//" in wrapped or "/./" in wrapped or "/../" in wrapped or "\x00" in path or "\\" in path:
         raise ArchiveError(f"member path {path!r} is not a clean relative path")
+    if "/.git/" in wrapped.lower():
+        # _tarsafe.is_git_metadata on a path already clean (inlined: once per member).
+        raise ArchiveError(
+            f"member path {path!r} is git metadata (.git); archives never carry it "
+            "(its config and hooks name programs git would run where it is unpacked)"
+        )
     return path
 
 

@@ -27,8 +27,10 @@ def make_repository(dest: Path, doc: dict[str, Any]) -> str | None:
     if not doc.get("with_source"):
         return None
     epoch = int(doc.get("source_date_epoch") or 0)
-    env = {
-        **_proc.git_env(),
+    # Through rb's one git runner: the archive's files are untrusted, and git must run
+    # nothing they could name (its .gitattributes may name drivers; the archive carries
+    # no .git, so the new repository's config is git's default and rb's overrides).
+    ident = {
         "GIT_AUTHOR_NAME": _IDENT[0],
         "GIT_AUTHOR_EMAIL": _IDENT[1],
         "GIT_COMMITTER_NAME": _IDENT[0],
@@ -38,24 +40,7 @@ def make_repository(dest: Path, doc: dict[str, Any]) -> str | None:
     }
 
     def git(*args: str) -> str:
-        return _proc.run(
-            [
-                "git",
-                "-c",
-                "commit.gpgsign=false",
-                "-c",
-                "core.hooksPath=/dev/null",
-                # No `gc --auto` detached into the background after the commit (it would
-                # outlive rb unpack, and rewrite .git while the user starts working).
-                "-c",
-                "gc.auto=0",
-                "-c",
-                "maintenance.auto=false",
-                *args,
-            ],
-            cwd=dest,
-            env=env,
-        ).text.strip()
+        return _proc.git(dest, *args, extra_env=ident).text.strip()
 
     git("init", "-q", "-b", "main")
     (dest / ".git" / "info").mkdir(parents=True, exist_ok=True)

@@ -10,7 +10,7 @@ on 20k files, most of it in per-file system calls). A file's bytes are in the en
 must consume before asking for the next member; what it leaves unread is skipped.
 
 Git runs hardened (:func:`reprobridge._proc.git_stream`) with the repository's filter
-drivers switched off (:func:`reprobridge._proc.git_filter_overrides`): ``git archive``
+drivers switched off (:func:`reprobridge._proc.git_driver_overrides`): ``git archive``
 would otherwise run the repository's ``filter.<name>.smudge`` commands on the host. A
 symlink, hard link or any other non-regular entry in the commit is an
 :class:`~reprobridge.errors.ArchiveError` naming it (an archive that silently dropped or
@@ -184,6 +184,5 @@ def parse_tar(pipe: IO[bytes]) -> Iterator[Entry]:
 @contextmanager
 def source_stream(root: Path, commit: str) -> Iterator[Iterator[Entry]]:
     """The members of ``commit``'s tree, streamed (see the module doc)."""
-    safe = _proc.git_filter_overrides(root)
-    with _proc.git_stream(root, *safe, "archive", "--format=tar", commit) as pipe:
+    with _proc.git_stream(root, "archive", "--format=tar", commit) as pipe:
         yield parse_tar(pipe)

@@ -6,7 +6,8 @@ problem, each naming the member and the reason:
 
 * member safety: only regular files and directories (no symlinks, hard links, devices,
   FIFOs, sparse or other types); no absolute name, no ``..``, no empty, ``.`` or NUL
-  component, no backslash; no duplicate name; no file that is also a parent directory;
+  component, no backslash; no ``.git`` component in any case (git metadata: its config
+  and hooks name programs); no duplicate name; no file that is also a parent directory;
   no setuid/setgid/sticky bits;
 * integrity: a truncated or corrupt stream is reported as such; ``MANIFEST.json`` exists,
   lists every other file (except the signature files) with the sha256 and size actually
@@ -38,7 +39,7 @@ import os
 import shutil
 import tarfile
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO, Any
@@ -365,11 +366,19 @@ def _refusal(report: ArchiveReport) -> ArchiveError:
     )
 
 
-def unpack(path: Path, dest: Path, *, public_key: Path | None = None) -> ArchiveReport:
+def unpack(
+    path: Path,
+    dest: Path,
+    *,
+    public_key: Path | None = None,
+    prepare: Callable[[Path, ArchiveReport], None] | None = None,
+) -> ArchiveReport:
     """Verify ``path`` and unpack it into ``dest`` (new, or an empty directory).
 
-    Raises ArchiveError with the reasons when the archive is refused; ``dest`` is then
-    untouched. See the module doc for the order of operations.
+    ``prepare(staged, report)`` runs on the verified, extracted tree before it becomes
+    ``dest`` (``rb unpack`` makes it a git repository there), so what it raises also
+    leaves nothing behind. Raises ArchiveError with the reasons when the archive is
+    refused; ``dest`` is then untouched. See the module doc for the order of operations.
     """
     path = Path(path)
     dest = Path(dest).absolute()
@@ -394,6 +403,8 @@ def unpack(path: Path, dest: Path, *, public_key: Path | None = None) -> Archive
                 raise ArchiveError(
                     f"{name}: differs after extraction (the file changed?)", path=str(path)
                 )
+        if prepare is not None:
+            prepare(staging, report)
         if dest.exists():
             dest.rmdir()
         os.replace(staging, dest)

@@ -5,7 +5,7 @@ broken tool; what could not be read is recorded in the dict (``"error"`` keys, a
 ``state``), because "NVML unavailable" or "nix not installed" is evidence, not a crash.
 Commands run through :mod:`reprobridge._proc` (the one module that starts processes);
 git through :func:`reprobridge._proc.git`, hardened against a hostile ``.git/config``,
-plus :func:`reprobridge._proc.git_filter_overrides` where git would run filter drivers.
+which switches off the filter and diff drivers the repository's config names.
 Runners and NVML are injectable for tests.
 """
 
@@ -363,16 +363,14 @@ def git_fingerprint(root: Path, *, timeout: float = 120) -> dict[str, Any]:
             root, "symbolic-ref", "--short", "-q", "HEAD", check=False, timeout=timeout
         )
         out["branch"] = branch.text.strip() if branch.returncode == 0 else None  # None: detached
-        safe = _proc.git_filter_overrides(root)
         changed: list[str]
         if commit is not None:
             diff_args = ["diff", "HEAD", "--binary", "--no-ext-diff", "--no-textconv", "--no-color"]
-            diff = _proc.git(root, *safe, *diff_args, timeout=timeout)
+            diff = _proc.git(root, *diff_args, timeout=timeout)
             out["diff_sha256"] = hashlib.sha256(diff.stdout).hexdigest() if diff.stdout else None
             out["diff_bytes"] = len(diff.stdout)
             names = _proc.git(
                 root,
-                *safe,
                 "diff",
                 "HEAD",
                 "--name-only",

@@ -95,9 +95,9 @@ def overlay_files(root: Path) -> list[str]:
 
 
 def _git_archive(root: Path, commit: str) -> bytes:
-    """``git archive`` of ``commit`` as a tar, the repository's filter drivers off."""
-    safe = _proc.git_filter_overrides(root)
-    return _proc.git(root, *safe, "archive", "--format=tar", commit, timeout=600).stdout
+    """``git archive`` of ``commit`` as a tar, the repository's filter drivers off (as
+    in every :func:`reprobridge._proc.git` call)."""
+    return _proc.git(root, "archive", "--format=tar", commit, timeout=600).stdout
 
 
 class SourceArchive:

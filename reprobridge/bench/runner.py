@@ -321,7 +321,10 @@ def _prepare_copy(entry: RepoEntry, base: Path, opts: BenchOptions, work: Path) 
                 timeout=600,
             )
         elif local is not None:
-            shutil.copytree(local, work, symlinks=True)
+            # Not a checkout's root (a subdirectory, or a `.git` whose core.worktree points
+            # elsewhere): copy the files only. A copied `.git` would bring its config, whose
+            # filters and fsmonitor the commit below would run.
+            shutil.copytree(local, work, symlinks=True, ignore=_without_git_metadata)
             _commit_all(work)
         elif entry.url is not None and entry.commit is not None:
             _proc.git(
@@ -348,9 +351,13 @@ def _is_checkout_root(path: Path) -> bool:
     return res.returncode == 0 and Path(res.text.strip()).resolve() == path.resolve()
 
 
+def _without_git_metadata(_directory: str, names: list[str]) -> list[str]:
+    """``copytree``'s ignore: every ``.git`` (any case), file or directory, at any depth."""
+    return [n for n in names if n.lower() == ".git"]
+
+
 def _commit_all(work: Path) -> None:
-    if not (work / ".git").exists():
-        _proc.git(work, "init", "-q")
+    _proc.git(work, "init", "-q")
     _proc.git(work, "add", "-A")
     _proc.git(
         work,

@@ -22,8 +22,15 @@ def unpack_command(file: Path, dest: Path, public_key: Path | None, as_json: boo
     from reprobridge.archive.restore import make_repository
     from reprobridge.archive.verify import unpack
 
-    rep = unpack(file, dest, public_key=public_key)
-    head = make_repository(dest, rep.manifest or {})
+    heads: list[str | None] = []
+    rep = unpack(
+        file,
+        dest,
+        public_key=public_key,
+        # In the staging directory: a failure leaves nothing at DEST.
+        prepare=lambda staged, report: heads.append(make_repository(staged, report.manifest or {})),
+    )
+    head = heads[0] if heads else None
     nix_key = cache_public_key(dest / "nix-cache")
     if as_json:
         print_json(

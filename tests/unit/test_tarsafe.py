@@ -63,6 +63,9 @@ def _tar(*entries: tuple[tarfile.TarInfo, bytes | None]) -> tarfile.TarFile:
 
 HOSTILE = {
     "dotdot": (tar_member("../evil"), b"x"),
+    # Beside the destination, its name a prefix of the member's path: a string-prefix
+    # "inside" check lets it out.
+    "sibling-prefix": (tar_member("../dest-evil/pwned"), b"x"),
     "absolute": (tar_member("/tmp/rb-tarsafe-evil"), b"x"),
     "abs-link": (tar_member("l", tarfile.SYMTYPE, linkname="/etc"), None),
     "rel-link-out": (tar_member("d/l", tarfile.SYMTYPE, linkname="../../x"), None),

@@ -95,11 +95,13 @@ MINIMAL_CRATE = (
 )
 
 
-def valid_archive(path: Path, entries: list[tuple[tarfile.TarInfo, bytes | None]]) -> Path:
+def valid_archive(
+    path: Path, entries: list[tuple[tarfile.TarInfo, bytes | None]], **fields: object
+) -> Path:
     """A .tar.gz that passes every archive-level check (a valid ``reprobridge.toml`` and
     RO-Crate, a ``MANIFEST.json`` listing every file member with its real sha256 and
     size, the first of a duplicated name) around ``entries``: a refusal can only come from
-    a member guard."""
+    a member guard. ``fields`` go into MANIFEST.json too (``with_source=True``)."""
     import hashlib
     import json
 
@@ -117,6 +119,10 @@ def valid_archive(path: Path, entries: list[tuple[tarfile.TarInfo, bytes | None]
                 "sha256": hashlib.sha256(data).hexdigest(),
                 "size": len(data),
             }
-    doc = {"format": "rb-archive/1", "files": sorted(listed.values(), key=lambda e: str(e["path"]))}
+    doc = {
+        **fields,
+        "format": "rb-archive/1",
+        "files": sorted(listed.values(), key=lambda e: str(e["path"])),
+    }
     manifest = (tarfile.TarInfo("MANIFEST.json"), json.dumps(doc).encode())
     return craft_tar(path, [*base, *entries, manifest])

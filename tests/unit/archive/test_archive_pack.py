@@ -13,6 +13,7 @@ import pytest
 from archive_helpers import TREE, make_tree, walk_members
 
 from reprobridge.archive.pack import (
+    Entry,
     Member,
     _header,
     parse_source_date_epoch,
@@ -108,6 +109,19 @@ def test_refuses_bad_member_names(tmp_path: Path) -> None:
     for bad in ("/abs", "../x", "a/../b", "a//b", ""):
         with pytest.raises(ArchiveError):
             write_archive([Member(bad, data=b"x")], tmp_path / "o.tar.gz", mtime=0)
+
+
+@pytest.mark.parametrize("name", [".git/config", ".GIT/hooks/post-commit", "sub/.Git", "a/.git"])
+def test_refuses_git_metadata_in_any_case(tmp_path: Path, name: str) -> None:
+    """Listed or streamed from ``git archive`` (a crafted tree can hold ``.GIT``), no
+    ``.git`` path is ever packed."""
+    out = tmp_path / "o.tar.gz"
+    with pytest.raises(ArchiveError, match="git metadata"):
+        write_archive([Member(name, data=b"x")], out, mtime=0)
+    entry = Entry(name, "file", b"x", False)
+    with pytest.raises(ArchiveError, match="git metadata"):
+        write_archive([], out, mtime=0, ordered=[entry])
+    assert not out.exists()
 
 
 def test_zst_is_deterministic(tmp_path: Path) -> None:

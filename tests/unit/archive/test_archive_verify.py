@@ -25,6 +25,7 @@ from tests.conftest import tar_member
 
 Entries = list[tuple[tarfile.TarInfo, bytes | None]]
 ESCAPE = "escaped"  # where a member that got out would land: tmp_path / ESCAPE
+GIT_CONFIG = b'[filter "x"]\n\tclean = touch /tmp/rb-test-never-written\n'
 
 
 def _cases(tmp_path: Path) -> dict[str, tuple[Entries, str]]:
@@ -56,6 +57,15 @@ def _cases(tmp_path: Path) -> dict[str, tuple[Entries, str]]:
         ),
         "setuid": ([(tar_member("s", mode=0o4755), b"x")], "setuid"),
         "file-as-parent": ([(tar_member("a"), b"1"), (tar_member("a/b"), b"2")], "is a file"),
+        # git metadata in any case and form: unpacking makes DEST a git repository, whose
+        # config (filters, fsmonitor) and hooks would then run the archive's programs.
+        "git-config": ([(tar_member(".git/config"), GIT_CONFIG)], "git metadata"),
+        "git-hook": (
+            [(tar_member(".GIT/hooks/post-commit", mode=0o755), b"#!/bin/sh\nid\n")],
+            "git metadata",
+        ),
+        "git-file": ([(tar_member("sub/.Git"), b"gitdir: /elsewhere/.git\n")], "git metadata"),
+        "git-dir": ([(tar_member("a/b/.git", tarfile.DIRTYPE), None)], "git metadata"),
     }
 
 
@@ -257,3 +267,83 @@ def test_write_plain_never_overwrites_nor_follows(tmp_path: Path) -> None:
     ):
         write_plain(tar, next(iter(tar)), out)
     assert not (tmp_path / "victim").exists()
+
+
+def _source_archive(path: Path, *extra: tuple[tarfile.TarInfo, bytes | None]) -> Path:
+    """An archive with the source (``rb unpack`` commits it) whose ``.gitattributes``
+    sends every file through filter ``x``, plus ``extra`` members."""
+    return valid_archive(
+        path,
+        [
+            (tar_member(".gitattributes"), b"* filter=x diff=x\n"),
+            (tar_member("train.py"), b"print('acc=0.9')\n"),
+            *extra,
+        ],
+        with_source=True,
+        source_date_epoch=1700000000,
+        commit="0" * 40,
+    )
+
+
+def test_rb_unpack_refuses_git_metadata_and_runs_nothing(tmp_path: Path) -> None:
+    """The archive's ``.git/config`` names a clean filter for every file and its
+    post-commit hook is executable: unpacking (which commits the source) would run both.
+    ``rb archive verify`` names the members; ``rb unpack`` fails with one line and leaves
+    nothing at DEST."""
+    from rbcli import rb
+
+    marker = tmp_path / "marker"
+    config = f'[filter "x"]\n\tclean = touch {marker}; cat\n'.encode()
+    hook = f"#!/bin/sh\ntouch {marker}\n".encode()
+    path = _source_archive(
+        tmp_path / "evil.tar.gz",
+        (tar_member(".git/config"), config),
+        (tar_member(".git/hooks/post-commit", mode=0o755), hook),
+    )
+    proc = rb("archive", "verify", str(path), cwd=tmp_path)
+    assert proc.returncode != 0 and "archive: OK" not in proc.stdout
+    assert "'.git/config': is git metadata" in proc.stdout + proc.stderr
+    dest = tmp_path / "dest"
+    proc = rb("unpack", str(path), str(dest), cwd=tmp_path)
+    assert proc.returncode == 10, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "git metadata" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert not dest.exists() and not marker.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["evil.tar.gz"]
+
+
+def test_rb_unpack_commits_without_running_the_archives_drivers(tmp_path: Path) -> None:
+    """Without a ``.git`` the archive's attributes name a driver no config defines: the
+    commit runs nothing and succeeds."""
+    from rbcli import rb
+
+    marker = tmp_path / "marker"
+    path = _source_archive(tmp_path / "ok.tar.gz")
+    dest = tmp_path / "dest"
+    proc = rb("unpack", str(path), str(dest), cwd=tmp_path, env={"RB_TEST_SECRET": "s3cr3t"})
+    assert proc.returncode == 0, proc.stderr
+    assert "git repository:" in proc.stdout
+    assert (dest / ".git").is_dir() and not marker.exists()
+
+
+def test_a_failed_git_commit_leaves_nothing_at_dest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Making the repository happens before the unpacked tree becomes DEST."""
+    from click.testing import CliRunner
+
+    from reprobridge.archive import restore
+    from reprobridge.cli.unpack import unpack_command
+    from reprobridge.errors import CommandFailed
+
+    def failing(dest: Path, doc: dict[str, object]) -> str:
+        raise CommandFailed("`git add -A` exited with 128: fatal: boom", argv=["git"])
+
+    monkeypatch.setattr(restore, "make_repository", failing)
+    path = _source_archive(tmp_path / "ok.tar.gz")
+    dest = tmp_path / "dest"
+    got = CliRunner().invoke(unpack_command, [str(path), str(dest)])
+    assert got.exit_code != 0
+    assert not dest.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ok.tar.gz"]

@@ -257,6 +257,36 @@ def test_a_directory_that_is_not_a_checkout_is_copied(tmp_path: Path) -> None:
     assert not (src / ".git").exists()
 
 
+def test_a_copied_directory_brings_no_git_config(tmp_path: Path) -> None:
+    """A suite path whose ``.git`` sets ``core.worktree`` elsewhere is not a checkout's
+    root, so it is copied; its ``.git`` (config naming a filter and fsmonitor) must not
+    come along, and nothing it names runs while rb commits the copy."""
+    marker = tmp_path / "pwned"
+    src = tmp_path / "plain"
+    src.mkdir()
+    play = {"init": _init([]), "audit": _ok(_audit({"t": _exp(values={"x": 1.0})}))}
+    write_tree(src, {"fake.json": json.dumps(play), ".gitattributes": "* filter=x\n"})
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    subprocess.run(["git", "init", "-q", str(src)], check=True)
+    for key, value in {
+        "core.worktree": str(elsewhere),
+        "filter.x.clean": f"touch {marker}; cat",
+        "core.fsmonitor": f"touch {marker}",
+    }.items():
+        subprocess.run(["git", "-C", str(src), "config", key, value], check=True)
+    suite = _suite(tmp_path, '[[repo]]\nname = "plain"\npath = "plain"\n')
+    (rec,) = _bench(tmp_path, suite)
+    assert not marker.exists(), "a program from the copied .git/config ran"
+    assert rec.levels["metric"] is True
+    work = tmp_path / "out" / "work" / "plain"
+    assert (work / "fake.json").is_file() and not (work / "elsewhere").exists()
+    got = subprocess.run(
+        ["git", "-C", str(work), "config", "--local", "--get", "core.worktree"], check=False
+    )
+    assert got.returncode == 1  # its own, new repository
+
+
 _DRIVER = """
 import sys
 from pathlib import Path
