@@ -110,10 +110,13 @@ def summarize(
             ClaimResult(
                 claim.expr,
                 claim.provenance,
-                result.holds,
+                # Held on the means but not shown by the runs: not a pass, not a refutation.
+                None if result.outcome == "holds-not-significant" else result.holds,
                 result.substituted,
                 result.reason,
                 skipped=False,
+                outcome=result.outcome,
+                test=result.test,
             )
         )
     outcome = overall_verdict(verdicts, claims)
