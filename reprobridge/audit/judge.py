@@ -664,6 +664,17 @@ def _all_or_k(
             entry["outcome"] = "pass" if ok_runs >= (exp.stability.k or n) else "fail"
             entry["reason"] = f"ok in {ok_runs} of {n} run(s)" + (f" ({why})" if bad else "")
     passes = sum(run_passes)
+    k_needed = exp.stability.k or n
+    if exp.stability.policy == "k_of_n" and passes < k_needed:
+        # Each metric may meet the quorum in different runs while no k runs meet them all:
+        # the level fails, and a metric must not read "pass" beside it.
+        for name in names:
+            entry = per_metric[name]
+            if entry["outcome"] == "pass":
+                entry["outcome"] = "fail"
+                entry["reason"] += (
+                    f", but only {passes} run(s) meet every metric; k_of_n needs {k_needed}"
+                )
     if exp.stability.policy == "all":
         if all(run_passes):
             return Verdict("pass", f"every metric within its thresholds in all {n} run(s)")

@@ -565,7 +565,7 @@ class MetricSummary:
     claimed: float | None
     claimed_vs_measured: dict[str, Any] | None
     #: Where the tolerance comes from, in words ("" when none or not recorded).
-    tolerance_source: str = ""
+    tolerance_source: str
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> MetricSummary:

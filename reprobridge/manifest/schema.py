@@ -395,7 +395,7 @@ class Metric(StrictModel):
         ):
             raise ValueError("`tolerance_source` needs a `tolerance` or `relative_tolerance`")
         if self.tolerance_source == "paper-precision" and self.tolerance is None:
-            raise ValueError("`tolerance_source = \"paper-precision\"` needs an absolute `tolerance`")
+            raise ValueError('`tolerance_source = "paper-precision"` needs an absolute `tolerance`')
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
         if self.range is not None and not self.range[0] < self.range[1]:

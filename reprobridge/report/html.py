@@ -348,6 +348,7 @@ def _exp_badge(e: ExperimentData, hermetic: bool | None) -> Raw:
 def _metric(m: MetricData, runs: Sequence[RunData]) -> str:
     facts: list[tuple[str, object]] = [
         ("threshold", m.threshold or "—"),
+        ("tolerance from", m.tolerance_source or "—"),
         ("policy", m.policy or "—"),
         ("result", m.reason),
     ]

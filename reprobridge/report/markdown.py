@@ -164,7 +164,10 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
                 [
                     md_escape(e.id),
                     md_escape(m.name),
-                    md_escape(m.threshold or "—"),
+                    md_escape(
+                        (m.threshold or "—")
+                        + (f" (tolerance from: {m.tolerance_source})" if m.tolerance_source else "")
+                    ),
                     md_escape(values or "—"),
                     md_escape(mean),
                     f"{_status(m.outcome)}: {md_escape(m.reason)}",
