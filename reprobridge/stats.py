@@ -272,6 +272,9 @@ class Welch:
     p: float
     n_a: int
     n_b: int
+    #: True for the paired test (:func:`paired_t`): the runs of both sides used the same
+    #: seeds, and the test is on the per-seed differences.
+    paired: bool = False
 
     def significant(self, alpha: float = ALPHA) -> bool:
         """Whether H0 is rejected at ``alpha``."""
@@ -284,6 +287,11 @@ class Welch:
             stat = "no run-to-run spread on either side"
         else:
             stat = f"t = {self.t:.3g}, df = {self.df:.3g}"
+        if self.paired:
+            return (
+                f"paired t test over the seeds both sides ran ({stat}, one-sided "
+                f"p = {self.p:.3g}, n = {self.n_a} pairs)"
+            )
         return f"Welch's t test ({stat}, one-sided p = {self.p:.3g}, n = {self.n_a} vs {self.n_b})"
 
 
@@ -304,3 +312,19 @@ def welch(a: Sequence[float], b: Sequence[float], margin: float = 0.0) -> Welch:
     parts = [v * v / (n - 1) for v, n in ((va, sa.n), (vb, sb.n)) if v > 0]
     df = se2 * se2 / math.fsum(parts)
     return Welch(t, df, 1.0 - t_cdf(t, df), sa.n, sb.n)
+
+
+def paired_t(a: Sequence[float], b: Sequence[float], margin: float = 0.0) -> Welch:
+    """The one-sided paired t test that ``a`` exceeds ``b`` by more than ``margin``, on the
+    differences ``a[i] - b[i]`` of runs that used the same seed (a seed fixes the data
+    order and the initialisation both methods see, so the runs pair). Needs two pairs or
+    more (:class:`AuditError` otherwise) and samples of equal length."""
+    if len(a) != len(b) or len(a) < 2:
+        raise AuditError("the paired t test needs two or more pairs of values")
+    diffs = [x - y - margin for x, y in zip(a, b, strict=True)]
+    d = summarize(diffs)
+    if d.std == 0.0:
+        return Welch(None, None, 0.0 if d.mean > 0 else 1.0, d.n, d.n, paired=True)
+    t = d.mean / (d.std / math.sqrt(d.n))
+    df = float(d.n - 1)
+    return Welch(t, df, 1.0 - t_cdf(t, df), d.n, d.n, paired=True)

@@ -58,7 +58,7 @@ from typing import ClassVar, Literal
 from reprobridge.audit.judge import Verdict
 from reprobridge.errors import AuditError
 from reprobridge.manifest.schema import ID_PATTERN, Claim
-from reprobridge.stats import ALPHA, welch
+from reprobridge.stats import ALPHA, paired_t, welch
 
 #: Longer claims are refused: a claim is one comparison, not a program.
 MAX_LENGTH = 4000
@@ -594,8 +594,14 @@ def _walk_refs(node: Node) -> list[Ref]:
     return [ref for child in children for ref in _walk_refs(child)]
 
 
-def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]]) -> ClaimResult:
-    """Evaluate ``expr`` on ``values[experiment][metric]`` (one value per counted run).
+def evaluate_claim(
+    expr: str,
+    values: Mapping[str, Mapping[str, Sequence[float]]],
+    seeds: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
+) -> ClaimResult:
+    """Evaluate ``expr`` on ``values[experiment][metric]`` (one value per counted run;
+    ``seeds``, in the same shape, the seed of each of those runs: where both sides of a
+    comparison ran the same seeds, the significance test pairs the runs by seed).
 
     ``holds`` is None, with the reason, when a referenced metric has no value (unknown
     experiment or metric, no runs, or a non-finite value); on a division by zero exactly
@@ -636,7 +642,7 @@ def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]
         return ClaimResult(None, f"undecidable: {evaluator.overflow}", substituted)
     if not holds:
         return ClaimResult(False, f"does not hold: {substituted}", substituted, "does-not-hold")
-    return _significance(ast, values, substituted)
+    return _significance(ast, values, substituted, seeds or {})
 
 
 def _linear(node: Node) -> tuple[Ref | None, float] | None:
@@ -668,13 +674,17 @@ def _single_values(n: Mapping[str, int]) -> str:
 
 
 def _significance(
-    ast: ClaimAst, values: Mapping[str, Mapping[str, Sequence[float]]], substituted: str
+    ast: ClaimAst,
+    values: Mapping[str, Mapping[str, Sequence[float]]],
+    substituted: str,
+    seeds: Mapping[str, Mapping[str, Sequence[int]]],
 ) -> ClaimResult:
     """The conclusion for a claim that holds on its values.
 
     A single comparison ``<``, ``<=``, ``>``, ``>=`` between two means (each side a
     reference plus constants, ``a.m > b.m + 0.01``) with at least two runs on each side is
-    judged by Welch's one-sided t test at :data:`~reprobridge.stats.ALPHA`: not significant
+    judged by a one-sided t test at :data:`~reprobridge.stats.ALPHA` (paired by seed when
+    both sides ran the same distinct seeds in the same order, else Welch's): not significant
     is ``holds-not-significant``, never ``holds``. With one run on a side, the claim holds
     on single values and says so; any other form of claim holds on its means and says
     that no test applies.
@@ -703,7 +713,10 @@ def _significance(
     if len(a) < 2 or len(b) < 2:
         test = _single_values(runs)
         return ClaimResult(True, f"holds: {substituted} ({test})", substituted, "holds", test)
-    result = welch(a, b, small_c - big_c)
+    seeds_a = list(seeds.get(big.experiment, {}).get(big.metric, ()))
+    seeds_b = list(seeds.get(small.experiment, {}).get(small.metric, ()))
+    paired = seeds_a == seeds_b and len(seeds_a) == len(a) and len(set(seeds_a)) == len(a)
+    result = (paired_t if paired else welch)(a, b, small_c - big_c)
     test = f"{result.describe()}, alpha = {ALPHA:g}"
     if result.significant():
         return ClaimResult(

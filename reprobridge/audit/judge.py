@@ -746,6 +746,19 @@ def _mean_within(
     return Verdict("fail", "; ".join(parts[:8]))
 
 
+def claim_seeds(runs: Sequence[tuple[int, RunJudgement]]) -> dict[str, list[int]]:
+    """The seed of each value :func:`claim_values` takes from ``(seed, run)`` pairs, per
+    metric and in the same order (what pairs two experiments' runs by seed)."""
+    out: dict[str, list[int]] = {}
+    for seed, run in runs:
+        if not run.procedure_ok:
+            continue
+        for name, res in run.metrics.items():
+            if res.value is not None:
+                out.setdefault(name, []).append(seed)
+    return out
+
+
 def claim_values(runs: Sequence[RunJudgement]) -> dict[str, list[float]]:
     """Values per metric for the conclusion level: from runs whose procedure passed only.
 

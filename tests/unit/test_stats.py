@@ -235,3 +235,22 @@ def test_welch_margin_no_spread_and_refusals() -> None:
     assert welch([1.0, 1.0], [1.0, 1.0]).p == 1.0
     with pytest.raises(AuditError, match="two values"):
         welch([1.0], [0.5, 0.6])
+
+
+def test_paired_t_against_the_t_table() -> None:
+    """Differences 1, 2, 3 (mean 2, sd 1, n 3): t = 2 / (1 / sqrt 3) = 3.464, df = 2; the
+    t table's one-sided 0.05 point at df 2 is 2.920 and 0.025 is 4.303."""
+    from reprobridge.stats import paired_t
+
+    r = paired_t([11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
+    assert r.t is not None and abs(r.t - 3.4641) < 1e-3 and r.df == 2.0
+    assert 0.025 < r.p < 0.05 and r.significant() and r.paired
+    # a margin moves H0: gains of 1, 2, 3 do not show a gain above 2
+    assert not paired_t([11.0, 12.0, 13.0], [10.0, 10.0, 10.0], margin=2.0).significant()
+    # identical gains: exact, no t
+    exact = paired_t([2.0, 3.0], [1.0, 2.0])
+    assert (exact.t, exact.p) == (None, 0.0)
+    with pytest.raises(AuditError):
+        paired_t([1.0], [0.0])
+    with pytest.raises(AuditError):
+        paired_t([1.0, 2.0], [0.0])

@@ -59,7 +59,7 @@ def test_example_audits_on_the_nix_backend(
     assert_example_judged(s)
     assert s["backend"] == "nix" and s["hermetic"] is True
     assert any("inputs overridden by the auditor" in w for w in s["warnings"])
-    assert "Welch's t test" in s["claims"][0]["test"]
+    assert "paired t test" in s["claims"][0]["test"]
     assert (example / "flake.lock").read_bytes() == lock_before  # never updated
     env = json.loads((result.path / "runs/mixup/0/env.json").read_text())
     assert "/nix/store/" in env["PATH"]  # the devShell's PATH, not the host's

@@ -373,3 +373,20 @@ def test_a_claim_on_single_runs_or_of_another_form_says_how_it_was_judged() -> N
     assert other.outcome == "holds" and "no significance test applies" in other.test
     assert evaluate_claim("mixup.acc < baseline.acc", SPREAD).outcome == "does-not-hold"
     assert evaluate_claim("nope.acc > 0", SPREAD).outcome == "undecided"
+
+
+def test_runs_of_the_same_seeds_pair_and_the_paired_test_decides() -> None:
+    """Both sides ran seeds 0, 1, 2: the differences per seed are what the claim is about
+    (the seed moves both methods alike). Welch's test cannot show 0.88 > 0.79 here
+    (p = 0.13); the per-seed gains 0.16, 0.10, 0.01 can (paired t, df = 2). Another seed
+    order, a repeated seed or a side's missing run: no pairing, Welch's test."""
+    seeds = {"mixup": {"acc": [0, 1, 2]}, "baseline": {"acc": [0, 1, 2]}}
+    paired = evaluate_claim("mixup.acc > baseline.acc", SPREAD, seeds)
+    assert paired.test.startswith("paired t test over the seeds both sides ran"), paired.test
+    assert "n = 3 pairs" in paired.test and "df = 2" in paired.test
+    unpaired = evaluate_claim("mixup.acc > baseline.acc", SPREAD)
+    assert unpaired.test.startswith("Welch's t test")
+    for other in ([2, 1, 0], [0, 0, 1], [0, 1]):
+        shifted = {"mixup": {"acc": [0, 1, 2]}, "baseline": {"acc": other}}
+        result = evaluate_claim("mixup.acc > baseline.acc", SPREAD, shifted)
+        assert result.test.startswith("Welch's t test"), other

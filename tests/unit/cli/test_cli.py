@@ -111,7 +111,7 @@ def test_demo_runs_the_example_on_the_host(tmp_path: Path) -> None:
         "claim mixup.test_accuracy > baseline.test_accuracy: HOLDS ON THE MEANS, NOT SIGNIFICANT"
         in out.stdout
     )
-    assert "Welch's t test" in out.stdout and "alpha = 0.05" in out.stdout
+    assert "paired t test" in out.stdout and "alpha = 0.05" in out.stdout
     assert "(tolerance from: 3 x the spread the paper states): PASS" in out.stdout
     assert "claim        mixup.test_accuracy > baseline.test_accuracy" in out.stdout
     assert (tmp_path / "demo" / "REPRODUCE.md").is_file()
