@@ -249,18 +249,26 @@ _LDCONFIG_LINE = re.compile(r"^\s*(\S+)\s+\(([^)]*)\)\s+=>\s+(\S+)\s*$")
 
 @functools.cache
 def gpu_binds() -> GpuBinds:
-    """The ``/dev/nvidia*`` nodes and NVIDIA driver libraries on this host (cached).
+    """The ``/dev/nvidia*`` nodes and NVIDIA driver libraries on this host (cached): what
+    :func:`find_gpu_binds` finds under ``/dev`` and with the system's ``ldconfig``."""
+    return find_gpu_binds(Path("/dev"), LDCONFIG)
 
-    Libraries come from ``ldconfig -p`` (by absolute path, never PATH); only 64-bit x86 or
-    aarch64 entries whose name starts with one of :data:`GPU_LIBRARIES`. Empty on a
-    machine without an NVIDIA driver.
+
+def find_gpu_binds(dev: Path, ldconfigs: Sequence[str]) -> GpuBinds:
+    """The ``nvidia*`` nodes under ``dev`` (and ``dev/nvidia-caps/*``) and the NVIDIA driver
+    libraries ``ldconfig -p`` lists.
+
+    ``ldconfig`` is the first executable of ``ldconfigs`` (absolute paths, never PATH);
+    only 64-bit x86 or aarch64 entries whose name starts with one of
+    :data:`GPU_LIBRARIES` and whose file exists are kept. Empty on a machine without an
+    NVIDIA driver.
     """
-    devices = sorted(str(p) for p in Path("/dev").glob("nvidia*") if p.exists())
-    caps = Path("/dev/nvidia-caps")
+    devices = sorted(str(p) for p in dev.glob("nvidia*") if p.exists())
+    caps = dev / "nvidia-caps"
     if caps.is_dir():
         devices += sorted(str(p) for p in caps.iterdir())
     libraries: list[str] = []
-    ldconfig = next((p for p in LDCONFIG if os.access(p, os.X_OK)), None)
+    ldconfig = next((p for p in ldconfigs if os.access(p, os.X_OK)), None)
     if ldconfig is not None:
         try:
             listing = _proc.run([ldconfig, "-p"], timeout=20, check=False).text

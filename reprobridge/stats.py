@@ -14,6 +14,9 @@ Contract:
   incomplete beta function (Lentz's continued fraction), inverted by bisection to
   machine precision. No scipy: the auditor must not depend on a numerics stack.
 * :func:`wilson` is the Wilson score interval of a proportion (``rb bench``'s rates).
+* :func:`welch` is Welch's one-sided t test that one mean exceeds another by more than a
+  margin (unequal variances, Welch-Satterthwaite degrees of freedom): how claims between
+  experiments are judged over several runs (:data:`ALPHA`).
 * :meth:`Stats.from_json` reads the form :meth:`Stats.to_json` writes from untrusted
   evidence: anything malformed gives None, never an exception.
 """
@@ -30,6 +33,8 @@ from reprobridge.errors import AuditError
 
 #: Confidence level of the interval the reports show.
 LEVEL = 0.95
+#: Significance level of the one-sided test a claim between experiments must pass.
+ALPHA = 0.05
 
 
 def _betacf(a: float, b: float, x: float) -> float:
@@ -254,3 +259,72 @@ def _mean(data: Sequence[float]) -> float:
         return math.fsum(data) / len(data)
     except OverflowError:
         return math.fsum(v / len(data) for v in data)
+
+
+@dataclass(frozen=True)
+class Welch:
+    """Welch's one-sided t test of H0: mean(a) - mean(b) <= margin against the alternative
+    mean(a) - mean(b) > margin. ``t`` and ``df`` are None when both samples have no spread
+    (the difference is then exact: ``p`` is 0.0 when it exceeds the margin, else 1.0)."""
+
+    t: float | None
+    df: float | None
+    p: float
+    n_a: int
+    n_b: int
+    #: True for the paired test (:func:`paired_t`): the runs of both sides used the same
+    #: seeds, and the test is on the per-seed differences.
+    paired: bool = False
+
+    def significant(self, alpha: float = ALPHA) -> bool:
+        """Whether H0 is rejected at ``alpha``."""
+        return self.p < alpha
+
+    def describe(self) -> str:
+        """One line: the test, its statistic and p (``Welch's t = 2.1, df = 3.4, one-sided
+        p = 0.052, n = 3 vs 3``)."""
+        if self.t is None or self.df is None:
+            stat = "no run-to-run spread on either side"
+        else:
+            stat = f"t = {self.t:.3g}, df = {self.df:.3g}"
+        if self.paired:
+            return (
+                f"paired t test over the seeds both sides ran ({stat}, one-sided "
+                f"p = {self.p:.3g}, n = {self.n_a} pairs)"
+            )
+        return f"Welch's t test ({stat}, one-sided p = {self.p:.3g}, n = {self.n_a} vs {self.n_b})"
+
+
+def welch(a: Sequence[float], b: Sequence[float], margin: float = 0.0) -> Welch:
+    """Welch's one-sided t test that the mean of ``a`` exceeds the mean of ``b`` by more
+    than ``margin``; each sample needs at least two finite values (:class:`AuditError`
+    otherwise: a variance needs two)."""
+    if len(a) < 2 or len(b) < 2:
+        raise AuditError("Welch's t test needs at least two values on each side")
+    sa, sb = summarize(a), summarize(b)
+    diff = sa.mean - sb.mean - margin
+    va, vb = sa.std**2 / sa.n, sb.std**2 / sb.n
+    se2 = va + vb
+    if se2 == 0.0:
+        return Welch(None, None, 0.0 if diff > 0 else 1.0, sa.n, sb.n)
+    t = diff / math.sqrt(se2)
+    # Welch-Satterthwaite; a side without spread contributes nothing to the denominator.
+    parts = [v * v / (n - 1) for v, n in ((va, sa.n), (vb, sb.n)) if v > 0]
+    df = se2 * se2 / math.fsum(parts)
+    return Welch(t, df, 1.0 - t_cdf(t, df), sa.n, sb.n)
+
+
+def paired_t(a: Sequence[float], b: Sequence[float], margin: float = 0.0) -> Welch:
+    """The one-sided paired t test that ``a`` exceeds ``b`` by more than ``margin``, on the
+    differences ``a[i] - b[i]`` of runs that used the same seed (a seed fixes the data
+    order and the initialisation both methods see, so the runs pair). Needs two pairs or
+    more (:class:`AuditError` otherwise) and samples of equal length."""
+    if len(a) != len(b) or len(a) < 2:
+        raise AuditError("the paired t test needs two or more pairs of values")
+    diffs = [x - y - margin for x, y in zip(a, b, strict=True)]
+    d = summarize(diffs)
+    if d.std == 0.0:
+        return Welch(None, None, 0.0 if d.mean > 0 else 1.0, d.n, d.n, paired=True)
+    t = d.mean / (d.std / math.sqrt(d.n))
+    df = float(d.n - 1)
+    return Welch(t, df, 1.0 - t_cdf(t, df), d.n, d.n, paired=True)

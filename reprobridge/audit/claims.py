@@ -38,6 +38,12 @@ a referenced value is missing (no run produced it), a division by zero is met (w
 would raise), or an evaluated intermediate is not finite (an overflow, carried on as
 Python does, then reported); None must fail the conclusion level, never pass it. Syntax and type errors raise
 :class:`ClaimError` (one line, naming the column).
+
+Significance: ``holds`` is the truth on the values (means over runs). Its ``outcome`` is
+``holds`` only when the runs show it: a comparison of two means with two or more runs on
+each side must pass Welch's one-sided t test at alpha = 0.05 (else ``holds-not-significant``,
+which is not a pass); a claim on single runs, or of a form no test applies to, holds on its
+values and ``test`` says so.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from typing import ClassVar, Literal
 from reprobridge.audit.judge import Verdict
 from reprobridge.errors import AuditError
 from reprobridge.manifest.schema import ID_PATTERN, Claim
+from reprobridge.stats import ALPHA, paired_t, welch
 
 #: Longer claims are refused: a claim is one comparison, not a program.
 MAX_LENGTH = 4000
@@ -456,17 +463,30 @@ def references(expr: str) -> set[tuple[str, str]]:
 # -- evaluation -----------------------------------------------------------------------------
 
 
+#: What a claim's evaluation concludes: ``holds`` (on single values, on means where no test
+#: applies, or significantly by Welch's t), ``holds-not-significant`` (holds on the means,
+#: but the runs do not show it at :data:`~reprobridge.stats.ALPHA`), ``does-not-hold``,
+#: ``undecided`` (a value is missing, a division by zero, an overflow).
+Outcome = Literal["holds", "holds-not-significant", "does-not-hold", "undecided"]
+
+
 @dataclass(frozen=True)
 class ClaimResult:
-    """``holds`` True/False, or None (undecidable: fails the conclusion level).
+    """``holds`` True/False on the values (means, or single runs), or None (undecidable:
+    fails the conclusion level).
 
     ``reason`` says why in one line; ``substituted`` is the claim with each reference
     replaced by the number used (``0.935 > 0.827``; ``?`` where a value is missing).
+    ``outcome`` is the conclusion (:data:`Outcome`): it differs from ``holds`` only where
+    the claim holds on the means of several runs but not significantly. ``test`` says how
+    it was judged (the significance test and its numbers, or why there was none).
     """
 
     holds: bool | None
     reason: str
     substituted: str
+    outcome: Outcome = "undecided"
+    test: str = ""
 
 
 class _Undecidable(Exception):
@@ -574,8 +594,14 @@ def _walk_refs(node: Node) -> list[Ref]:
     return [ref for child in children for ref in _walk_refs(child)]
 
 
-def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]]) -> ClaimResult:
-    """Evaluate ``expr`` on ``values[experiment][metric]`` (one value per counted run).
+def evaluate_claim(
+    expr: str,
+    values: Mapping[str, Mapping[str, Sequence[float]]],
+    seeds: Mapping[str, Mapping[str, Sequence[int]]] | None = None,
+) -> ClaimResult:
+    """Evaluate ``expr`` on ``values[experiment][metric]`` (one value per counted run;
+    ``seeds``, in the same shape, the seed of each of those runs: where both sides of a
+    comparison ran the same seeds, the significance test pairs the runs by seed).
 
     ``holds`` is None, with the reason, when a referenced metric has no value (unknown
     experiment or metric, no runs, or a non-finite value); on a division by zero exactly
@@ -605,7 +631,7 @@ def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]
     substituted = _substitute(expr, refs, resolved)
     if missing:
         unique = list(dict.fromkeys(missing))
-        return ClaimResult(None, "no value for " + ", ".join(unique), substituted)
+        return ClaimResult(None, "no value for " + ", ".join(unique), substituted)  # undecided
     evaluator = _Evaluator(expr, resolved)
     try:
         holds = evaluator.truth(ast.root)
@@ -614,8 +640,95 @@ def evaluate_claim(expr: str, values: Mapping[str, Mapping[str, Sequence[float]]
     if evaluator.overflow is not None:
         # A truth value reached through inf or nan says nothing about the claim.
         return ClaimResult(None, f"undecidable: {evaluator.overflow}", substituted)
+    if not holds:
+        return ClaimResult(False, f"does not hold: {substituted}", substituted, "does-not-hold")
+    return _significance(ast, values, substituted, seeds or {})
+
+
+def _linear(node: Node) -> tuple[Ref | None, float] | None:
+    """``node`` as ``mean-reference + constant`` (either part may be absent), or None when it
+    is any other form (a product, an aggregate other than the mean, two references)."""
+    if isinstance(node, Num):
+        return None, node.value
+    if isinstance(node, Ref):
+        return (node, 0.0) if node.aggregate == "mean" else None
+    if isinstance(node, Unary) and node.op == "+":
+        return _linear(node.operand)
+    if isinstance(node, Binary) and node.op in "+-":
+        left, right = _linear(node.left), _linear(node.right)
+        if left is None or right is None:
+            return None
+        if node.op == "-":
+            if right[0] is not None:
+                return None  # a reference subtracted: not a comparison of two means
+            return left[0], left[1] - right[1]
+        if left[0] is not None and right[0] is not None:
+            return None
+        return left[0] or right[0], left[1] + right[1]
+    return None
+
+
+def _single_values(n: Mapping[str, int]) -> str:
+    shown = ", ".join(f"{name} n = {count}" for name, count in n.items())
+    return f"judged on single values ({shown}): no significance test is possible with one run"
+
+
+def _significance(
+    ast: ClaimAst,
+    values: Mapping[str, Mapping[str, Sequence[float]]],
+    substituted: str,
+    seeds: Mapping[str, Mapping[str, Sequence[int]]],
+) -> ClaimResult:
+    """The conclusion for a claim that holds on its values.
+
+    A single comparison ``<``, ``<=``, ``>``, ``>=`` between two means (each side a
+    reference plus constants, ``a.m > b.m + 0.01``) with at least two runs on each side is
+    judged by a one-sided t test at :data:`~reprobridge.stats.ALPHA` (paired by seed when
+    both sides ran the same distinct seeds in the same order, else Welch's): not significant
+    is ``holds-not-significant``, never ``holds``. With one run on a side, the claim holds
+    on single values and says so; any other form of claim holds on its means and says
+    that no test applies.
+    """
+    runs = {f"{e}.{m}": len(values[e][m]) for e, m in sorted(ast.references)}
+    root = ast.root
+    sides = (
+        (_linear(root.operands[0]), _linear(root.operands[1]))
+        if isinstance(root, Compare)
+        and len(root.ops) == 1
+        and root.ops[0] in ("<", "<=", ">", ">=")
+        else (None, None)
+    )
+    left, right = sides
+    if left is None or right is None or left[0] is None or right[0] is None:
+        if all(count == 1 for count in runs.values()):
+            test = _single_values(runs)
+        else:
+            test = "judged on the means: no significance test applies to this form of claim"
+        return ClaimResult(True, f"holds: {substituted} ({test})", substituted, "holds", test)
+    assert isinstance(root, Compare)
+    (big, big_c), (small, small_c) = (left, right) if root.ops[0] in (">", ">=") else (right, left)
+    assert big is not None and small is not None
+    a = values[big.experiment][big.metric]
+    b = values[small.experiment][small.metric]
+    if len(a) < 2 or len(b) < 2:
+        test = _single_values(runs)
+        return ClaimResult(True, f"holds: {substituted} ({test})", substituted, "holds", test)
+    seeds_a = list(seeds.get(big.experiment, {}).get(big.metric, ()))
+    seeds_b = list(seeds.get(small.experiment, {}).get(small.metric, ()))
+    paired = seeds_a == seeds_b and len(seeds_a) == len(a) and len(set(seeds_a)) == len(a)
+    result = (paired_t if paired else welch)(a, b, small_c - big_c)
+    test = f"{result.describe()}, alpha = {ALPHA:g}"
+    if result.significant():
+        return ClaimResult(
+            True, f"holds: {substituted} (significant: {test})", substituted, "holds", test
+        )
     return ClaimResult(
-        holds, ("holds: " if holds else "does not hold: ") + substituted, substituted
+        True,
+        f"holds on the means ({substituted}) but not significant: {test}; more runs (seeds) "
+        "would decide it",
+        substituted,
+        "holds-not-significant",
+        test,
     )
 
 
@@ -638,7 +751,7 @@ def judge_claims(
     if not claims:
         return Verdict("not-applicable", "no claims declared"), []
     results = [evaluate_claim(c.expr, values) for c in claims]
-    bad = [(c, r) for c, r in zip(claims, results, strict=True) if r.holds is not True]
+    bad = [(c, r) for c, r in zip(claims, results, strict=True) if r.outcome != "holds"]
     if not bad:
         return Verdict("pass", f"all {len(claims)} claim(s) hold"), results
     shown = "; ".join(f"{c.expr}: {r.reason}" for c, r in bad[:3])

@@ -24,7 +24,7 @@ fails; :attr:`ExperimentVerdict.failed_level` names the lowest failing one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -33,7 +33,7 @@ from reprobridge.audit.collect import PARTLY_COPIED
 from reprobridge.audit.datasets import tree_sha256
 from reprobridge.errors import AuditError
 from reprobridge.evidence.hashing import sha256_file
-from reprobridge.manifest.schema import Experiment
+from reprobridge.manifest.schema import SPREAD_FACTOR, Experiment
 from reprobridge.stats import summarize
 
 MetricStatus = Literal["ok", "missing", "invalid", "ambiguous", "out-of-band"]
@@ -436,6 +436,10 @@ def judge_experiment(
         with check.py's :func:`~reprobridge.artifacts.check.judge_metric`. A single run
         outside the band is allowed when the mean is inside.
 
+    - A ``paper-precision`` tolerance (the rounding of the paper's number) is widened by
+      twice the sample standard deviation of the counted runs when there are two or more
+      (:func:`_widen_by_run_spread`); ``per_metric[name]["tolerance_source"]`` says where
+      every tolerance came from, and ``threshold`` states the band applied.
     - ``incomplete`` instead of ``pass`` when some metric was compared with no threshold:
       it declares none (no ``target``, ``min`` or ``max``), or the tier is ``smoke``
       without metrics of its own (the experiment's targets describe full runs). Such a
@@ -450,6 +454,11 @@ def judge_experiment(
     environment = Verdict("pass" if environment_ok else "fail", environment_reason)
     metric_specs, judged = check.tier_metrics(_spec(exp), tier)
     names = sorted(metric_specs)
+    sources: dict[str, str | None] = {}
+    for name in names:
+        runs, metric_specs[name], sources[name] = _widen_by_run_spread(
+            runs, name, metric_specs[name] or {}, judged
+        )
     policy = exp.stability.policy
     counted = [r.procedure_ok for r in runs]
     per_metric: dict[str, dict[str, Any]] = {}
@@ -474,6 +483,7 @@ def judge_experiment(
                 else "none",
             ),
             "source": _describe_source((metric_specs[name] or {}).get("source") or {}),
+            "tolerance_source": sources[name],
             "claimed": claimed,
             "claimed_vs_measured": (
                 {"claimed": claimed, "measured": st.mean, "difference": st.mean - claimed}
@@ -507,6 +517,60 @@ def judge_experiment(
                 per_metric[name]["reason"] = _unjudged(judged)
         metric = _incomplete(experiment_id, tier, judged, unjudged, len(names))
     return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, n)
+
+
+#: How each ``tolerance_source`` reads in verdicts.
+_TOLERANCE_SOURCES = {
+    "paper-spread": "3 x the spread the paper states",
+    "paper-precision": "the rounding of the value the paper prints",
+    "stated": "stated in the manifest",
+}
+
+
+def _widen_by_run_spread(
+    runs: Sequence[RunJudgement], name: str, spec: Mapping[str, Any], judged: bool
+) -> tuple[list[RunJudgement], dict[str, Any], str | None]:
+    """The runs and ``name``'s spec as the experiment judges them, and where its tolerance
+    comes from (None when it has none).
+
+    A ``paper-precision`` tolerance is only the rounding of the paper's number: it says
+    nothing of how much runs of the same code differ. With two or more counted runs it is
+    widened by :data:`~reprobridge.manifest.schema.SPREAD_FACTOR` times their sample
+    standard deviation, and each run's value is judged again against the widened band (one
+    run alone is judged against the rounding, and the source says so). Any other spec is
+    returned as it is.
+    """
+    origin = spec.get("tolerance_source")
+    has_tolerance = spec.get("tolerance") is not None or spec.get("relative_tolerance") is not None
+    if spec.get("target") is None or not has_tolerance:
+        return list(runs), dict(spec), None
+    described = _TOLERANCE_SOURCES.get(str(origin), "not stated (the manifest's value)")
+    if origin != "paper-precision" or not judged:
+        return list(runs), dict(spec), described
+    counted = [
+        res.value
+        for r in runs
+        if r.procedure_ok and (res := r.metrics.get(name)) is not None and res.value is not None
+    ]
+    if len(counted) < 2:
+        return list(runs), dict(spec), f"{described} (one run: no run-to-run spread to add)"
+    spread = summarize(counted).std
+    rounding = float(spec["tolerance"])
+    widened = {**spec, "tolerance": rounding + SPREAD_FACTOR * spread}
+    described += f" ± {rounding:g} + {SPREAD_FACTOR:g} x the runs' standard deviation {spread:.3g}"
+    threshold = check.describe_thresholds(widened)
+    out: list[RunJudgement] = []
+    for run in runs:
+        res = run.metrics.get(name)
+        if res is None or res.value is None:
+            out.append(run)
+            continue
+        ok, reason = check.judge_metric(widened, res.value)
+        rejudged = replace(
+            res, status="ok" if ok else "out-of-band", reason=reason, threshold=threshold
+        )
+        out.append(replace(run, metrics={**run.metrics, name: rejudged}))
+    return out, widened, described
 
 
 def _declared_claim(exp: Experiment, tier: str, name: str) -> float | None:
@@ -600,6 +664,17 @@ def _all_or_k(
             entry["outcome"] = "pass" if ok_runs >= (exp.stability.k or n) else "fail"
             entry["reason"] = f"ok in {ok_runs} of {n} run(s)" + (f" ({why})" if bad else "")
     passes = sum(run_passes)
+    k_needed = exp.stability.k or n
+    if exp.stability.policy == "k_of_n" and passes < k_needed:
+        # Each metric may meet the quorum in different runs while no k runs meet them all:
+        # the level fails, and a metric must not read "pass" beside it.
+        for name in names:
+            entry = per_metric[name]
+            if entry["outcome"] == "pass":
+                entry["outcome"] = "fail"
+                entry["reason"] += (
+                    f", but only {passes} run(s) meet every metric; k_of_n needs {k_needed}"
+                )
     if exp.stability.policy == "all":
         if all(run_passes):
             return Verdict("pass", f"every metric within its thresholds in all {n} run(s)")
@@ -669,6 +744,19 @@ def _mean_within(
             "pass", f"the mean of every metric over {len(runs)} run(s) is within its thresholds"
         )
     return Verdict("fail", "; ".join(parts[:8]))
+
+
+def claim_seeds(runs: Sequence[tuple[int, RunJudgement]]) -> dict[str, list[int]]:
+    """The seed of each value :func:`claim_values` takes from ``(seed, run)`` pairs, per
+    metric and in the same order (what pairs two experiments' runs by seed)."""
+    out: dict[str, list[int]] = {}
+    for seed, run in runs:
+        if not run.procedure_ok:
+            continue
+        for name, res in run.metrics.items():
+            if res.value is not None:
+                out.setdefault(name, []).append(seed)
+    return out
 
 
 def claim_values(runs: Sequence[RunJudgement]) -> dict[str, list[float]]:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from reprobridge.errors import AuditError
 from reprobridge.evidence.records import PlannedRun
-from reprobridge.manifest.schema import Manifest, parse_duration
+from reprobridge.manifest.schema import Experiment, Manifest, parse_duration
 
 Tier = Literal["full", "smoke"]
 __all__ = ["PlannedRun", "Tier", "plan_runs"]
@@ -24,6 +24,12 @@ def default_reduced(manifest: Manifest, tier: Tier) -> list[str]:
             f"no experiment has a {tier} tier", path="reprobridge.toml", field="experiments"
         )
     return [e for e in with_tier if manifest.experiments[e].main] or with_tier
+
+
+def tier_seeds(exp: Experiment, tier: str) -> list[int]:
+    """The seeds an experiment's runs take in turn in ``tier`` (run ``k``: ``[k % len]``)."""
+    chosen = exp.tiers.get(tier)  # type: ignore[call-overload]
+    return list((chosen.seeds if chosen is not None else None) or exp.seeds)
 
 
 def plan_runs(
@@ -59,7 +65,7 @@ def plan_runs(
                 field=f"experiments.{exp_id}.tiers",
             )
         t = exp.tier(tier)
-        seeds = t.seeds or exp.seeds
+        seeds = tier_seeds(exp, tier)
         timeout = parse_duration(t.timeout or exp.timeout)
         plan += [PlannedRun(exp_id, k, seeds[k % len(seeds)], timeout) for k in range(runs)]
     return plan

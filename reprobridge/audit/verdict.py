@@ -7,7 +7,8 @@ Contract (``design.md``, "Verdict levels"; ``docs/audit.md``):
 * otherwise ``INCOMPLETE`` when anything that should have been judged was not: an
   experiment whose metric level is not ``pass`` (no metrics: ``not-applicable``; a metric
   without a threshold, or a smoke tier without thresholds of its own: ``incomplete``;
-  nothing ran: ``skipped``), or a claim in scope that could not be decided. Each gets one
+  nothing ran: ``skipped``), or a claim in scope that could not be decided (a missing
+  value) or that holds on the means without significance (``holds-not-significant``). Each gets one
   line naming the experiment or claim, what is missing and the manifest key to add;
 * otherwise ``PASS``: every judged experiment had at least one metric compared with a
   threshold, all of them held, and every claim in scope holds.
@@ -57,7 +58,12 @@ def overall_verdict(
             if verdict.status not in {"pass", "fail"}:
                 gaps.append(f"{exp_id}: {level} {verdict.status}: {verdict.reason}")
     for claim in claims:
-        if claim.holds is None and not claim.skipped:
+        if claim.outcome == "holds-not-significant":
+            gaps.append(
+                f"claim {claim.expr}: holds on the means, not significant ({claim.test}); "
+                "more runs (seeds) of each experiment would decide it"
+            )
+        elif claim.holds is None and not claim.skipped:
             gaps.append(
                 f"claim {claim.expr}: undecided ({claim.reason or 'no values'}); "
                 "every metric it names needs a value in the runs of this audit"

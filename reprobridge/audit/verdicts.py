@@ -17,10 +17,12 @@ from reprobridge.audit.claims import evaluate_claim, references
 from reprobridge.audit.judge import (
     ExperimentVerdict,
     RunJudgement,
+    claim_seeds,
     claim_values,
     judge_experiment,
     judge_run,
 )
+from reprobridge.audit.plan import tier_seeds
 from reprobridge.audit.verdict import overall_verdict
 from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.records import ClaimResult, RunRecord, jsonable
@@ -77,6 +79,7 @@ def summarize(
     judged part of ``audit.json`` (:class:`~reprobridge.evidence.records.AuditSummary`)."""
     verdicts: dict[str, ExperimentVerdict] = {}
     values: dict[str, dict[str, list[float]]] = {}
+    seeds: dict[str, dict[str, list[int]]] = {}
     for exp_id, maybe_runs in judgements.items():
         runs = [r for r in maybe_runs if r is not None]
         verdicts[exp_id] = judge_experiment(
@@ -89,6 +92,10 @@ def summarize(
         )
         # Claims use values of runs whose procedure passed only.
         values[exp_id] = claim_values(runs)
+        ran = tier_seeds(manifest.experiments[exp_id], tier)
+        seeds[exp_id] = claim_seeds(
+            [(ran[k % len(ran)], r) for k, r in enumerate(maybe_runs) if r is not None]
+        )
     claims: list[ClaimResult] = []
     for i, claim in enumerate(manifest.claims):
         absent = sorted({e for e, _ in references(claim.expr)} - set(judgements))
@@ -105,15 +112,18 @@ def summarize(
         if reason:
             claims.append(ClaimResult(claim.expr, claim.provenance, None, "", reason, skipped=True))
             continue
-        result = evaluate_claim(claim.expr, values)
+        result = evaluate_claim(claim.expr, values, seeds)
         claims.append(
             ClaimResult(
                 claim.expr,
                 claim.provenance,
-                result.holds,
+                # Held on the means but not shown by the runs: not a pass, not a refutation.
+                None if result.outcome == "holds-not-significant" else result.holds,
                 result.substituted,
                 result.reason,
                 skipped=False,
+                outcome=result.outcome,
+                test=result.test,
             )
         )
     outcome = overall_verdict(verdicts, claims)

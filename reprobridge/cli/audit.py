@@ -29,6 +29,7 @@ from reprobridge.cli.options import (
 
 if TYPE_CHECKING:  # the auditor loads only when a verb runs
     from reprobridge.audit.auditor import AuditOptions, AuditResult
+    from reprobridge.evidence.records import MetricSummary
 
 
 class _Progress:
@@ -187,22 +188,35 @@ def _print_summary(result: AuditResult) -> None:
             st = m.stats
             if st is not None:
                 click.echo(
-                    f"      {metric_name}: mean {fmt_value(st.mean)} ± {fmt_value(st.std, 2)} "
-                    f"(n={st.n}, 95% CI {fmt_ci(st)})"
+                    f"      {metric_name}: measured mean {fmt_value(st.mean)} ± "
+                    f"{fmt_value(st.std, 2)} (n={st.n}, 95% CI {fmt_ci(st)})"
                     + (f"; claimed {fmt_value(m.claimed)}" if m.claimed is not None else "")
                 )
+                click.echo(f"        {_against(m)}")
     for c in s.claims:
         mark = (
             "SKIPPED" if c.skipped else {True: "HOLDS", False: "FAILS", None: "UNDECIDED"}[c.holds]
         )
+        if c.outcome == "holds-not-significant":
+            mark = "HOLDS ON THE MEANS, NOT SIGNIFICANT"
         shown = round_numbers(c.substituted or c.reason)
         click.echo(f"  claim {c.expr}: {mark} ({shown})")
+        if c.test:
+            click.echo(f"      {c.test}")
     for w in s.warnings:
         click.echo(f"  warning: {w}")
     for line in s.incomplete:
         click.echo(f"  not judged: {line}")
     verdict = _state(overall_state(result.passed, hermetic, s.verdict))
     click.echo(f"verdict: {verdict}   evidence: {result.path}")
+
+
+def _against(metric: MetricSummary) -> str:
+    """What a metric was judged against and the outcome: ``against target 0.81 ± 0.0245
+    (tolerance from: ...): PASS``."""
+    band = metric.threshold or "no threshold"
+    source = f" (tolerance from: {metric.tolerance_source})" if metric.tolerance_source else ""
+    return f"against {band}{source}: {metric.outcome.upper()}"
 
 
 def audit_doc(result: AuditResult) -> dict[str, Any]:

@@ -190,8 +190,9 @@ class ProjectValue(FindingValue, kind="project"):
 
 class TargetValue(FindingValue, kind="target"):
     """[row::column]: a number of a paper's result table, with its table's name and
-    caption, the column's direction (None: unknown), whether it is a percentage, and the
-    ``spread`` of ``91.2 ± 0.3`` (None without one)."""
+    caption, the column's direction (None: unknown), whether it is a percentage, the
+    ``spread`` of ``91.2 ± 0.3`` (None without one) and the ``decimals`` the value is
+    printed with (``81.0``: 1; None where unknown)."""
 
     row: str
     column: str
@@ -201,6 +202,7 @@ class TargetValue(FindingValue, kind="target"):
     higher_is_better: bool | None
     percent: bool
     spread: float | None = field(default=None, metadata=ABSENT)
+    decimals: int | None = field(default=None, metadata=ABSENT)
 
 
 class ClaimValue(FindingValue, kind="claim"):

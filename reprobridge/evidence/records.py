@@ -564,6 +564,8 @@ class MetricSummary:
     policy: str
     claimed: float | None
     claimed_vs_measured: dict[str, Any] | None
+    #: Where the tolerance comes from, in words ("" when none or not recorded).
+    tolerance_source: str
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> MetricSummary:
@@ -582,6 +584,7 @@ class MetricSummary:
             policy=str(f.raw.get("policy") or ""),
             claimed=_number(f.raw.get("claimed")),
             claimed_vs_measured=cvm if isinstance(cvm, dict) else None,
+            tolerance_source=str(f.raw.get("tolerance_source") or ""),
         )
 
 
@@ -624,13 +627,23 @@ class ClaimResult:
     substituted: str
     reason: str
     skipped: bool
+    #: The conclusion (``holds``, ``holds-not-significant``, ``does-not-hold``,
+    #: ``undecided``; "" when skipped or in a bundle from before it was stored); ``holds`` is
+    #: True for ``holds`` only.
+    outcome: str = ""
+    #: How it was judged: the significance test and its numbers, or why there was none.
+    test: str = ""
 
     def to_json(self) -> dict[str, Any]:
         """As ``audit.json`` holds it: ``skipped`` is stored on a skipped claim only (an
-        evaluated claim's object has always been without it)."""
+        evaluated claim's object has always been without it); ``outcome`` and ``test`` only
+        when set."""
         out = dataclasses.asdict(self)
         if not self.skipped:
             del out["skipped"]
+        for key in ("outcome", "test"):
+            if not out[key]:
+                del out[key]
         return out
 
     @classmethod
@@ -643,6 +656,8 @@ class ClaimResult:
             substituted=str(f.raw.get("substituted") or ""),
             reason=str(f.raw.get("reason") or ""),
             skipped=bool(f.raw.get("skipped")),
+            outcome=str(f.raw.get("outcome") or ""),
+            test=str(f.raw.get("test") or ""),
         )
 
 

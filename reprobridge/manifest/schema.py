@@ -342,6 +342,14 @@ class MetricSource(StrictModel):
         return self
 
 
+#: Where a metric's tolerance comes from (see :attr:`Metric.tolerance_source`).
+ToleranceSource = Literal["paper-spread", "paper-precision", "stated"]
+
+#: How many standard deviations of the audit's own runs widen a ``paper-precision``
+#: tolerance: about 95% of runs of a normal spread fall within 2 of their mean.
+SPREAD_FACTOR = 2.0
+
+
 class Metric(StrictModel):
     """A number an experiment produces and the band it must fall in."""
 
@@ -349,6 +357,13 @@ class Metric(StrictModel):
     target: float | None = Field(None, description="The value the paper reports.")
     tolerance: float | None = Field(None, ge=0, description="Absolute tolerance around `target`.")
     relative_tolerance: float | None = Field(None, ge=0, description="Fraction of |target|.")
+    tolerance_source: ToleranceSource | None = Field(
+        None,
+        description="Where the tolerance comes from: `paper-spread` (3 x the ± spread the "
+        "paper states, at least 1% of the target), `paper-precision` (half a unit of the last "
+        "digit the paper prints; an audit of n >= 2 runs adds 2 x their standard deviation) "
+        "or `stated` (a person chose it). Reports print it beside the tolerance.",
+    )
     min: float | None = Field(None, description="Lowest acceptable value.")
     max: float | None = Field(None, description="Highest acceptable value.")
     higher_is_better: bool | None = Field(None, description="Direction, for claims and reports.")
@@ -373,6 +388,14 @@ class Metric(StrictModel):
             self.tolerance is not None or self.relative_tolerance is not None
         ) and self.target is None:
             raise ValueError("a tolerance needs a `target`")
+        if (
+            self.tolerance_source is not None
+            and self.tolerance is None
+            and self.relative_tolerance is None
+        ):
+            raise ValueError("`tolerance_source` needs a `tolerance` or `relative_tolerance`")
+        if self.tolerance_source == "paper-precision" and self.tolerance is None:
+            raise ValueError('`tolerance_source = "paper-precision"` needs an absolute `tolerance`')
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError(f"`min` ({self.min}) is above `max` ({self.max})")
         if self.range is not None and not self.range[0] < self.range[1]:

@@ -189,13 +189,22 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNo
                 [*f.sources(), "rb rule: 3 x the paper's ± spread (at least 1% of the target)"],
                 "medium",
             )
+            b.put(f"{mp}.tolerance_source", "paper-spread", f.sources(), "medium")
         else:
+            rounding = _rounding(f.value)
+            if note:  # the paper's percent read as a fraction: its rounding too
+                rounding /= 100.0
             b.put(
-                f"{mp}.relative_tolerance",
-                0.05,
-                ["rb default: the paper gives no spread; edit it"],
-                "low",
+                f"{mp}.tolerance",
+                float(f"{rounding:.3g}"),
+                [
+                    *f.sources(),
+                    "rb rule: the paper gives no spread; half a unit of the last digit it "
+                    "prints, widened by the audit's own run-to-run spread",
+                ],
+                "medium",
             )
+            b.put(f"{mp}.tolerance_source", "paper-precision", f.sources(), "medium")
         if f.value.higher_is_better is not None:
             b.put(f"{mp}.higher_is_better", f.value.higher_is_better, f.sources(), "medium")
         if note:
@@ -242,6 +251,17 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNo
         sources += claim.sources()
     if claims:
         b.put("claims", claims, sources, "medium")
+
+
+def _rounding(target: TargetValue) -> float:
+    """Half a unit of the last digit ``target`` is printed with (``81.0``: 0.05, ``0.99``:
+    0.005, ``81``: 0.5): every value within it prints as the paper's number. A finding
+    without ``decimals`` (from a reader that does not record them) counts the digits of the
+    shortest form of the number, which can only make the band narrower."""
+    decimals = target.decimals
+    if decimals is None:
+        decimals = len(repr(float(target.value)).partition(".")[2].rstrip("0"))
+    return 0.5 * 10.0**-decimals
 
 
 # -- finishing ----------------------------------------------------------------------------

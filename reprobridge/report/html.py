@@ -54,7 +54,9 @@ def _badge(status: str | None, text: str | None = None) -> Raw:
     return Raw(f'<span class="badge {cls}">{esc(text or default or "—")}</span>')
 
 
-def _holds_badge(holds: bool | None, skipped: bool = False) -> Raw:
+def _holds_badge(holds: bool | None, skipped: bool = False, outcome: str = "") -> Raw:
+    if outcome == "holds-not-significant":
+        return _badge("skipped", "holds on the means, not significant")
     if holds is True:
         return _badge("pass", "holds")
     if holds is False:
@@ -247,7 +249,7 @@ def _claims(claims: Sequence[ClaimResult]) -> str:
     rows = [
         [
             _code(c.expr),
-            _holds_badge(c.holds, c.skipped),
+            _holds_badge(c.holds, c.skipped, c.outcome),
             _code(round_numbers(c.substituted)) if c.substituted else "—",
             round_numbers(c.reason),
             c.provenance or "—",
@@ -349,6 +351,7 @@ def _exp_badge(e: ExperimentData, hermetic: bool | None) -> Raw:
 def _metric(m: MetricData, runs: Sequence[RunData]) -> str:
     facts: list[tuple[str, object]] = [
         ("threshold", m.threshold or "—"),
+        ("tolerance from", m.tolerance_source or "—"),
         ("policy", m.policy or "—"),
         ("result", m.reason),
     ]

@@ -99,7 +99,9 @@ def _failures(audit: AuditData) -> list[str]:
     return ["### Failed runs", "", *out] if out else []
 
 
-def _holds(holds: bool | None) -> str:
+def _holds(holds: bool | None, outcome: str = "") -> str:
+    if outcome == "holds-not-significant":
+        return "⚠️ holds on the means, not significant"
     return (
         "✅ holds" if holds is True else "❌ does not hold" if holds is False else "⏭️ not decided"
     )
@@ -162,7 +164,10 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
                 [
                     md_escape(e.id),
                     md_escape(m.name),
-                    md_escape(m.threshold or "—"),
+                    md_escape(
+                        (m.threshold or "—")
+                        + (f" (tolerance from: {m.tolerance_source})" if m.tolerance_source else "")
+                    ),
                     md_escape(values or "—"),
                     md_escape(mean),
                     f"{_status(m.outcome)}: {md_escape(m.reason)}",
@@ -184,7 +189,7 @@ def render_markdown(audit: AuditData, comparison: Comparison | None = None) -> s
             (
                 [
                     md_escape(c.expr),
-                    _holds(c.holds),
+                    _holds(c.holds, c.outcome),
                     md_escape(round_numbers(c.substituted or c.reason) or "—"),
                     md_escape(c.provenance or "—"),
                 ]

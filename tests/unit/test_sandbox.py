@@ -92,10 +92,39 @@ def test_gpu_binds_devices_after_dev_and_libraries(tmp_path):
     assert "--dev-bind" not in no_gpu
 
 
-def test_gpu_binds_on_this_machine_is_a_record():
-    found = sandbox.gpu_binds()
-    assert all(d.startswith("/dev/nvidia") for d in found.devices)
-    assert all(Path(p).is_absolute() for p in found.libraries)
+def test_gpu_binds_finds_the_driver_nodes_and_64_bit_libraries(tmp_path):
+    """On a fixture /dev and ldconfig (so the test decides on a machine without a GPU):
+    every nvidia node and capability, nothing else; the driver's 64-bit libraries that
+    exist, never a 32-bit copy, another library or a listed file that is gone."""
+    dev = tmp_path / "dev"
+    (dev / "nvidia-caps").mkdir(parents=True)
+    for name in ("nvidia0", "nvidiactl", "nvidia-uvm", "nvidia-caps/nvidia-cap1", "null", "sda"):
+        (dev / name).write_bytes(b"")
+    lib = tmp_path / "lib"
+    (lib / "32").mkdir(parents=True)
+    for name in ("libcuda.so.1", "32/libcuda.so.1", "libnvidia-ml.so.1", "libz.so.1"):
+        (lib / name).write_bytes(b"")
+    listing = [
+        f"\tlibcuda.so.1 (libc6,x86-64) => {lib}/libcuda.so.1",
+        f"\tlibcuda.so.1 (libc6) => {lib}/32/libcuda.so.1",
+        f"\tlibnvidia-ml.so.1 (libc6,AArch64) => {lib}/libnvidia-ml.so.1",
+        f"\tlibz.so.1 (libc6,x86-64) => {lib}/libz.so.1",
+        f"\tlibnvidia-gone.so.1 (libc6,x86-64) => {lib}/libnvidia-gone.so.1",
+    ]
+    ldconfig = tmp_path / "ldconfig"
+    ldconfig.write_text("#!/bin/sh\nprintf '%s\\n' " + " ".join(f"'{x}'" for x in listing) + "\n")
+    ldconfig.chmod(0o755)
+    found = sandbox.find_gpu_binds(dev, [str(tmp_path / "absent"), str(ldconfig)])
+    assert found.devices == (
+        *(str(dev / n) for n in ("nvidia-caps", "nvidia-uvm", "nvidia0", "nvidiactl")),
+        str(dev / "nvidia-caps" / "nvidia-cap1"),
+    )
+    assert found.libraries == (f"{lib}/libcuda.so.1", f"{lib}/libnvidia-ml.so.1")
+    assert sandbox.find_gpu_binds(tmp_path / "none", [str(tmp_path / "absent")]) == GpuBinds((), ())
+
+
+def test_gpu_binds_on_this_machine_is_what_the_finder_finds():
+    assert sandbox.gpu_binds() == sandbox.find_gpu_binds(Path("/dev"), sandbox.LDCONFIG)
 
 
 @needs_bwrap

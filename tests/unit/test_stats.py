@@ -194,3 +194,63 @@ def test_values_near_the_float_limit_do_not_crash_the_summary() -> None:
     assert s.std == pytest.approx(statistics.stdev([1.0, 1.0, 0.5]) * big)
     assert s.ci95 is None
     json.dumps(dataclasses.asdict(s), allow_nan=False)
+
+
+# -- Welch's t test -----------------------------------------------------------------------
+
+
+def test_welch_matches_the_t_table() -> None:
+    """Two samples of variance 1 and n = 3: se² = 2/3 and df = 4 exactly; a difference of
+    t_{0.975,4} = 2.776 (the printed table value) standard errors has one-sided p = 0.025,
+    one of t_{0.95,4} = 2.132 has p = 0.05."""
+    from reprobridge.stats import welch
+
+    se = math.sqrt(2 / 3)
+    for table_t, p in ((2.776, 0.025), (2.132, 0.05)):
+        d = table_t * se
+        result = welch([d - 1, d, d + 1], [-1.0, 0.0, 1.0])
+        assert result.df == pytest.approx(4.0)
+        assert result.t == pytest.approx(table_t)
+        assert result.p == pytest.approx(p, abs=2e-4)
+
+
+def test_welch_degrees_of_freedom_for_unequal_variances() -> None:
+    from reprobridge.stats import welch
+
+    # va = var([0, 2]) / 2 = 1, vb = var([0, 1, 2, 3]) / 4 = 5/12:
+    # df = (1 + 5/12)² / (1/1 + (5/12)²/3)
+    result = welch([0.0, 2.0], [0.0, 1.0, 2.0, 3.0])
+    assert result.df == pytest.approx((1 + 5 / 12) ** 2 / (1 + (5 / 12) ** 2 / 3))
+    assert result.t == pytest.approx((1.0 - 1.5) / math.sqrt(1 + 5 / 12))
+
+
+def test_welch_margin_no_spread_and_refusals() -> None:
+    from reprobridge.stats import welch
+
+    # margin: a - b > 0.2 is the test of (a - 0.2) - b > 0
+    shifted = welch([1.0, 1.3, 1.1], [0.5, 0.6, 0.4], 0.2)
+    assert shifted.p == pytest.approx(welch([0.8, 1.1, 0.9], [0.5, 0.6, 0.4]).p)
+    exact = welch([1.0, 1.0], [0.5, 0.5])
+    assert (exact.t, exact.p, exact.significant()) == (None, 0.0, True)
+    assert welch([1.0, 1.0], [1.0, 1.0]).p == 1.0
+    with pytest.raises(AuditError, match="two values"):
+        welch([1.0], [0.5, 0.6])
+
+
+def test_paired_t_against_the_t_table() -> None:
+    """Differences 1, 2, 3 (mean 2, sd 1, n 3): t = 2 / (1 / sqrt 3) = 3.464, df = 2; the
+    t table's one-sided 0.05 point at df 2 is 2.920 and 0.025 is 4.303."""
+    from reprobridge.stats import paired_t
+
+    r = paired_t([11.0, 12.0, 13.0], [10.0, 10.0, 10.0])
+    assert r.t is not None and abs(r.t - 3.4641) < 1e-3 and r.df == 2.0
+    assert 0.025 < r.p < 0.05 and r.significant() and r.paired
+    # a margin moves H0: gains of 1, 2, 3 do not show a gain above 2
+    assert not paired_t([11.0, 12.0, 13.0], [10.0, 10.0, 10.0], margin=2.0).significant()
+    # identical gains: exact, no t
+    exact = paired_t([2.0, 3.0], [1.0, 2.0])
+    assert (exact.t, exact.p) == (None, 0.0)
+    with pytest.raises(AuditError):
+        paired_t([1.0], [0.0])
+    with pytest.raises(AuditError):
+        paired_t([1.0, 2.0], [0.0])

@@ -88,11 +88,17 @@ _LOWER = frozenset(
 
 @dataclass(frozen=True)
 class Cell:
-    """A numeric table cell: the value as printed, its ± spread, and whether it is a %."""
+    """A numeric table cell: the value as printed, its ± spread, and whether it is a %.
+
+    ``decimals`` is how many digits the value is printed with after the decimal point
+    (``81.0`` has 1): the precision the paper reports, so ``81.0`` stands for anything
+    in [80.95, 81.05). Not part of equality: it describes the print, not the number.
+    """
 
     value: float
     spread: float | None = None
     percent: bool = False
+    decimals: int = field(default=0, compare=False)
 
 
 @dataclass
@@ -149,10 +155,12 @@ def parse_cell(text: str) -> Cell | None:
     if match is None:
         return None
     spread = match.group("spread") or match.group("pspread")
+    printed = match.group("value")
     return Cell(
-        value=_number(match.group("value")),
+        value=_number(printed),
         spread=_number(spread) if spread else None,
         percent=bool(match.group("pct") or match.group("pct2")) or "%" in cleaned,
+        decimals=len(printed.partition(".")[2]),
     )
 
 

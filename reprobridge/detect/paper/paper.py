@@ -14,9 +14,10 @@ Findings:
 
 * ``project`` [``title``] — ``{"value": title}``;
 * ``target`` [``row::column``] — one per numeric table cell: ``{"row", "column", "value",
-  "table", "caption", "higher_is_better", "percent", "spread"?}``. ``value`` is the number
-  as printed (``91.2`` for ``91.2 ± 0.3`` and for ``91.2%``); ``spread`` is the ± part;
-  ``percent`` is true when the cell or its column says ``%``;
+  "table", "caption", "higher_is_better", "percent", "spread"?, "decimals"}``. ``value``
+  is the number as printed (``91.2`` for ``91.2 ± 0.3`` and for ``91.2%``); ``spread`` is
+  the ± part; ``percent`` is true when the cell or its column says ``%``; ``decimals`` the
+  digits printed after the point (the precision the paper reports);
 * ``claim`` [``better>worse``] — ``{"better", "worse", "metric"}`` from sentences such as
   "Mixup outperforms the baseline by 9 points of test accuracy" whose two sides are row
   labels of the tables; ``metric`` is the column the sentence names, or None.
@@ -129,6 +130,7 @@ class PaperDetector(Detector):
                         higher_is_better=column_direction(table.headers[k]),
                         percent=cell.percent or "%" in table.headers[k],
                         spread=cell.spread,
+                        decimals=cell.decimals,
                     )
                     notes = [_page_note(doc, row.line)] if doc.pages else []
                     if cell.spread is not None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from artifacts_helpers import NixRunner, host_python, nix_env
+from example_outcome import assert_example_judged
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.verify import verify_audit
@@ -54,10 +55,11 @@ def test_example_audits_on_the_nix_backend(
         ),
     )
     s = result.summary
-    assert result.passed, json.dumps(s, indent=1)
+    # Two seeds: every level passes, the claim holds on the means, not significantly.
+    assert_example_judged(s)
     assert s["backend"] == "nix" and s["hermetic"] is True
     assert any("inputs overridden by the auditor" in w for w in s["warnings"])
-    assert s["claims"][0]["holds"] is True
+    assert "paired t test" in s["claims"][0]["test"]
     assert (example / "flake.lock").read_bytes() == lock_before  # never updated
     env = json.loads((result.path / "runs/mixup/0/env.json").read_text())
     assert "/nix/store/" in env["PATH"]  # the devShell's PATH, not the host's

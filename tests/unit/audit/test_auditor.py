@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from example_outcome import assert_example_judged
 from rbcli import rb
 
 from reprobridge._machine import MIN_NIX
@@ -40,7 +41,8 @@ def example(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_example_audit_passes_and_verifies(example: Path) -> None:
     result = run_audit(example, AuditOptions(runs=2, backend="host"))
-    assert result.passed, json.dumps(result.summary, indent=1)
+    # Two seeds show mixup's gain on the means, not significantly (example_outcome).
+    assert_example_judged(result.summary)
     s = result.summary
     for exp in ("baseline", "mixup"):
         v = s["experiments"][exp]
@@ -48,7 +50,7 @@ def test_example_audit_passes_and_verifies(example: Path) -> None:
             "pass",
         ) * 3
         assert v["per_metric"]["test_accuracy"]["stats"]["n"] == 2
-    assert s["claims"][0]["holds"] is True
+    assert "paired t test" in s["claims"][0]["test"]
     assert s["hermetic"] is False
     bundle = result.path
     for rel in (
@@ -66,7 +68,7 @@ def test_example_audit_passes_and_verifies(example: Path) -> None:
         assert (bundle / rel).is_file(), rel
     report = verify_audit(bundle)
     assert report.ok, report.problems
-    assert report.passed is True
+    assert (report.passed, report.verdict) == (False, "INCOMPLETE")
 
 
 def test_tampered_log_is_caught(example: Path) -> None:
@@ -176,9 +178,9 @@ def test_interrupted_audit_resumes(example: Path) -> None:
     assert proc.returncode == 130, err
     assert "resume" in err
     out = rb("audit", "--resume", "--backend", "host", "--json", cwd=example)
-    assert out.returncode == 0, out.stderr
+    assert out.returncode == 0, out.stderr  # three seeds: the paired test shows the claim
     doc = json.loads(out.stdout)
-    assert doc["passed"] is True
+    assert_example_judged(doc)
     journal = [
         json.loads(x) for x in (Path(doc["path"]) / "journal.jsonl").read_text().splitlines()
     ]

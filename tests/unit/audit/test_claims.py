@@ -36,7 +36,7 @@ def test_dashed_ids_and_the_default_mean() -> None:
     result = evaluate_claim("mixup-v2.test_accuracy > baseline.test_accuracy", VALUES)
     assert result.holds is True
     assert result.substituted == "0.935 > 0.827"
-    assert result.reason == "holds: 0.935 > 0.827"
+    assert result.reason.startswith("holds: 0.935 > 0.827 (significant: Welch")
     assert references("mixup-v2.test_accuracy > baseline.test_accuracy") == {
         ("mixup-v2", "test_accuracy"),
         ("baseline", "test_accuracy"),
@@ -332,3 +332,61 @@ def test_a_mean_whose_sum_overflows_is_a_value_not_a_crash() -> None:
     """math.fsum raises OverflowError for finite values whose sum leaves the float range."""
     result = evaluate_claim("a.x > 1e308 and a.x < 1.71e308", {"a": {"x": [1.7e308, 1.7e308]}})
     assert result.holds is True, result
+
+
+# -- significance -------------------------------------------------------------------------
+
+SPREAD = {
+    "mixup": {"acc": [0.95, 0.80, 0.89], "tight": [0.88, 0.87, 0.891], "one": [0.9]},
+    "baseline": {"acc": [0.79, 0.70, 0.88], "tight": [0.79, 0.80, 0.78], "one": [0.8]},
+}
+
+
+def test_a_claim_on_overlapping_runs_holds_on_the_means_but_not_significantly() -> None:
+    """0.88 > 0.79 on the means of 3 runs each, whose spreads overlap: Welch's one-sided
+    p = 0.13, so the claim is not shown; never a plain `holds`."""
+    result = evaluate_claim("mixup.acc > baseline.acc", SPREAD)
+    assert result.outcome == "holds-not-significant"
+    assert "not significant" in result.reason and "alpha = 0.05" in result.test
+    assert "Welch's t test" in result.test and "n = 3 vs 3" in result.test
+    verdict, _ = judge_claims([Claim(expr="mixup.acc > baseline.acc")], SPREAD)
+    assert verdict.status == "fail"
+
+
+def test_a_claim_the_runs_show_is_significant_in_either_direction() -> None:
+    for expr in ("mixup.tight > baseline.tight", "baseline.tight < mixup.tight"):
+        result = evaluate_claim(expr, SPREAD)
+        assert (result.holds, result.outcome) == (True, "holds"), expr
+        assert result.test.startswith("Welch's t test") and "significant" in result.reason
+    # a margin moves the null hypothesis: 0.88 - 0.79 > 0.085 is not shown by 3 runs
+    margin = evaluate_claim("mixup.tight > baseline.tight + 0.085", SPREAD)
+    assert margin.outcome == "holds-not-significant"
+    assert evaluate_claim("mixup.tight - 0.085 > baseline.tight", SPREAD).test == margin.test
+
+
+def test_a_claim_on_single_runs_or_of_another_form_says_how_it_was_judged() -> None:
+    single = evaluate_claim("mixup.one > baseline.one", SPREAD)
+    assert single.outcome == "holds" and "single values" in single.test
+    mixed = evaluate_claim("mixup.acc > baseline.one", SPREAD)
+    assert mixed.outcome == "holds" and "baseline.one n = 1" in mixed.test
+    other = evaluate_claim("abs(mixup.acc - baseline.acc) < 0.2", SPREAD)
+    assert other.outcome == "holds" and "no significance test applies" in other.test
+    assert evaluate_claim("mixup.acc < baseline.acc", SPREAD).outcome == "does-not-hold"
+    assert evaluate_claim("nope.acc > 0", SPREAD).outcome == "undecided"
+
+
+def test_runs_of_the_same_seeds_pair_and_the_paired_test_decides() -> None:
+    """Both sides ran seeds 0, 1, 2: the differences per seed are what the claim is about
+    (the seed moves both methods alike). Welch's test cannot show 0.88 > 0.79 here
+    (p = 0.13); the per-seed gains 0.16, 0.10, 0.01 can (paired t, df = 2). Another seed
+    order, a repeated seed or a side's missing run: no pairing, Welch's test."""
+    seeds = {"mixup": {"acc": [0, 1, 2]}, "baseline": {"acc": [0, 1, 2]}}
+    paired = evaluate_claim("mixup.acc > baseline.acc", SPREAD, seeds)
+    assert paired.test.startswith("paired t test over the seeds both sides ran"), paired.test
+    assert "n = 3 pairs" in paired.test and "df = 2" in paired.test
+    unpaired = evaluate_claim("mixup.acc > baseline.acc", SPREAD)
+    assert unpaired.test.startswith("Welch's t test")
+    for other in ([2, 1, 0], [0, 0, 1], [0, 1]):
+        shifted = {"mixup": {"acc": [0, 1, 2]}, "baseline": {"acc": other}}
+        result = evaluate_claim("mixup.acc > baseline.acc", SPREAD, shifted)
+        assert result.test.startswith("Welch's t test"), other

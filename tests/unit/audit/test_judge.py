@@ -351,12 +351,27 @@ def test_claim_values_count_completed_runs_only(tmp_path: Path) -> None:
 
 
 def test_verdict_is_json_ready(tmp_path: Path) -> None:
-    import dataclasses
+    """What audit.json stores round-trips through strict JSON unchanged and reads back, in
+    the typed view the report and the CLI use, as the same numbers and states."""
     import json
+
+    from reprobridge.evidence.records import ExperimentSummary, jsonable
 
     exp = experiment()
     v = verdict(exp, runs_with(exp, tmp_path, ["acc=0.9\n", "acc=0.91\n"]))
-    json.dumps(dataclasses.asdict(v))
+    doc = jsonable(v)
+    assert json.loads(json.dumps(doc, allow_nan=False)) == doc
+    back = ExperimentSummary.from_json(doc, "audit.json.experiments.x")
+    assert {k: lv.status for k, lv in back.levels.items()} == {
+        "environment": "pass",
+        "procedure": "pass",
+        "metric": "pass",
+    }
+    acc = back.per_metric["acc"]
+    assert acc.values == (0.9, 0.91) and acc.outcome == "pass"
+    assert acc.stats is not None and acc.stats.mean == pytest.approx(0.905) and acc.stats.n == 2
+    assert acc.threshold == "target 0.9 ± 0.02"
+    assert acc.tolerance_source == "not stated (the manifest's value)"
 
 
 def test_a_directory_output_is_valid_and_hashed_by_its_files(tmp_path: Path) -> None:
@@ -382,3 +397,116 @@ def test_a_directory_output_is_valid_and_hashed_by_its_files(tmp_path: Path) -> 
     assert not check.check_experiment(
         exp.model_dump(mode="json"), "full", "acc=0.9\n", str(tmp_path)
     )[1].ok
+
+
+# -- the edges of a band ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("bounds", "value", "ok"),
+    [
+        ({"min": 0.5}, 0.5, True),
+        ({"min": 0.5}, 0.499999, False),  # just outside: a min widened even by 1e-5 passes it
+        ({"min": 0.5}, 0.496, False),
+        ({"max": 1.0}, 1.0, True),
+        ({"max": 1.0}, 1.000001, False),
+        ({"max": 1.0}, 1.004, False),
+        ({"min": -2.0, "max": -1.0}, -2.00001, False),
+        ({"min": -2.0, "max": -1.0}, -0.99999, False),
+        ({"target": 0.9, "tolerance": 0.02}, 0.92, True),
+        ({"target": 0.9, "tolerance": 0.02}, 0.920001, False),
+        ({"target": 0.9, "tolerance": 0.02}, 0.879999, False),
+        ({"target": 0.9, "relative_tolerance": 0.1}, 0.990001, False),
+        ({"target": 0.9, "higher_is_better": True}, 0.899999, False),
+        ({"target": 0.9, "higher_is_better": False}, 0.900001, False),
+    ],
+)
+def test_a_value_just_outside_a_bound_fails_in_every_judge(
+    tmp_path: Path, bounds: dict[str, Any], value: float, ok: bool
+) -> None:
+    """Probes at and just outside `min`, `max` and a target's band, through check.py's
+    judge (the flake's) and the auditor's run and experiment levels: a bound loosened even
+    slightly lets the outside probe pass and this fails."""
+    exp = experiment(metrics={"acc": {"source": {"regex": ACC}, **bounds}})
+    assert check.judge_metric(exp.metrics["acc"].model_dump(exclude_none=True), value)[0] is ok
+    one = run(exp, f"acc={value!r}\n", tmp_path)
+    assert (one.metrics["acc"].status == "ok") is ok
+    v = verdict(exp, [one])
+    assert v.metric.status == ("pass" if ok else "fail")
+    assert v.per_metric["acc"]["outcome"] == ("pass" if ok else "fail")
+
+
+def _k_of_n(k: int, tmp_path: Path, logs: list[str]) -> judge.ExperimentVerdict:
+    exp = experiment(
+        stability={"policy": "k_of_n", "k": k},
+        metrics={
+            "acc": {"source": {"regex": ACC}, "min": 0.5},
+            "b": {"source": {"regex": r"(?<!\w)b=(\S+)"}, "min": 0.5},
+        },
+    )
+    return verdict(exp, runs_with(exp, tmp_path, logs))
+
+
+def test_exactly_k_passing_runs_pass_the_metric_and_its_level(tmp_path: Path) -> None:
+    good, bad = "acc=0.9 b=0.9\n", "acc=0.1 b=0.9\n"
+    v = _k_of_n(2, tmp_path, [good, bad, good])
+    assert v.metric.status == "pass" and v.metric.reason.startswith("2 of 3 run(s) pass")
+    assert [v.per_metric[m]["outcome"] for m in ("acc", "b")] == ["pass", "pass"]
+    short = _k_of_n(2, tmp_path, [good, bad, bad])
+    assert short.metric.status == "fail" and short.per_metric["acc"]["outcome"] == "fail"
+
+
+def test_a_metric_never_reads_pass_beside_a_failed_k_of_n_level(tmp_path: Path) -> None:
+    """acc passes in runs 1 and 3, b in runs 1 and 2: each metric meets k = 2 alone, but only
+    run 1 meets both; the level fails, and so must every metric's outcome."""
+    v = _k_of_n(2, tmp_path, ["acc=0.9 b=0.9\n", "acc=0.1 b=0.9\n", "acc=0.9 b=0.1\n"])
+    assert v.metric.status == "fail"
+    for name in ("acc", "b"):
+        entry = v.per_metric[name]
+        assert entry["outcome"] == "fail", entry
+        assert "only 1 run(s) meet every metric; k_of_n needs 2" in entry["reason"]
+
+
+def _precision(tmp_path: Path, logs: list[str], **extra: Any) -> judge.ExperimentVerdict:
+    """A paper's 81.0 read as 0.810, no spread stated: a band of its rounding."""
+    spec = {"source": {"regex": ACC}, "target": 0.81, "tolerance": 0.0005}
+    exp = experiment(metrics={"acc": {**spec, "tolerance_source": "paper-precision"}}, **extra)
+    return verdict(exp, runs_with(exp, tmp_path, logs))
+
+
+def test_a_paper_precision_band_is_widened_by_the_runs_own_spread(tmp_path: Path) -> None:
+    logs = ["acc=0.80\n", "acc=0.82\n", "acc=0.81\n"]  # sample std 0.01
+    v = _precision(tmp_path, logs)
+    acc = v.per_metric["acc"]
+    assert v.metric.status == "pass", v.metric.reason
+    assert acc["threshold"] == "target 0.81 ± 0.0205"  # 0.0005 + 2 x 0.01
+    assert acc["tolerance_source"] == (
+        "the rounding of the value the paper prints ± 0.0005 + 2 x the runs' "
+        "standard deviation 0.01"
+    )
+    assert acc["statuses"] == ["ok", "ok", "ok"]
+    # a run outside the widened band still fails it
+    far = _precision(tmp_path, ["acc=0.81\n"] * 4 + ["acc=0.85\n"])  # band ± 0.0363
+    assert far.metric.status == "fail" and far.per_metric["acc"]["statuses"][4] == "out-of-band"
+    # under mean_within the mean is judged against the widened band too
+    mean = _precision(tmp_path, ["acc=0.80\n", "acc=0.81\n"], stability={"policy": "mean_within"})
+    assert mean.metric.status == "pass" and "± 0.0146" in mean.per_metric["acc"]["reason"]
+
+
+def test_one_run_is_judged_on_the_papers_rounding_and_says_so(tmp_path: Path) -> None:
+    v = _precision(tmp_path, ["acc=0.80\n"])
+    assert v.metric.status == "fail"
+    assert v.per_metric["acc"]["threshold"] == "target 0.81 ± 0.0005"
+    assert v.per_metric["acc"]["tolerance_source"].endswith(
+        "(one run: no run-to-run spread to add)"
+    )
+    assert _precision(tmp_path, ["acc=0.8104\n"]).metric.status == "pass"
+
+
+def test_a_paper_spread_band_is_not_widened(tmp_path: Path) -> None:
+    spec = {"source": {"regex": ACC}, "target": 0.79, "tolerance": 0.171}
+    exp = experiment(metrics={"acc": {**spec, "tolerance_source": "paper-spread"}})
+    v = verdict(exp, runs_with(exp, tmp_path, ["acc=0.5\n", "acc=0.9\n"]))
+    assert v.per_metric["acc"]["threshold"] == "target 0.79 ± 0.171"
+    assert v.per_metric["acc"]["tolerance_source"] == "3 x the spread the paper states"
+    assert v.metric.status == "fail"

@@ -158,3 +158,30 @@ def test_differences_names_paths_and_treats_nan_as_equal() -> None:
     assert differences({"a": [1, 2]}, {"a": [1, 3]}, "x") == ["x.a[1]: recorded 2, re-derived 3"]
     assert differences({"a": 1}, {"a": 1.0}, "x") == ["x.a: recorded 1, re-derived 1.0"]
     assert differences(True, 1, "x") == ["x: recorded true, re-derived 1"]
+
+
+def test_a_forged_run_metrics_json_is_named(failing_bundle: Path) -> None:
+    """The report reads each run's numbers from its metrics.json: verify must compare that
+    file with the judgement re-derived from the run's logs, not only audit.json."""
+    (run_dir,) = (failing_bundle / "runs" / "main").iterdir()
+    rel = f"runs/main/{run_dir.name}/metrics.json"
+
+    def to_pass(doc: Any) -> None:
+        acc = doc["metrics"]["acc"]
+        acc["value"], acc["status"] = 0.9, "ok"
+
+    _forge(failing_bundle, rel, to_pass)
+    # A forger re-seals the run's listing too, so only the re-judgement can tell.
+    data = (failing_bundle / rel).read_bytes()
+    _forge(
+        failing_bundle,
+        f"runs/main/{run_dir.name}/status.json",
+        lambda d: d["files"].__setitem__(
+            "metrics.json", {"sha256": hashlib.sha256(data).hexdigest(), "size": len(data)}
+        ),
+    )
+    out = verify_audit(failing_bundle)
+    assert not out.ok
+    (problem,) = out.problems
+    assert problem.startswith(f"{rel}: differs from the judgement re-derived from the logs")
+    assert "metrics.json.metrics.acc.value: recorded 0.9, re-derived 0.3" in problem

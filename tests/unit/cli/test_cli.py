@@ -104,9 +104,15 @@ def test_schema_is_json() -> None:
 @pytest.mark.slow
 def test_demo_runs_the_example_on_the_host(tmp_path: Path) -> None:
     out = rb("demo", "--dir", str(tmp_path / "demo"), "--backend", "host", "--runs", "2")
-    assert out.returncode == 0, out.stderr + out.stdout
-    assert "verdict: PASS" in out.stdout
-    assert "claim mixup.test_accuracy > baseline.test_accuracy: HOLDS" in out.stdout
+    # Every level passes; the claim holds on the means of two seeds, not significantly.
+    assert out.returncode == 20, out.stderr + out.stdout
+    assert "verdict: INCOMPLETE" in out.stdout
+    assert (
+        "claim mixup.test_accuracy > baseline.test_accuracy: HOLDS ON THE MEANS, NOT SIGNIFICANT"
+        in out.stdout
+    )
+    assert "paired t test" in out.stdout and "alpha = 0.05" in out.stdout
+    assert "(tolerance from: 3 x the spread the paper states): PASS" in out.stdout
     assert "claim        mixup.test_accuracy > baseline.test_accuracy" in out.stdout
     assert (tmp_path / "demo" / "REPRODUCE.md").is_file()
     assert (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 
 def test_longest_prefix_key_matches_sorting_every_key() -> None:
     # Issue 14: _finalize sorted every provenance key for every leaf; the prefix walk must
@@ -122,3 +124,67 @@ def test_a_loop_that_ends_at_a_budget_is_not_endless(make_repo) -> None:
         merged = merge_findings(ctx, repo_name="x")
         (why,) = [d for d in merged.notes.decisions if MAIN_DECISION in d]
         assert why.startswith(f"{main} "), why
+
+
+def _paper_metric(make_repo, printed: str, cell: str, column: str = "Test accuracy (%)") -> object:
+    """The test_accuracy metric `rb init` recovers from a paper whose table holds ``cell``."""
+    from reprobridge.detect import detect_repo
+    from reprobridge.detect.index import RepoIndex
+    from reprobridge.recovery.merge import merge_findings
+
+    root = make_repo(
+        {
+            "train.py": (
+                "import argparse\n\nimport numpy as np\n\n"
+                "if __name__ == '__main__':\n"
+                "    parser = argparse.ArgumentParser()\n"
+                "    parser.add_argument('--seed', type=int, default=0)\n"
+                "    args = parser.parse_args()\n"
+                "    test_accuracy = float(np.float64(0.9647))\n"
+                f"    print({printed})\n"
+            ),
+            "paper.md": (
+                "## Results\n\n**Table 1:** Test accuracy.\n\n"
+                f"| Model | {column} |\n|---|---|\n| Train | {cell} |\n"
+            ),
+            "README.md": "```bash\npython train.py\n```\n",
+        },
+        git=False,
+    )
+    merged = merge_findings(
+        detect_repo(RepoIndex.from_directory(root), paper_path="paper.md"),
+        repo_name="x",
+        paper_path="paper.md",
+    )
+    (exp,) = merged.manifest.experiments.values()
+    return exp.metrics["test_accuracy"]
+
+
+FRACTION = "f'test_accuracy: {test_accuracy:.4f}'"
+PERCENT = "f'test_accuracy: {100 * test_accuracy:.2f}%'"
+
+
+@pytest.mark.parametrize(
+    ("printed", "cell", "column", "target", "tolerance", "source"),
+    [
+        # no spread: half a unit of the last printed digit, never a flat 5%
+        (FRACTION, "81.0", "Test accuracy (%)", 0.81, 0.0005, "paper-precision"),
+        (PERCENT, "81.0", "Test accuracy (%)", 81.0, 0.05, "paper-precision"),
+        (FRACTION, "0.99", "Test accuracy", 0.99, 0.005, "paper-precision"),
+        (FRACTION, "96", "Test accuracy (%)", 0.96, 0.005, "paper-precision"),
+        # a stated spread: 3 x spread, at least 1% of the target
+        (FRACTION, "79.0 ± 5.7", "Test accuracy (%)", 0.79, 0.171, "paper-spread"),
+        (PERCENT, "79.0 ± 0.1", "Test accuracy (%)", 79.0, 0.79, "paper-spread"),
+    ],
+)
+def test_a_papers_tolerance_follows_what_the_paper_states(
+    make_repo, printed: str, cell: str, column: str, target: float, tolerance: float, source: str
+) -> None:
+    """A paper's 0.99 with no spread was given `relative_tolerance = 0.05`, so 0.9405 (a
+    5-point gap) "reproduced" it. The band now follows the paper: the spread it states,
+    else the rounding of the number it prints; and says where it came from."""
+    metric = _paper_metric(make_repo, printed, cell, column)
+    assert metric.target == pytest.approx(target)
+    assert metric.tolerance == pytest.approx(tolerance)
+    assert metric.relative_tolerance is None
+    assert metric.tolerance_source == source

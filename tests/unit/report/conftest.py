@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from example_outcome import assert_example_judged
 from report_helpers import Audits
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
@@ -31,7 +32,8 @@ def audits(tmp_path_factory: pytest.TempPathFactory) -> Audits:
     init_repository(repo, paper=repo / "paper.md", lock="never")
     _commit(repo, "rb init")
     first = run_audit(repo, AuditOptions(runs=2, backend="host"))
-    assert first.passed, first.summary
+    # Every level passes; the claim holds on two seeds' means, not significantly.
+    assert_example_judged(first.summary)
     manifest = repo / "reprobridge.toml"
     text = manifest.read_text()
     # baseline's test_accuracy band shrinks to nothing: its metric level fails in audit B.

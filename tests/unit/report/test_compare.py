@@ -24,6 +24,7 @@ def _metric(name: str, values: tuple[float | None, ...], stats: Stats | None) ->
         policy="",
         claimed=None,
         claimed_vs_measured=None,
+        tolerance_source="",
         name=name,
         band=None,
         higher_is_better=None,

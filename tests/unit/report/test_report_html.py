@@ -21,8 +21,10 @@ def test_every_experiment_level_and_claim_is_shown(audits: Audits) -> None:
     data = load_audit(audits.first)
     page = render_html(data)
     summary = json.loads((audits.first / "audit.json").read_text())
-    # The session's audits run on the host backend: a pass that is not hermetic (amber).
-    assert '<div class="verdict" id="overall">PASS, NOT HERMETIC</div>' in page
+    # Every level passes; the claim holds on two seeds' means, not significantly (see
+    # tests/example_outcome.py): the page says INCOMPLETE, and why.
+    assert '<div class="verdict" id="overall">INCOMPLETE</div>' in page
+    assert "holds on the means, not significant" in page
     assert summary["audit_id"] in page
     for exp_id, verdict in summary["experiments"].items():
         assert f"Experiment {exp_id} " in page

@@ -15,8 +15,9 @@ from reprobridge.report.markdown import md_escape, render_markdown
 def test_markdown_summary_metrics_claims_and_warnings(audits: Audits) -> None:
     data = load_audit(audits.first)
     text = render_markdown(data)
-    # Host backend: the pass is not hermetic, and the environment level says so too.
-    assert text.startswith("## 🟡 PASS, NOT HERMETIC: mixup-paper\n")
+    # Every level passes (host backend: not hermetic, and the environment level says so);
+    # the claim holds on two seeds' means, not significantly: INCOMPLETE overall.
+    assert text.startswith("## ⚠️ INCOMPLETE: mixup-paper\n")
     assert "| **baseline** | 🟡 pass, not hermetic: " in text
     assert "| **mixup** | 🟡 pass, not hermetic: " in text
     assert "| ✅ pass: all 2 run(s) completed |" in text  # the procedure level stays green
@@ -25,10 +26,13 @@ def test_markdown_summary_metrics_claims_and_warnings(audits: Audits) -> None:
     row = next(
         line for line in text.splitlines() if line.startswith("| baseline | test\\_accuracy")
     )
-    assert "target 0.79 ± 0.171" in row
+    assert "target 0.79 ± 0.171 (tolerance from: 3 x the spread the paper states)" in row
     for v in values:
         assert f"{v:.4g}" in row
-    assert "mixup.test\\_accuracy &gt; baseline.test\\_accuracy | ✅ holds" in text
+    assert (
+        "mixup.test\\_accuracy &gt; baseline.test\\_accuracy | ⚠️ holds on the means, not "
+        "significant" in text
+    )
     assert "### Warnings" in text and "not hermetic" in text
     assert render_markdown(data) == text  # deterministic
 

@@ -29,6 +29,7 @@ def _metric(**kw: object) -> MetricData:
         "policy": "all",
         "claimed": None,
         "claimed_vs_measured": None,
+        "tolerance_source": "",
         "band": Band(0.9, 0.05, None, 0.0, None),
         "higher_is_better": True,
         "provenance": "",
