@@ -148,6 +148,21 @@ class InitResult:
         return doc
 
 
+def _project_name(root: Path, current: Manifest | None) -> tuple[str, tuple[str, ...]]:
+    """The project's name where the repository declares none, and its provenance. The
+    recorded one first (a clone under another folder name must not make `rb check` stale),
+    then the ``origin`` remote's repository name, then the folder's name."""
+    if current is not None:
+        recorded = current.derived.get("project.name")
+        return current.project.name, tuple(recorded.sources if recorded else ["your edit"])
+    remote = _proc.git(root, "remote", "get-url", "origin", check=False)
+    url = remote.stdout.decode("utf-8", "replace").strip() if remote.returncode == 0 else ""
+    name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+    if name and len(name) <= 100 and name not in (".", ".."):
+        return name, ("the git remote `origin`'s repository name",)
+    return root.name, ("repository directory name",)
+
+
 def _build_manifest(
     root: Path, merged: MergeResult, existing: Path, paper: PaperChoice | None = None
 ) -> tuple[str, Manifest, RefreshReport | None]:
@@ -313,7 +328,7 @@ def init_repository(
     root = index.root
     emit("index", root=str(root), files=len(index))
     existing = root / MANIFEST_FILE
-    chosen = PaperChoice()
+    chosen, current = PaperChoice(), None
     if paper is not None:
         chosen = given_paper(root, paper, Path(path))
     if existing.exists():
@@ -339,9 +354,11 @@ def init_repository(
     # depend on it. Only when uv then fails is the record taken back and the manifest
     # rebuilt without it.
     expect_lock = lock in ("auto", "always") or _kept_lock(root) is not None
+    repo_name, name_sources = _project_name(root, current)
     static = merge_findings(
         ctx,
-        repo_name=root.name,
+        repo_name=repo_name,
+        repo_name_sources=name_sources,
         paper_path=chosen.path,
         python_lock=LOCK_PATH if expect_lock else None,
         paper_sha256=chosen.sha256,

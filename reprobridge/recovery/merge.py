@@ -97,6 +97,7 @@ def merge_findings(
     python_lock: str | None = None,
     paper_sha256: str | None = None,
     paper_label: str | None = None,
+    repo_name_sources: tuple[str, ...] = ("repository directory name",),
 ) -> MergeResult:
     """Apply the module's rules to ``ctx.findings``; return a validated manifest.
 
@@ -109,7 +110,7 @@ def merge_findings(
     for f in ctx.findings:
         by_kind[f.kind].append(f)
 
-    _project(b, by_kind, repo_name, paper_path)
+    _project(b, by_kind, repo_name, paper_path, list(repo_name_sources))
     if paper_sha256:
         b.put("project.paper.sha256", paper_sha256, hash_sources(paper_label or "paper"))
     code = _scope_environment(ctx, by_kind, notes)
@@ -215,7 +216,11 @@ def _scope_subproject(
 
 
 def _project(
-    b: Builder, by_kind: dict[str, list[Finding]], repo_name: str, paper: str | None
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    repo_name: str,
+    paper: str | None,
+    name_sources: list[str],
 ) -> None:
     found = {
         f.key: f for f in best(of_type(by_kind, ProjectValue), {"project": 0, "paper": 1})[::-1]
@@ -224,7 +229,7 @@ def _project(
     b.put(
         "project.name",
         name.value.value if name else repo_name,
-        name.sources() if name else ["repository directory name"],
+        name.sources() if name else name_sources,
     )
     for key in ("title", "url", "doi"):
         if key in found:
