@@ -261,9 +261,10 @@ def _lock(
                 scratch,
                 offline=False,
                 python=_machine.first_working_interpreter(python) if python else None,
-                # Index packages resolve in the sandbox (builds allowed there); a
-                # requirement that points at source (a path or URL of the repository's
-                # choosing) keeps the host's wheels-only refusal, and its guide note.
+                # uv builds nothing (--no-build) either way; the sandbox keeps the
+                # operator's secrets and cache from the resolver. A requirement that points
+                # at source (a path or URL of the repository's choosing) stays on the host
+                # with its guide note.
                 sandboxed=not needs_build(requirements) and sandbox_unusable() is None,
                 network_env=step_network_env(),
                 exclude_newer=env.exclude_newer,
