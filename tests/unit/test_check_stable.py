@@ -8,8 +8,13 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from conftest import git_init
 from rbcli import rb
+
+
+def _commit_all(root: Path) -> None:
+    for args in (["add", "-A"], ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mixup-paper"
 
@@ -21,7 +26,8 @@ def _git(root: Path, *args: str) -> None:
 def test_check_is_in_sync_in_a_clone_under_another_name(tmp_path: Path) -> None:
     root = tmp_path / "mixup"
     shutil.copytree(EXAMPLE, root)
-    git_init(root)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    _commit_all(root)
     assert rb("init", "--paper", "paper.md", "--no-lock", str(root), cwd=root).returncode == 0
     _git(root, "add", "-A")
     _git(root, "commit", "-q", "-m", "rb init")
@@ -35,7 +41,8 @@ def test_check_is_in_sync_in_a_clone_under_another_name(tmp_path: Path) -> None:
 def test_a_first_init_in_a_clone_names_the_project_after_the_remote(tmp_path: Path) -> None:
     root = tmp_path / "mixup"
     shutil.copytree(EXAMPLE, root)
-    git_init(root)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    _commit_all(root)
     clone = tmp_path / "some-other-folder"
     subprocess.run(["git", "clone", "-q", str(root), str(clone)], check=True)
     assert rb("init", "--no-lock", str(clone)).returncode == 0

@@ -13,10 +13,15 @@ from typing import Any
 
 import pytest
 import tomlkit
-from conftest import git_init
 from rbcli import rb
 
 from reprobridge.manifest.io import digest
+
+
+def _commit_all(root: Path) -> None:
+    for args in (["add", "-A"], ["commit", "-q", "-m", "initial"]):
+        subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True)
+
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mixup-paper"
 
@@ -26,7 +31,8 @@ def _example_with_paper_beside(tmp_path: Path) -> tuple[Path, Path]:
     shutil.copytree(EXAMPLE, root)
     paper = tmp_path / "work" / "p.md"
     (root / "paper.md").rename(paper)
-    git_init(root)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(root)], check=True)
+    _commit_all(root)
     return root, paper
 
 
