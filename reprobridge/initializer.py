@@ -15,11 +15,11 @@ Contract of :func:`init_repository`:
 
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import tomllib
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -59,7 +59,6 @@ from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import (
     CommandFailed,
-    DetectionError,
     MachineError,
     ReproBridgeError,
     UnsafePathError,
@@ -76,6 +75,14 @@ from reprobridge.manifest.io import (
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
 from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
 from reprobridge.recovery.merge import MergeResult, merge_findings
+from reprobridge.recovery.paperfile import (
+    PaperChoice,
+    cites_paper,
+    given_paper,
+    label_of,
+    recorded_label,
+    recorded_paper,
+)
 from reprobridge.sandbox import sandbox_unusable
 
 if TYPE_CHECKING:
@@ -141,59 +148,29 @@ class InitResult:
         return doc
 
 
-def _resolve_paper(root: Path, paper: str | Path | None, given_root: Path) -> str | None:
-    """The paper as a repository-relative path, or the operator's own file outside it.
-
-    A path inside the repository (lexically: under the root as resolved or as given) must
-    stay inside after symlinks are resolved: the repository is untrusted, and a committed
-    ``paper.pdf -> ~/.ssh/id_ed25519`` must not make rb read (and quote) a host file.
-    """
-    if paper is None:
-        return None
-    p = Path(paper).expanduser().absolute()
-    lexical = Path(os.path.normpath(p))
-    bases = {root, Path(os.path.normpath(given_root.expanduser().absolute()))}
-    if any(lexical.is_relative_to(b) for b in bases) and not p.resolve().is_relative_to(root):
-        raise UnsafePathError(
-            "the paper is a symlink (or under one) that leads out of the repository; refused",
-            path=str(paper),
-            hint="pass the real file's path with --paper if you trust it",
-        )
-    if not p.is_file():
-        raise DetectionError(
-            "paper file not found",
-            path=str(paper),
-            hint="pass --paper PATH to a .md, .tex, .pdf or .tar.gz",
-        )
-    try:
-        return p.resolve().relative_to(root).as_posix()
-    except ValueError:
-        return str(p)
-
-
-def _recorded_paper(root: Path, rel: str | None) -> str | None:
-    """``project.paper.path`` when it names a regular file inside ``root`` (relative, no
-    ``..``, no symlink on the way); else None. The manifest is repository text: it never
-    makes rb read a file outside the repository."""
-    if not rel:
-        return None
-    parts = Path(rel).parts
-    if Path(rel).is_absolute() or not parts or ".." in parts or "\\" in rel:
-        return None
-    here = root
-    for part in parts:
-        here = here / part
-        if here.is_symlink():
-            return None
-    return Path(rel).as_posix() if here.is_file() else None
+def _project_name(root: Path, current: Manifest | None) -> tuple[str, tuple[str, ...]]:
+    """The project's name where the repository declares none, and its provenance. The
+    recorded one first (a clone under another folder name must not make `rb check` stale),
+    then the ``origin`` remote's repository name, then the folder's name."""
+    if current is not None:
+        recorded = current.derived.get("project.name")
+        return current.project.name, tuple(recorded.sources if recorded else ["your edit"])
+    remote = _proc.git(root, "remote", "get-url", "origin", check=False)
+    url = remote.stdout.decode("utf-8", "replace").strip() if remote.returncode == 0 else ""
+    name = url.rstrip("/").rsplit("/", 1)[-1].rsplit(":", 1)[-1].removesuffix(".git")
+    if name and len(name) <= 100 and name not in (".", ".."):
+        return name, ("the git remote `origin`'s repository name",)
+    return root.name, ("repository directory name",)
 
 
 def _build_manifest(
-    root: Path, merged: MergeResult, existing: Path
+    root: Path, merged: MergeResult, existing: Path, paper: PaperChoice | None = None
 ) -> tuple[str, Manifest, RefreshReport | None]:
     if existing.exists():
         _, doc = load_manifest(existing)
-        doc, report = refresh_document(doc, merged.manifest, path=MANIFEST_FILE)
+        label = paper.kept_label if paper else None
+        keep = None if label is None else partial(cites_paper, label=label)
+        doc, report = refresh_document(doc, merged.manifest, path=MANIFEST_FILE, keep=keep)
         text = doc.as_string()
     else:
         text, report = render_new_manifest(merged.manifest, version=__version__), None
@@ -284,9 +261,10 @@ def _lock(
                 scratch,
                 offline=False,
                 python=_machine.first_working_interpreter(python) if python else None,
-                # Index packages resolve in the sandbox (builds allowed there); a
-                # requirement that points at source (a path or URL of the repository's
-                # choosing) keeps the host's wheels-only refusal, and its guide note.
+                # uv builds nothing (--no-build) either way; the sandbox keeps the
+                # operator's secrets and cache from the resolver. A requirement that points
+                # at source (a path or URL of the repository's choosing) stays on the host
+                # with its guide note.
                 sandboxed=not needs_build(requirements) and sandbox_unusable() is None,
                 network_env=step_network_env(),
                 exclude_newer=env.exclude_newer,
@@ -351,17 +329,24 @@ def init_repository(
     root = index.root
     emit("index", root=str(root), files=len(index))
     existing = root / MANIFEST_FILE
-    recorded: str | None = None
+    chosen, current = PaperChoice(), None
+    if paper is not None:
+        chosen = given_paper(root, paper, Path(path))
     if existing.exists():
         current = read_manifest(existing)  # a broken manifest stops us before any work
-        recorded = current.project.paper.path if current.project.paper else None
-    # Without --paper, the paper the manifest records: a re-run (and `rb check`, which is a
-    # dry run) must not drop the targets and claims that came from it.
-    paper_rel = (
-        _resolve_paper(root, paper, Path(path))
-        if paper is not None
-        else _recorded_paper(root, recorded)
-    )
+        if paper is None:
+            # Without --paper, the paper the manifest records: a re-run (and `rb check`, a
+            # dry run) must not drop the targets and claims that came from it.
+            hashed = current.derived.get("project.paper.sha256")
+            chosen = recorded_paper(
+                root,
+                current.project.paper.path,
+                current.project.paper.sha256,
+                recorded_label(hashed.sources) if hashed else None,
+            )
+    if chosen.note:
+        emit("paper", note=chosen.note)
+    paper_rel = chosen.read
     ctx = detect_repo(index, paper_path=paper_rel)
     emit("merge", findings=len(ctx.findings))
     # The lock's path goes into the manifest when this run will have a lock to write: one
@@ -370,11 +355,15 @@ def init_repository(
     # depend on it. Only when uv then fails is the record taken back and the manifest
     # rebuilt without it.
     expect_lock = lock in ("auto", "always") or _kept_lock(root) is not None
+    repo_name, name_sources = _project_name(root, current)
     static = merge_findings(
         ctx,
-        repo_name=root.name,
-        paper_path=paper_rel,
+        repo_name=repo_name,
+        repo_name_sources=name_sources,
+        paper_path=chosen.path,
         python_lock=LOCK_PATH if expect_lock else None,
+        paper_sha256=chosen.sha256,
+        paper_label=label_of(chosen),
     )
     agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
     merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
@@ -387,7 +376,7 @@ def init_repository(
     kept = _kept_lock(root) if lock in ("never", "keep") else None
     if lock in ("auto", "always") or kept is not None:
         merged = with_drift_ceilings(merged, ctx.findings, kept)
-    text, manifest, report = _build_manifest(root, merged, existing)
+    text, manifest, report = _build_manifest(root, merged, existing, chosen)
     project_files = render_python_project(manifest)
     capped = merged is not uncapped
     routed = torch_routing(manifest) is not None
@@ -400,7 +389,7 @@ def init_repository(
         # PyPI through only), the torch family locks from the default index instead.
         emit("lock-retry", why="an index was out of reach: the torch family from the default one")
         pypi = _with_torch_from_pypi(merged)
-        retry = _build_manifest(root, pypi, existing)
+        retry = _build_manifest(root, pypi, existing, chosen)
         retry_files = render_python_project(retry[1])
         retried = _lock(root, retry_files, mode, retry[1].environment)
         if retried.warning is None:
@@ -412,12 +401,12 @@ def init_repository(
         # reads it, and the guide names the calls that fail.
         emit("lock-retry", why="without the upper bounds of removed names (no resolution)")
         merged = uncapped
-        text, manifest, report = _build_manifest(root, merged, existing)
+        text, manifest, report = _build_manifest(root, merged, existing, chosen)
         project_files = render_python_project(manifest)
         locked = _lock(root, project_files, mode, manifest.environment)
         if locked.data is not None:
             merged = with_drift_ceilings(uncapped, ctx.findings, locked.data)
-            text, manifest, report = _build_manifest(root, merged, existing)
+            text, manifest, report = _build_manifest(root, merged, existing, chosen)
     if lock == "always" and locked.warning is not None:
         raise CommandFailed(f"uv lock failed: {locked.reason}")
     lock_bytes, lock_note = locked.data, locked.note
@@ -429,16 +418,16 @@ def init_repository(
         # A kept lock (rb check, --no-lock, a failed re-lock) took the torch family from
         # the default index: render what it was made with.
         merged = _with_torch_from_pypi(merged)
-        text, manifest, report = _build_manifest(root, merged, existing)
+        text, manifest, report = _build_manifest(root, merged, existing, chosen)
         project_files = render_python_project(manifest)
     if lock_bytes is None and expect_lock:
         merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
-        text, manifest, report = _build_manifest(root, merged, existing)
+        text, manifest, report = _build_manifest(root, merged, existing, chosen)
     if locked.moved and lock_bytes is not None:
         # The lock moved the date bound for some packages: the manifest and the rendered
         # pyproject say so (uv.lock records the same settings), with the reasons.
         merged = _with_relaxations(merged, locked.moved, locked.why)
-        text, manifest, report = _build_manifest(root, merged, existing)
+        text, manifest, report = _build_manifest(root, merged, existing, chosen)
         project_files = render_python_project(manifest)
     # Names the code calls that the locked packages removed: renaming edits on the tiers
     # (decided by the lock's versions, so only now; the Python project does not depend on
@@ -446,7 +435,7 @@ def init_repository(
     drifted = with_drift_edits(merged, ctx.findings, lock_bytes)
     if drifted is not merged:
         merged = drifted
-        text, manifest, report = _build_manifest(root, merged, existing)
+        text, manifest, report = _build_manifest(root, merged, existing, chosen)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
     out[FLAKE_FILE] = render_flake(manifest).encode()

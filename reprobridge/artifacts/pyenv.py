@@ -332,17 +332,15 @@ def lock_python_project(
     the ones the pyproject already carries, ``python_label`` (``X.Y``) words the reasons.
     The result's ``relaxed`` lists what was moved (the caller records it in the manifest).
 
-    On the host, uv runs with ``--no-build`` (metadata from wheels and the index only: no
-    package's build code runs) and the cleared environment of
-    :func:`reprobridge._proc.uv_env`. Wheels-only resolution is not neutral: where the
-    newest release of a package has no wheel (``pandocfilters`` before 1.5), uv silently
-    backtracks, and whatever depends on it goes back years (nbconvert 5.6 -> ipykernel
-    4.0, which cannot start a kernel). So with ``sandboxed`` (the caller checked
-    :func:`reprobridge.sandbox.sandbox_unusable`), uv runs *without* ``--no-build`` inside
-    bubblewrap instead: network on, the operator's TLS/proxy/index settings
-    ``network_env`` only, a fresh uv cache of its own (a build's code cannot poison the
-    operator's cache, from which the host installs), and ``directory`` the only writable
-    host path; a package built there for its metadata never runs on the host.
+    uv runs with ``--no-build`` always (metadata from wheels and the index only: no
+    package's build code runs during `rb init`) and the cleared environment of
+    :func:`reprobridge._proc.uv_env`. With ``sandboxed`` (the caller checked
+    :func:`reprobridge.sandbox.sandbox_unusable`) it runs in bubblewrap besides
+    (:func:`sandboxed_uv`): the operator's TLS/proxy/index settings ``network_env`` only, a
+    fresh uv cache of its own, ``directory`` the only writable host path, the interpreter's
+    own prefixes read-only. A requirement that only an sdist provides is not built: the
+    result names it (``needs_build``) and the guide says so. Wheels-only resolution is not
+    neutral: where the newest release of a package has no wheel, uv takes an older one.
 
     ``offline`` passes ``--offline`` (only uv's cache is used; on the host). ``python`` is
     the interpreter uv resolves for; by default uv looks for one matching
@@ -363,9 +361,7 @@ def lock_python_project(
     env = _proc.uv_env()
     version = _proc.run([*base, "--version"], env=env, check=False, timeout=30).text.strip()
     in_sandbox = sandboxed and not offline
-    argv = [*base, "lock", "--quiet", "--no-progress"]
-    if not in_sandbox:
-        argv.append("--no-build")
+    argv = [*base, "lock", "--quiet", "--no-progress", "--no-build"]
     if offline:
         argv.append("--offline")
     if python:
@@ -387,7 +383,7 @@ def lock_python_project(
                     exclude_newer,
                     python,
                     run,
-                    flags=[] if in_sandbox else ["--no-build"],
+                    flags=["--no-build"],
                 )
                 if exclude_newer and python and len(base) == 1
                 else None
@@ -431,6 +427,35 @@ def _failed(
     )
 
 
+#: Prints the interpreter's real path, then its prefix and base prefix, resolved.
+_PREFIXES = (
+    "import os, sys; print(os.path.realpath(sys.executable)); "
+    "print(os.path.realpath(sys.prefix)); print(os.path.realpath(sys.base_prefix))"
+)
+
+
+def interpreter_prefixes(python: str) -> tuple[str, list[Path]]:
+    """``python``'s real path and the folders it needs, for a sandbox's read-only binds:
+    its ``sys.prefix`` (a venv) and ``sys.base_prefix`` (the installation), resolved, less
+    those the sandbox binds anyway (``/usr``, ``/nix/store``). Asks the interpreter (the
+    operator's own, which :func:`reprobridge._machine.first_working_interpreter` already
+    ran); when it cannot say, the folder above its real path's ``bin``."""
+    real = os.path.realpath(python)
+    found = [Path(real).parents[1]]
+    result = _proc.run(
+        [real, "-I", "-c", _PREFIXES],
+        env={"PATH": "/usr/bin:/bin", "LC_ALL": "C"},
+        check=False,
+        timeout=_machine.INTERPRETER_CHECK_TIMEOUT,
+    )
+    lines = result.stdout.decode("utf-8", "replace").splitlines()
+    if result.returncode == 0 and len(lines) == 3 and all(Path(x).is_absolute() for x in lines):
+        real, found = lines[0], [Path(lines[1]), Path(lines[2])]
+    system = [Path(d) for d in (*sandbox.SYSTEM_DIRS, "/nix/store")]
+    binds = [p for p in dict.fromkeys(found) if not any(p.is_relative_to(d) for d in system)]
+    return real, binds
+
+
 def sandboxed_uv(
     argv: list[str],
     directory: Path,
@@ -452,7 +477,12 @@ def sandboxed_uv(
     binary = Path(os.path.realpath(argv[0]))
     ro: list[Path] = [binary]
     if python:
-        ro.append(Path(os.path.realpath(python)).parents[1])  # the interpreter's prefix
+        # uv gets the interpreter by a path that exists in the sandbox, whose own prefixes
+        # (a venv's and the installation's: pyenv, conda, uv's, under the home directory)
+        # are bound read-only; never the home directory itself.
+        real, prefixes = interpreter_prefixes(python)
+        ro += prefixes
+        argv = [real if word == python else word for word in argv]
     home = directory / ".home"
     home.mkdir(exist_ok=True)
     env = {

@@ -24,6 +24,8 @@ def progress_sink(verbosity: int) -> Any:
             click.echo(f"rb: merging {fields['findings']} findings", err=True)
         elif event == "lock":
             click.echo(f"rb: locking Python packages ({fields['path']})", err=True)
+        elif event == "paper":
+            click.echo(f"rb: {fields['note']}", err=True)
         elif event == "lock-retry":
             click.echo(f"rb: locking again: {fields['why']}", err=True)
         elif event == "agent":

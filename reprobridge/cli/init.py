@@ -78,9 +78,11 @@ def init_command(
     """Recover what reproducing PATH (default: .) needs and write reprobridge.toml, flake.nix,
     flake.lock, repro/ and REPRODUCE.md.
 
-    Static recovery only: nothing in the repository is executed and no network is used
-    (except `uv lock` reaching PyPI, unless --no-lock). Re-running refreshes what rb derived
-    and keeps every value you edited in reprobridge.toml.
+    Static recovery only: rb reads the repository and runs git and, unless --no-lock, uv's
+    resolver (`uv lock --no-build`, in a bubblewrap sandbox where available) against the
+    package index. No repository code and no package's build code runs; a package that only
+    an sdist provides is left unlocked and named in REPRODUCE.md. Re-running refreshes what
+    rb derived and keeps every value you edited in reprobridge.toml.
 
     The agent's model, budgets and --allow-network come from the flags, else RB_AGENT_*,
     else [agent] in $XDG_CONFIG_HOME/rb/config.toml; never from the repository.

@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import tomllib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -380,6 +381,8 @@ class RefreshReport:
     removed: list[str] = field(default_factory=list)
     kept_edits: list[str] = field(default_factory=list)
     kept_deletions: list[str] = field(default_factory=list)
+    #: Derived values kept as they were because their source was not read again.
+    kept_unread: list[str] = field(default_factory=list)
 
 
 def flatten(data: dict[str, Any], prefix: tuple[str, ...] = ()) -> dict[str, Any]:
@@ -446,12 +449,19 @@ def _delete(doc: TOMLDocument, parts: list[str]) -> None:
 
 
 def refresh_document(
-    doc: TOMLDocument, new: Manifest, *, path: str
+    doc: TOMLDocument,
+    new: Manifest,
+    *,
+    path: str,
+    keep: Callable[[list[str]], bool] | None = None,
 ) -> tuple[TOMLDocument, RefreshReport]:
     """Merge ``new`` (freshly derived, with its ``derived`` provenance) into ``doc``.
 
-    See the module docstring for the rule. The returned document is validated; a merge
-    that leaves it invalid (e.g. your edited command uses a parameter rb no longer
+    See the module docstring for the rule. ``keep`` marks derived values whose source
+    was not read this time (given a value's recorded provenance sources: a paper that is
+    not available): each stays as it is in ``doc``, with its recorded provenance, whatever
+    ``new`` says (listed in ``report.kept_unread``). The returned document is validated; a
+    merge that leaves it invalid (e.g. your edited command uses a parameter rb no longer
     derives) raises ManifestError naming the field.
     """
     import tomlkit
@@ -465,8 +475,18 @@ def refresh_document(
     new_derived: dict[str, Derivation] = dict(new.derived)
     leaves = flatten({k: v for k, v in new_data.items() if k not in {"derived", "schema"}})
     result_derived: dict[str, dict[str, Any]] = {}
+    unread = {
+        k for k, v in old_derived.items() if keep is not None and keep(list(v.get("sources", [])))
+    }
+    for dotted in sorted(unread):
+        current = _plain(_get(doc, dotted.split(".")))
+        if current is not _MISSING and digest(current) == old_derived[dotted]["digest"]:
+            result_derived[dotted] = dict(old_derived[dotted])
+            report.kept_unread.append(dotted)
 
     for dotted, value in leaves.items():
+        if dotted in unread:
+            continue
         parts = dotted.split(".")
         current = _plain(_get(doc, parts))
         prov = new_derived.get(dotted)
@@ -497,7 +517,7 @@ def refresh_document(
         elif current != value:
             report.kept_edits.append(dotted)
     for dotted, old in old_derived.items():
-        if dotted in leaves:
+        if dotted in leaves or dotted in unread:
             continue
         parts = dotted.split(".")
         current = _plain(_get(doc, parts))

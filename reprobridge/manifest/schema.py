@@ -160,7 +160,15 @@ class Paper(StrictModel):
     url: str | None = Field(None, description="Where the paper is (arXiv, proceedings).")
     doi: str | None = Field(None, description="DOI without the https://doi.org/ prefix.")
     path: str | None = Field(
-        None, description="Paper file given to `rb init --paper`, relative to the repo."
+        None,
+        description="Paper file given to `rb init --paper`, relative to the repo (`../p.md`"
+        " when it lies beside it; never an absolute path).",
+    )
+    sha256: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="sha256 of the paper file: a refresh reads a paper outside the repo only"
+        " when it still has these bytes.",
     )
     authors: list[str] = Field(default_factory=_empty, description="Author names, in order.")
 

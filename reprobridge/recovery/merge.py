@@ -75,6 +75,7 @@ from reprobridge.recovery.environment import (
 )
 from reprobridge.recovery.experiments import MAIN_DECISION, merge_datasets, merge_experiments
 from reprobridge.recovery.paper import merge_paper
+from reprobridge.recovery.paperfile import PAPER_SOURCE, hash_sources
 from reprobridge.recovery.scope import (
     declaring_folders,
     drop_support_only,
@@ -94,6 +95,9 @@ def merge_findings(
     repo_name: str,
     paper_path: str | None = None,
     python_lock: str | None = None,
+    paper_sha256: str | None = None,
+    paper_label: str | None = None,
+    repo_name_sources: tuple[str, ...] = ("repository directory name",),
 ) -> MergeResult:
     """Apply the module's rules to ``ctx.findings``; return a validated manifest.
 
@@ -106,7 +110,9 @@ def merge_findings(
     for f in ctx.findings:
         by_kind[f.kind].append(f)
 
-    _project(b, by_kind, repo_name, paper_path)
+    _project(b, by_kind, repo_name, paper_path, list(repo_name_sources))
+    if paper_sha256:
+        b.put("project.paper.sha256", paper_sha256, hash_sources(paper_label or "paper"))
     code = _scope_environment(ctx, by_kind, notes)
     dated = environment_date(ctx.index.head, code, pins.available_pythons())
     requirements = merge_requirements(b, by_kind, notes, dated)
@@ -210,7 +216,11 @@ def _scope_subproject(
 
 
 def _project(
-    b: Builder, by_kind: dict[str, list[Finding]], repo_name: str, paper: str | None
+    b: Builder,
+    by_kind: dict[str, list[Finding]],
+    repo_name: str,
+    paper: str | None,
+    name_sources: list[str],
 ) -> None:
     found = {
         f.key: f for f in best(of_type(by_kind, ProjectValue), {"project": 0, "paper": 1})[::-1]
@@ -219,7 +229,7 @@ def _project(
     b.put(
         "project.name",
         name.value.value if name else repo_name,
-        name.sources() if name else ["repository directory name"],
+        name.sources() if name else name_sources,
     )
     for key in ("title", "url", "doi"):
         if key in found:
@@ -232,7 +242,7 @@ def _project(
     if "license" in found:
         b.put("project.license", found["license"].value.value, found["license"].sources())
     if paper:
-        b.put("project.paper.path", paper, ["rb init --paper"])
+        b.put("project.paper.path", paper, [PAPER_SOURCE])
 
 
 # -- environment --------------------------------------------------------------------------

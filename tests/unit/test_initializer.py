@@ -297,7 +297,10 @@ def test_rerun_and_check_use_the_recorded_paper(make_repo) -> None:
 
 
 def test_recorded_paper_never_leaves_the_repository(tmp_path: Path) -> None:
-    from reprobridge.initializer import _recorded_paper
+    from reprobridge.recovery.paperfile import recorded_paper
+
+    def _recorded_paper(root: Path, rel: str | None) -> str | None:
+        return recorded_paper(root, rel, None).read
 
     root = tmp_path / "repo"
     (root / "docs").mkdir(parents=True)

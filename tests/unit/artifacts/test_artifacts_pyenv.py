@@ -252,31 +252,25 @@ def _find_links_project(tmp_path: Path) -> Path:
 
 
 @pytest.mark.skipif(host_uv() is None, reason="uv is not installed")
-def test_a_sandboxed_lock_does_not_backtrack_past_a_release_without_a_wheel(
+def test_a_sandboxed_lock_builds_no_sdist_either(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Wheels-only resolution silently took nbconvert 5.6 -> ipykernel 4.0 (which cannot
-    start a kernel) because pandocfilters' newest release had no wheel. In the sandbox the
-    lock resolves with sdists and gets the newest release; the sdist's build runs there,
-    never on the host; on the host (no sandbox) it stays wheels only."""
+    """`rb init` runs no package's build code, in the sandbox as on the host: where the
+    newest release is an sdist only, both resolve the newest wheel (the sandbox shares the
+    host's network, so a build there could reach host loopback services)."""
     from reprobridge.sandbox import sandbox_unusable
 
     if (why := sandbox_unusable()) is not None:
         pytest.skip(f"sandbox unusable: {why}")
     monkeypatch.setenv("RB_TEST_SECRET", "s3cr3t-lock-0123456789")
-    escape = tmp_path / "escaped-from-lock"
-    host = _find_links_project(tmp_path / "host")
-    _backtracking_index(host / "links", escape)
-    result = pyenv.lock_python_project(host, offline=False, python=host_python())
-    assert result.locked, result.reason
-    assert 'name = "dep"\nversion = "1.0"' in (host / "uv.lock").read_text()
-    assert not escape.exists()
-
-    boxed = _find_links_project(tmp_path / "boxed")
-    _backtracking_index(boxed / "links", escape)
-    result = pyenv.lock_python_project(boxed, offline=False, python=host_python(), sandboxed=True)
-    assert result.locked, result.reason
-    assert 'name = "dep"\nversion = "2.0"' in (boxed / "uv.lock").read_text()
-    # The build ran in the sandbox: the host path it wrote to is not there.
-    assert not escape.exists(), escape.read_text()
-    assert not (boxed / ".home").exists()
+    for sandboxed in (False, True):
+        directory = _find_links_project(tmp_path / f"sandboxed-{sandboxed}")
+        escape = directory / "built"  # writable from the sandbox too
+        _backtracking_index(directory / "links", escape)
+        result = pyenv.lock_python_project(
+            directory, offline=False, python=host_python(), sandboxed=sandboxed
+        )
+        assert result.locked, result.reason
+        assert 'name = "dep"\nversion = "1.0"' in (directory / "uv.lock").read_text()
+        assert not escape.exists(), escape.read_text()
+        assert not (directory / ".home").exists()
