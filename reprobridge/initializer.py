@@ -74,6 +74,8 @@ from reprobridge.manifest.io import (
     render_new_manifest,
 )
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
+from reprobridge.probe.apply import apply_decisions
+from reprobridge.probe.record import load_decisions
 from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
 from reprobridge.recovery.merge import MergeResult, merge_findings
 from reprobridge.sandbox import sandbox_unusable
@@ -81,6 +83,7 @@ from reprobridge.sandbox import sandbox_unusable
 if TYPE_CHECKING:
     from reprobridge.agent.loop import AgentResult
     from reprobridge.agent.session import AgentOptions
+    from reprobridge.probe.loop import ProbeReport
 
 LockMode = Literal["auto", "always", "never", "keep"]
 LOCK_PATH = f"{PYTHON_DIR}/uv.lock"
@@ -104,6 +107,8 @@ class InitResult:
     lock_warning: str | None = None
     #: Set when ``--agent auto`` fell back to static recovery (AgentOptions.fallback_static).
     agent_fallback: str | None = None
+    #: What the probe did, when `rb init` probed (the CLI runs it after recovery).
+    probe: ProbeReport | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `rb init --json` document (stable keys, for scripts)."""
@@ -130,6 +135,8 @@ class InitResult:
             "lock_warning": self.lock_warning,
             "agent_fallback": self.agent_fallback,
         }
+        if self.probe is not None:
+            doc["probe"] = self.probe.to_json()
         if self.agent is not None:
             # What the recovery cost (rb bench tabulates it).
             ledger = self.agent.ledger
@@ -377,7 +384,12 @@ def init_repository(
         python_lock=LOCK_PATH if expect_lock else None,
     )
     agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
-    merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
+    # What an earlier probe learned by running (repro/probe.toml) applies to every draft,
+    # so the artifacts stay as the probe left them without running anything again.
+    decisions = load_decisions(root)
+    merged = apply_decisions(
+        replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions
+    )
     # Packages whose removed names or keywords the code calls where no rename fixes them
     # get an upper bound below the removal, so the lock resolves a release that has them.
     # A kept lock (rb check, --no-lock) says which bounds held when it was made; without
@@ -432,7 +444,10 @@ def init_repository(
         text, manifest, report = _build_manifest(root, merged, existing)
         project_files = render_python_project(manifest)
     if lock_bytes is None and expect_lock:
-        merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
+        merged = apply_decisions(
+            replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result)),
+            decisions,
+        )
         text, manifest, report = _build_manifest(root, merged, existing)
     if locked.moved and lock_bytes is not None:
         # The lock moved the date bound for some packages: the manifest and the rendered
