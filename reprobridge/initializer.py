@@ -56,6 +56,7 @@ from reprobridge.constants import (
     REPRO_DIR,
 )
 from reprobridge.detect import detect_repo
+from reprobridge.detect.base import DetectContext
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import (
     CommandFailed,
@@ -75,9 +76,9 @@ from reprobridge.manifest.io import (
 )
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
 from reprobridge.probe.apply import apply_decisions
-from reprobridge.probe.record import load_decisions
+from reprobridge.probe.record import Decision, load_decisions
 from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
-from reprobridge.recovery.merge import MergeResult, merge_findings
+from reprobridge.recovery.merge import MergeResult, merge_findings, retarget
 from reprobridge.sandbox import sandbox_unusable
 
 if TYPE_CHECKING:
@@ -387,8 +388,8 @@ def init_repository(
     # What an earlier probe learned by running (repro/probe.toml) applies to every draft,
     # so the artifacts stay as the probe left them without running anything again.
     decisions = load_decisions(root)
-    merged = apply_decisions(
-        replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions
+    merged = _with_decisions(
+        replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
     )
     # Packages whose removed names or keywords the code calls where no rename fixes them
     # get an upper bound below the removal, so the lock resolves a release that has them.
@@ -444,9 +445,10 @@ def init_repository(
         text, manifest, report = _build_manifest(root, merged, existing)
         project_files = render_python_project(manifest)
     if lock_bytes is None and expect_lock:
-        merged = apply_decisions(
+        merged = _with_decisions(
             replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result)),
             decisions,
+            ctx,
         )
         text, manifest, report = _build_manifest(root, merged, existing)
     if locked.moved and lock_bytes is not None:
@@ -526,6 +528,17 @@ def init_repository(
         lock_warning=locked.warning,
         agent_fallback=agent_fallback,
     )
+
+
+def _with_decisions(
+    merged: MergeResult, decisions: tuple[Decision, ...], ctx: DetectContext
+) -> MergeResult:
+    """The probe's decisions applied; where they add metrics, the paper's and the README's
+    values are matched again, so a number they state becomes the new metric's target."""
+    applied = apply_decisions(merged, decisions)
+    if not any(".metrics." in d.target for d in decisions):
+        return applied
+    return retarget(applied, ctx.findings)
 
 
 def _previous_guide(root: Path) -> str:

@@ -131,3 +131,26 @@ def test_a_decision_is_never_repeated_only_replaced() -> None:
     assert kept == (a,) and changed == []
     kept, changed = merge_decisions((a,), [b])
     assert kept == (b,) and changed == [b]
+
+
+README_TABLE = """# Set model
+
+    python main.py --epochs 3
+
+| Model | min_dist | NLL |
+|---|---|---|
+| ours | 3.1 | 1.2 |
+"""
+
+
+@needs_bwrap
+def test_a_readme_number_becomes_the_target_of_the_metric_the_run_printed(
+    make_repo: Callable[..., Path],
+) -> None:
+    """Static recovery cannot name the metric (logged from a dict); the probe reads it from
+    the run, and the README's table row for the only experiment gives its target."""
+    root = make_repo({"README.md": README_TABLE, "main.py": LOGGED})
+    doc, _ = _init(root)
+    metrics = doc["manifest"]["experiments"]["main"]["metrics"]  # type: ignore[index]
+    assert metrics["nll"]["target"] == 1.2 and metrics["min_dist"]["target"] == 3.1
+    assert metrics["nll"]["provenance"].startswith("README.md:7 (")
