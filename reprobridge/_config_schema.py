@@ -45,6 +45,10 @@ class UserConfig(BaseModel):
     sign_key: Path | None = None
     #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
     threads: StrictInt | None = Field(None, ge=1, le=MAX_THREADS)
+    #: Whether `rb init` probes the draft (runs its smoke tier in the sandbox).
+    probe: StrictBool | None = None
+    #: Seconds all probe rounds of one `rb init` may take together.
+    probe_budget: float | None = Field(None, gt=0, le=86400)
     agent: AgentSettings = AgentSettings()
 
 
@@ -65,6 +69,8 @@ def validated_settings(text: str | None, source: str, environ: Mapping[str, str]
         backend=merged.backend,
         sign_key=merged.sign_key,
         threads=merged.threads,
+        probe=merged.probe,
+        probe_budget=merged.probe_budget,
         agent=merged.agent.model_dump(exclude_none=True),
     )
 
@@ -91,6 +97,16 @@ def _from_environ(environ: Mapping[str, str]) -> UserConfig:
     }
     if environ.get("RB_THREADS"):
         top["threads"] = parse_threads(environ["RB_THREADS"], "RB_THREADS")
+    if environ.get("RB_PROBE"):
+        top["probe"] = _boolean(environ["RB_PROBE"], "RB_PROBE")
+    if environ.get("RB_PROBE_BUDGET"):
+        try:
+            top["probe_budget"] = float(environ["RB_PROBE_BUDGET"])
+        except ValueError:
+            raise ConfigError(
+                f"expected seconds (a number); got {environ['RB_PROBE_BUDGET']!r}",
+                path="RB_PROBE_BUDGET",
+            ) from None
     agent: dict[str, Any] = {}
     for key in AGENT_KEYS:
         var = f"RB_AGENT_{key.upper()}"
@@ -98,10 +114,7 @@ def _from_environ(environ: Mapping[str, str]) -> UserConfig:
         if not value:
             continue
         if key == "allow_network":
-            low = value.strip().lower()
-            if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
-                raise ConfigError("expected true or false", path=var)
-            agent[key] = low in ("1", "true", "yes", "on")
+            agent[key] = _boolean(value, var)
         else:
             agent[key] = value
     for var in environ:
@@ -115,10 +128,20 @@ def _from_environ(environ: Mapping[str, str]) -> UserConfig:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = str(err["loc"][-1])
-        var = {"backend": "RB_BACKEND", "sign_key": "RB_SIGN_KEY"}.get(
-            key, f"RB_AGENT_{key.upper()}"
-        )
+        var = {
+            "backend": "RB_BACKEND",
+            "sign_key": "RB_SIGN_KEY",
+            "probe_budget": "RB_PROBE_BUDGET",
+        }.get(key, f"RB_AGENT_{key.upper()}")
         raise ConfigError(err["msg"], path=var) from exc
+
+
+def _boolean(value: str, var: str) -> bool:
+    """A yes/no variable's value (1/0, true/false, yes/no, on/off)."""
+    low = value.strip().lower()
+    if low not in ("1", "0", "true", "false", "yes", "no", "on", "off"):
+        raise ConfigError("expected true or false", path=var)
+    return low in ("1", "true", "yes", "on")
 
 
 def _merge(low: UserConfig, high: UserConfig) -> UserConfig:

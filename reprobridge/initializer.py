@@ -56,6 +56,7 @@ from reprobridge.constants import (
     REPRO_DIR,
 )
 from reprobridge.detect import detect_repo
+from reprobridge.detect.base import DetectContext
 from reprobridge.detect.index import RepoIndex
 from reprobridge.errors import (
     CommandFailed,
@@ -73,8 +74,10 @@ from reprobridge.manifest.io import (
     render_new_manifest,
 )
 from reprobridge.manifest.schema import Derivation, Environment, Manifest
+from reprobridge.probe.apply import apply_decisions
+from reprobridge.probe.record import Decision, load_decisions
 from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
-from reprobridge.recovery.merge import MergeResult, merge_findings
+from reprobridge.recovery.merge import MergeResult, merge_findings, retarget
 from reprobridge.recovery.paperfile import (
     PaperChoice,
     cites_paper,
@@ -88,6 +91,7 @@ from reprobridge.sandbox import sandbox_unusable
 if TYPE_CHECKING:
     from reprobridge.agent.loop import AgentResult
     from reprobridge.agent.session import AgentOptions
+    from reprobridge.probe.loop import ProbeReport
 
 LockMode = Literal["auto", "always", "never", "keep"]
 LOCK_PATH = f"{PYTHON_DIR}/uv.lock"
@@ -111,6 +115,8 @@ class InitResult:
     lock_warning: str | None = None
     #: Set when ``--agent auto`` fell back to static recovery (AgentOptions.fallback_static).
     agent_fallback: str | None = None
+    #: What the probe did, when `rb init` probed (the CLI runs it after recovery).
+    probe: ProbeReport | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The `rb init --json` document (stable keys, for scripts)."""
@@ -137,6 +143,8 @@ class InitResult:
             "lock_warning": self.lock_warning,
             "agent_fallback": self.agent_fallback,
         }
+        if self.probe is not None:
+            doc["probe"] = self.probe.to_json()
         if self.agent is not None:
             # What the recovery cost (rb bench tabulates it).
             ledger = self.agent.ledger
@@ -366,7 +374,12 @@ def init_repository(
         paper_label=label_of(chosen),
     )
     agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
-    merged = replace(static, manifest=_with_agent(static.manifest, agent_result))
+    # What an earlier probe learned by running (repro/probe.toml) applies to every draft,
+    # so the artifacts stay as the probe left them without running anything again.
+    decisions = load_decisions(root)
+    merged = _with_decisions(
+        replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
+    )
     # Packages whose removed names or keywords the code calls where no rename fixes them
     # get an upper bound below the removal, so the lock resolves a release that has them.
     # A kept lock (rb check, --no-lock) says which bounds held when it was made; without
@@ -421,7 +434,11 @@ def init_repository(
         text, manifest, report = _build_manifest(root, merged, existing, chosen)
         project_files = render_python_project(manifest)
     if lock_bytes is None and expect_lock:
-        merged = replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result))
+        merged = _with_decisions(
+            replace(static, manifest=_with_agent(_without_lock(static.manifest), agent_result)),
+            decisions,
+            ctx,
+        )
         text, manifest, report = _build_manifest(root, merged, existing, chosen)
     if locked.moved and lock_bytes is not None:
         # The lock moved the date bound for some packages: the manifest and the rendered
@@ -500,6 +517,17 @@ def init_repository(
         lock_warning=locked.warning,
         agent_fallback=agent_fallback,
     )
+
+
+def _with_decisions(
+    merged: MergeResult, decisions: tuple[Decision, ...], ctx: DetectContext
+) -> MergeResult:
+    """The probe's decisions applied; where they add metrics, the paper's and the README's
+    values are matched again, so a number they state becomes the new metric's target."""
+    applied = apply_decisions(merged, decisions)
+    if not any(".metrics." in d.target for d in decisions):
+        return applied
+    return retarget(applied, ctx.findings)
 
 
 def _previous_guide(root: Path) -> str:

@@ -3,7 +3,8 @@
 Sources, highest first (click, uv and DVC use the same order):
 
 1. command-line flags;
-2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY``, ``RB_THREADS`` and
+2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY``, ``RB_THREADS``, ``RB_PROBE``,
+   ``RB_PROBE_BUDGET`` and
    ``RB_AGENT_<KEY>`` (for example ``RB_AGENT_BUDGET_USD=1.5``,
    ``RB_AGENT_ALLOW_NETWORK=false``);
 3. the user config file ``$XDG_CONFIG_HOME/rb/config.toml`` (default
@@ -12,6 +13,8 @@ Sources, highest first (click, uv and DVC use the same order):
        backend = "host"                       # auto | nix | host
        sign_key = "~/.config/rb/signing-key.pem"
        threads = 2                            # CPU threads per audited run
+       probe = true                           # rb init runs the draft's smoke tier to repair it
+       probe_budget = 600                     # seconds, every probe round together
 
        [agent]
        model = "claude-sonnet-4-5"
@@ -74,6 +77,10 @@ class Settings:
     sign_key: Path | None = None
     #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
     threads: int | None = None
+    #: Whether `rb init` probes (runs the draft's smoke tier in the sandbox and repairs it).
+    probe: bool | None = None
+    #: Seconds every probe round of one `rb init` may take together.
+    probe_budget: float | None = None
     #: The ``[agent]`` keys that are set (user-config key -> value; see :data:`AGENT_KEYS`).
     #: Left out of the hash (a dict has none), so Settings and Operator stay hashable as the
     #: frozen pydantic model before them was.
@@ -138,6 +145,18 @@ class Operator:
         libraries choose, and the host's own ``OMP_NUM_THREADS``-like variables pass)."""
         return flag if flag is not None else self.settings.threads
 
+    def probe(self, flag: bool | None) -> bool:
+        """``--probe/--no-probe`` > ``RB_PROBE`` > config ``probe`` > on."""
+        if flag is not None:
+            return flag
+        return True if self.settings.probe is None else self.settings.probe
+
+    def probe_budget(self, flag: float | None) -> float:
+        """``--probe-budget`` > ``RB_PROBE_BUDGET`` > config ``probe_budget`` > 600 s."""
+        if flag is not None:
+            return flag
+        return 600.0 if self.settings.probe_budget is None else self.settings.probe_budget
+
     def agent_config(self, flags: Mapping[str, Any]) -> AgentConfig:
         """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over
         the environment and config file over AgentConfig's defaults. The repository has no
@@ -195,11 +214,12 @@ def _config_text(path: Path) -> str | None:
 
 def _variables_set(environ: Mapping[str, str]) -> bool:
     """Whether an ``RB_*`` variable sets a setting or may be rejected: a non-empty
-    ``RB_BACKEND``/``RB_SIGN_KEY``/``RB_THREADS`` (empty ones are ignored), or any
+    ``RB_BACKEND``/``RB_SIGN_KEY``/``RB_THREADS``/``RB_PROBE``/``RB_PROBE_BUDGET`` (empty ones are ignored), or any
     ``RB_AGENT_*`` (an unknown name is an error even when empty)."""
-    return any(environ.get(var) for var in ("RB_BACKEND", "RB_SIGN_KEY", "RB_THREADS")) or any(
-        var.startswith("RB_AGENT_") for var in environ
-    )
+    return any(
+        environ.get(var)
+        for var in ("RB_BACKEND", "RB_SIGN_KEY", "RB_THREADS", "RB_PROBE", "RB_PROBE_BUDGET")
+    ) or any(var.startswith("RB_AGENT_") for var in environ)
 
 
 #: A suggestion shown from a repository is cut to this many characters (it is untrusted text).

@@ -153,6 +153,9 @@ def _isolate_env(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempP
     for name in list(os.environ):
         if _SECRET_VARS.match(name):
             monkeypatch.delenv(name, raising=False)
+    # `rb init` probes by default (runs the draft's experiments): the tests of static
+    # recovery switch it off as an operator would; tests/unit/probe turn it on.
+    monkeypatch.setenv("RB_PROBE", "0")
     # rb's user config ($XDG_CONFIG_HOME/rb/config.toml) is the operator's: not the tests'.
     xdg = tmp_path_factory.getbasetemp() / "xdg-config"
     xdg.mkdir(exist_ok=True)

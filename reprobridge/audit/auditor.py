@@ -183,6 +183,15 @@ class AuditOptions:
     #: CPU threads each run may use (:mod:`reprobridge.audit.threads`: OMP_NUM_THREADS and
     #: the like, set over the backend's environment); None: not set, the host's pass.
     threads: int | None = None
+    #: Where the bundle goes (default: the repository's ``repro/evidence``). `rb init`'s probe
+    #: keeps its bundles apart, so they are never an audit of the repository.
+    evidence_root: Path | None = None
+    #: A trial (`rb init`'s probe, never `rb audit`): a run whose GPUs this machine lacks
+    #: runs with no GPU visible, and one whose dataset check fails runs anyway, so that what
+    #: the code does without them is evidence. Its verdicts are not an audit's.
+    trial: bool = False
+    #: The longest any run may take, over its tier's timeout (the probe's time budget).
+    max_timeout_s: float | None = None
 
 
 @dataclass
@@ -338,13 +347,16 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     manifest = read_manifest(manifest_path)
     manifest_bytes = manifest_path.read_bytes()
     plan = plan_runs(manifest, opts.experiments, runs=opts.runs, tier=opts.tier)
+    if opts.max_timeout_s is not None:
+        cap = opts.max_timeout_s
+        plan = [dataclasses.replace(r, timeout_s=min(r.timeout_s, cap)) for r in plan]
     _check_claim_references(manifest)
     commit = head_commit(root)
     # Before any bundle exists or any environment is set up: `--sandbox on` on a machine
     # without a working bubblewrap fails here, leaving nothing to resume or clean up.
     sandboxed = _sandbox_choice(opts)
     _check_operator_inputs(opts)
-    evidence_root = root / EVIDENCE_DIR
+    evidence_root = opts.evidence_root or root / EVIDENCE_DIR
     if opts.offline and manifest.environment.python_requirements:
         # Fail fast: a missing wheel is named before any evidence bundle is started.
         offline_requirements(root, root / WHEELS_DIR, manifest.environment.python)
@@ -817,14 +829,14 @@ def _one_run(
     # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
     local = opts.executor is None or opts.executor.name == "local"
     missing = hardware_missing(exp.hardware, gpu) if local else None
-    if missing is not None:
+    if missing is not None and not opts.trial:
         # Never a pass on the wrong hardware: the run does not start.
         return _seal_failure(bundle, run, run_dir, record, "procedure", missing, exp, opts.tier)
 
     checks = check_datasets(manifest, run.experiment, root)
     bundle.write_json(f"{rel(run_dir)}/datasets.json", jsonable(checks))
     bad = [c for c in checks if not c.ok]
-    if bad:
+    if bad and not opts.trial:
         reason = "; ".join(f"dataset {c.id}: {c.reason}" for c in bad)
         return _seal_failure(bundle, run, run_dir, record, "procedure", reason, exp, opts.tier)
     tmp = tempfile.mkdtemp(prefix=_workspace_prefix(bundle.path, run), dir=opts.work_root)
@@ -990,6 +1002,9 @@ def _run_request(
         run_env.update(thread_env(opts.threads))
     run_env.update(RB_RUN_ID=run.key, RB_RUN_MARKER=marker, PYTHONHASHSEED="0")
     run_env.update(sandbox.headless_env())
+    if opts.trial and exp.hardware.gpus > 0:
+        # The trial asks what the code does without a GPU: none is visible to it.
+        run_env["CUDA_VISIBLE_DEVICES"] = ""
     if not exp.network:
         run_env.update(sandbox.offline_env())
     # The binds come from the backend, never from the environment (which a shellHook sets).
@@ -1012,8 +1027,8 @@ def _run_request(
         stop_event=interrupt.event,
         stop_reason=lambda: f"signal {interrupt.signum} to the auditor",
         network=exp.network,
-        gpu=exp.hardware.gpus > 0,
-        gpus=exp.hardware.gpus,
+        gpu=exp.hardware.gpus > 0 and not opts.trial,
+        gpus=0 if opts.trial else exp.hardware.gpus,
         cpus=exp.hardware.cpus,
         memory_gb=exp.hardware.memory_gb,
         ro_binds=tuple(ro),

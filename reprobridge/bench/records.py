@@ -91,6 +91,12 @@ class RepoRecord(BaseModel):
     wall_s: float = 0.0
     agent_cost_usd: float | None = None
     warnings: list[str] = Field(default_factory=list)
+    #: `rb init`'s probe: its time in all, the time its trial runs took, why it stopped and
+    #: what it decided (``repair: target``); None when `rb init` did not probe.
+    probe_s: float | None = None
+    probe_run_s: float | None = None
+    probe_stopped: str = ""
+    probe_decisions: list[str] = Field(default_factory=list)
 
 
 class BenchReport(BaseModel):

@@ -208,6 +208,7 @@ def _bench_one(
             return _finish(rec, opts, t0, "init", "rb init printed no JSON report")
         rec.agent_cost_usd = _agent_cost(init_doc)
         rec.warnings = [str(w) for w in init_doc.get("warnings", [])][:20]
+        _read_probe(rec, init_doc.get("probe"))
     rec.levels["init"] = True
     manifest = _manifest(work, init_doc)
     rec.dependencies = dependencies(_declared(manifest), entry.dependencies, local)
@@ -354,6 +355,22 @@ def _is_checkout_root(path: Path) -> bool:
 def _without_git_metadata(_directory: str, names: list[str]) -> list[str]:
     """``copytree``'s ignore: every ``.git`` (any case), file or directory, at any depth."""
     return [n for n in names if n.lower() == ".git"]
+
+
+def _read_probe(rec: RepoRecord, probe: object) -> None:
+    """The probe's cost and decisions from `rb init --json` (nothing when it did not probe)."""
+    if not isinstance(probe, dict):
+        return
+    wall, runs = probe.get("wall_s"), probe.get("run_wall_s")
+    rec.probe_s = float(wall) if isinstance(wall, int | float) else None
+    rec.probe_run_s = float(runs) if isinstance(runs, int | float) else None
+    rec.probe_stopped = str(probe.get("stopped", ""))[:300]
+    decisions = probe.get("decisions")
+    rec.probe_decisions = [
+        f"{d.get('repair')}: {d.get('target')}"
+        for d in (decisions if isinstance(decisions, list) else [])
+        if isinstance(d, dict)
+    ][:40]
 
 
 def _commit_all(work: Path) -> None:

@@ -113,6 +113,7 @@ HEADERS = (
     "claims",
     "deps found",
     "wall",
+    "probe (its runs)",
     "agent",
     "cause of the first miss",
 )
@@ -130,11 +131,20 @@ def rows(report: BenchReport) -> list[list[str]]:
                 f"{r.claims_holding}/{r.claims_total}" if r.claims_total else "—",
                 _recall(r),
                 f"{r.wall_s:.0f} s",
+                _probe(r),
                 _cost(r.agent_cost_usd),
                 _short(r.cause or ""),
             ]
         )
     return out
+
+
+def _probe(r: RepoRecord) -> str:
+    """The probe's time beside the time of the trial runs it wraps, and its repairs."""
+    if r.probe_s is None:
+        return "—"
+    repairs = f", {len(r.probe_decisions)} repair(s)" if r.probe_decisions else ""
+    return f"{r.probe_s:.0f} s ({r.probe_run_s or 0:.0f} s){repairs}"
 
 
 def total_lines(report: BenchReport) -> list[str]:
@@ -152,6 +162,16 @@ def total_lines(report: BenchReport) -> list[str]:
         + (", ".join(t.local_module_repos) if t.local_module_repos else "none")
     )
     lines.append(f"- wall time: {t.wall_s:.0f} s; agent cost: {_cost(t.agent_cost_usd)}")
+    probed = [r for r in report.records if r.probe_s is not None]
+    if probed:
+        probe_s = sum(r.probe_s or 0 for r in probed)
+        run_s = sum(r.probe_run_s or 0 for r in probed)
+        ratio = f"{probe_s / run_s:.2f}x its runs" if run_s else "no run"
+        lines.append(
+            f"- probe: {len(probed)} repositories, {probe_s:.0f} s in all against {run_s:.0f} s "
+            f"of trial runs ({ratio}); "
+            f"{sum(len(r.probe_decisions) for r in probed)} decision(s)"
+        )
     raised = [
         f"{r.name} ({e.id}: {e.reason})"
         for r in report.records

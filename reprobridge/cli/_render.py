@@ -36,6 +36,17 @@ def progress_sink(verbosity: int) -> Any:
                 f"{fields['attempts']} in {fields['delay']:g}s",
                 err=True,
             )
+        elif event == "probe-round":
+            click.echo(
+                f"rb: probe round {fields['round']}: smoke run of {fields['experiments']} "
+                f"in the sandbox ({fields['budget_left']}s of the budget left)",
+                err=True,
+            )
+        elif event == "probe-run":
+            line = f": {fields['line']}" if fields.get("line") else ""
+            click.echo(f"rb: probe: {fields['experiment']}: {fields['kind']}{line}", err=True)
+        elif event == "probe-decision":
+            click.echo(f"rb: probe repair {fields['repair']}: {fields['why']}", err=True)
         elif verbosity > 0:
             detail = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
             click.echo(f"rb: {event} {detail}".rstrip(), err=True)

@@ -13,6 +13,7 @@ from reprobridge.cli.options import agent_option, common_options, print_json, st
 
 if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays fast
     from reprobridge.initializer import InitResult
+    from reprobridge.manifest.schema import Manifest
 
 
 @click.command("init")
@@ -56,6 +57,22 @@ if TYPE_CHECKING:  # imported when the command runs, so `rb init --help` stays f
     default=None,
     help="Let the agent's sandboxed commands use the network (default: off).",
 )
+@click.option(
+    "--probe/--no-probe",
+    "probe",
+    default=None,
+    help="After static recovery, run the chosen experiments' smoke tier in the sandbox, "
+    "classify what failed and repair it, then run again (default: on where bubblewrap works; "
+    "RB_PROBE, config `probe`).",
+)
+@click.option(
+    "--probe-budget",
+    type=click.FloatRange(1),
+    default=None,
+    metavar="SECONDS",
+    help="Time for every probe round together (default 600; RB_PROBE_BUDGET, config "
+    "`probe_budget`).",
+)
 @click.option("--verify", is_flag=True, help="Run a smoke audit (1 run, host) of the result.")
 @common_options
 def init_command(
@@ -72,17 +89,23 @@ def init_command(
     max_tool_calls: int | None,
     max_wall: float | None,
     allow_network: bool | None,
+    probe: bool | None,
+    probe_budget: float | None,
     verify: bool,
     as_json: bool,
 ) -> None:
     """Recover what reproducing PATH (default: .) needs and write reprobridge.toml, flake.nix,
     flake.lock, repro/ and REPRODUCE.md.
 
-    Static recovery only: rb reads the repository and runs git and, unless --no-lock, uv's
+    Static recovery first: rb reads the repository and runs git and, unless --no-lock, uv's
     resolver (`uv lock --no-build`, in a bubblewrap sandbox where available) against the
-    package index. No repository code and no package's build code runs; a package that only
-    an sdist provides is left unlocked and named in REPRODUCE.md. Re-running refreshes what
-    rb derived and keeps every value you edited in reprobridge.toml.
+    package index; no repository code and no package's build code runs there (a package
+    that only an sdist provides is left unlocked and named in REPRODUCE.md). Then, unless
+    --no-probe, the probe runs the chosen experiments' smoke tier in the audit's sandbox
+    (bubblewrap, cleared environment, no network), reads what failed, repairs it
+    (repro/probe.toml records each decision with the log line behind it) and runs again,
+    within --probe-budget. Re-running refreshes what rb derived and keeps every value you
+    edited in reprobridge.toml.
 
     The agent's model, budgets and --allow-network come from the flags, else RB_AGENT_*,
     else [agent] in $XDG_CONFIG_HOME/rb/config.toml; never from the repository.
@@ -113,10 +136,32 @@ def init_command(
             }
         )
         agent = AgentOptions(config=config, fallback_static=agent_mode == "auto")
+    probed = None
     with sink(progress_sink(-1 if quiet else st.verbosity)):
         result = init_repository(
             path, paper=paper, lock=mode, dry_run=dry_run, git_add=not no_git_add, agent=agent
         )
+        if st.operator.probe(probe) and not dry_run:
+            from reprobridge.probe.loop import ProbeOptions, probe_repository
+
+            def reinit() -> tuple[Manifest, str | None]:
+                nonlocal result
+                # The agent is not asked again (its proposals are kept in the manifest).
+                result = init_repository(
+                    path, paper=paper, lock=mode, git_add=not no_git_add, agent=None
+                )
+                return result.manifest, result.lock_warning
+
+            probed = probe_repository(
+                result.root,
+                ProbeOptions(
+                    budget_s=st.operator.probe_budget(probe_budget),
+                    threads=st.operator.threads(None),
+                ),
+                reinit,
+                result.lock_warning,
+            )
+            result.probe = probed
     # Said after the work: an error must stay the one `error:` line of the CLI contract.
     if not quiet:
         why = (
@@ -145,6 +190,13 @@ def init_command(
         print_json(result)
     else:
         print_init_summary(result, _next_step(result))
+        if probed is not None:
+            click.echo(
+                f"probe: {probed.stopped} ({len(probed.rounds)} round(s), {probed.wall_s:.0f}s, "
+                f"of which runs {probed.run_wall_s:.0f}s)"
+            )
+            for d in probed.decisions:
+                click.echo(f"  {d.repair}: {d.target}: {d.why}")
         if result.agent is not None:
             click.echo(f"agent: {result.agent.ledger.summary()}")
             if result.agent.stopped_by:

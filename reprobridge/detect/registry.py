@@ -46,6 +46,7 @@ BUILTIN: tuple[str, ...] = (
     "reprobridge.detect.procedure.fetch:FetchDetector",
     "reprobridge.detect.procedure.outputs:OutputsMetricsDetector",
     "reprobridge.detect.paper.paper:PaperDetector",
+    "reprobridge.detect.paper.readme_results:ReadmeResultsDetector",
 )
 
 ENTRY_POINT_GROUP = "reprobridge.detectors"

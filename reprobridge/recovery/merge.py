@@ -52,6 +52,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Mapping
+from dataclasses import replace
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
@@ -258,6 +259,25 @@ def _longest_prefix_key(keys: Mapping[str, object], path: str) -> str | None:
             return path[:end]
         end = path.rfind(".", 0, end)
     return None
+
+
+def retarget(merged: MergeResult, findings: list[Finding]) -> MergeResult:
+    """``merged`` with the paper's and the README's values matched once more, to metrics a
+    later stage added (the probe's, read from what a run printed): values already matched
+    stay as they are; the unmatched list is the new match's."""
+    b = Builder()
+    b.data = {k: v for k, v in manifest_data(merged.manifest).items() if k != "derived"}
+    b.prov = {k: (list(d.sources), d.confidence) for k, d in merged.manifest.derived.items()}
+    by_kind: dict[str, list[Finding]] = defaultdict(list)
+    for f in findings:
+        by_kind[f.kind].append(f)
+    notes = RecoveryNotes()
+    merge_paper(b, by_kind, notes)
+    return replace(
+        merged,
+        manifest=_finalize(b),
+        notes=replace(merged.notes, unmatched_targets=notes.unmatched_targets),
+    )
 
 
 def _finalize(b: Builder) -> Manifest:

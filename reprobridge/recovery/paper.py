@@ -94,6 +94,19 @@ def _match_row(label: str, exp_tokens: dict[str, set[str]], exps: dict[str, Any]
     return scored[0][1]
 
 
+def _ours(label: str, exps: dict[str, Any]) -> str | None:
+    """The only experiment, for a row that names no other thing ("Ours", "Our method"):
+    a row that names a baseline or a dataset is matched by its words or not at all."""
+    words = set(re.findall(r"[a-z0-9]+", label.lower()))
+    if (
+        len(exps) == 1
+        and words
+        and words <= {"ours", "our", "method", "model", "full", "this", "work", "proposed"}
+    ):
+        return next(iter(exps))
+    return None
+
+
 def _readme_sentences(
     exps: dict[str, Any], sentences: list[Finding[ReproducesValue]]
 ) -> dict[str, set[str]]:
@@ -135,19 +148,30 @@ def _seeds_in(caption: str) -> list[int] | None:
 def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes) -> None:
     """Paper table cells become metric targets and sentences become claims; unmatched ones are reported."""
     exps: dict[str, Any] = b.data.get("experiments", {})
+    datasets: dict[str, Any] = b.data.get("datasets", {})
     exp_tokens = {
         e: _tokens(e)
         | _tokens(str(d.get("description", "")))
         | {t for v in d.get("params", {}).values() if isinstance(v, str) for t in _tokens(v)}
+        # The data an experiment reads names it too (the `cora` row for data/cora/).
+        | {
+            t
+            for ds in d.get("datasets", [])
+            for t in _tokens(f"{ds} {datasets.get(ds, {}).get('path') or ''}")
+        }
         for e, d in exps.items()
     }
     for e, words in _readme_sentences(exps, of_type(by_kind, ReproducesValue)).items():
         exp_tokens[e] |= words
     row_to_exp: dict[str, str | None] = {}
     seeded: set[str] = set()
-    for f in sorted(of_type(by_kind, TargetValue), key=lambda f: f.sources()):
+    # The paper's values first: a README table fills only what the paper leaves open.
+    ordered = sorted(
+        of_type(by_kind, TargetValue), key=lambda f: (f.detector != "paper", f.sources())
+    )
+    for f in ordered:
         row, col = f.value.row, f.value.column
-        exp = row_to_exp.setdefault(row, _match_row(row, exp_tokens, exps))
+        exp = row_to_exp.setdefault(row, _match_row(row, exp_tokens, exps) or _ours(row, exps))
         metrics = exps.get(exp, {}).get("metrics", {}) if exp else {}
         # A count out of a total (``accuracy_count``) is never a paper's column: its value
         # depends on how many examples a run evaluates.
@@ -167,7 +191,8 @@ def merge_paper(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNo
         if f.value.percent and 1.0 < value <= 100.0 and not _prints_percent(metrics[metric]):
             value, note = (
                 value / 100.0,
-                f"; the paper's {f.value.value}% read as the fraction {value / 100.0:g}",
+                f"; the {'README' if f.detector == 'readme_results' else 'paper'}'s "
+                f"{f.value.value}% read as the fraction {value / 100.0:g}",
             )
             spread = spread / 100.0 if spread is not None else None
         mp = f"experiments.{exp}.metrics.{metric}"

@@ -28,6 +28,7 @@ LAYERS: dict[str, float] = {
     **dict.fromkeys(
         [
             "initializer",
+            "probe",
             "audit",
             "archive",
             "report",

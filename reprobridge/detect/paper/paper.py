@@ -85,7 +85,7 @@ class PaperDetector(Detector):
                 )
             )
         for doc in docs:
-            findings += self._targets(doc, confidence)
+            findings += targets_of(doc, confidence, self.name)
         seen: set[tuple[str, str | None]] = set()
         for claim in find_claims(docs):
             key = f"{claim.better}>{claim.worse}"
@@ -111,42 +111,44 @@ class PaperDetector(Detector):
             ctx.warn("no result tables found in the paper; no metric targets from it", display)
         return findings
 
-    def _targets(self, doc: PaperDoc, confidence: Confidence) -> list[Finding]:
-        findings: list[Finding] = []
-        for table in doc.tables:
-            columns = table.columns
-            for row in table.rows:
-                for k, text in enumerate(row.cells[: len(columns)]):
-                    cell = parse_cell(text)
-                    if cell is None:
-                        continue
-                    column = columns[k] or f"column {k + 1}"
-                    value = TargetValue(
-                        row=row.label,
-                        column=column,
-                        value=cell.value,
-                        table=table.name,
-                        caption=table.caption,
-                        higher_is_better=column_direction(table.headers[k]),
-                        percent=cell.percent or "%" in table.headers[k],
-                        spread=cell.spread,
-                        decimals=cell.decimals,
+
+def targets_of(doc: PaperDoc, confidence: Confidence, detector: str) -> list[Finding]:
+    """One ``target`` finding per numeric cell of ``doc``'s tables (see the module)."""
+    findings: list[Finding] = []
+    for table in doc.tables:
+        columns = table.columns
+        for row in table.rows:
+            for k, text in enumerate(row.cells[: len(columns)]):
+                cell = parse_cell(text)
+                if cell is None:
+                    continue
+                column = columns[k] or f"column {k + 1}"
+                value = TargetValue(
+                    row=row.label,
+                    column=column,
+                    value=cell.value,
+                    table=table.name,
+                    caption=table.caption,
+                    higher_is_better=column_direction(table.headers[k]),
+                    percent=cell.percent or "%" in table.headers[k],
+                    spread=cell.spread,
+                    decimals=cell.decimals,
+                )
+                notes = [_page_note(doc, row.line)] if doc.pages else []
+                if cell.spread is not None:
+                    notes.append(f"± {cell.spread:g} is the spread the paper reports")
+                findings.append(
+                    Finding(
+                        kind="target",
+                        key=f"{row.label}::{column}",
+                        value=value,
+                        evidence=(Evidence(doc.path, row.line),),
+                        detector=detector,
+                        confidence=confidence,
+                        note="; ".join(notes),
                     )
-                    notes = [_page_note(doc, row.line)] if doc.pages else []
-                    if cell.spread is not None:
-                        notes.append(f"± {cell.spread:g} is the spread the paper reports")
-                    findings.append(
-                        Finding(
-                            kind="target",
-                            key=f"{row.label}::{column}",
-                            value=value,
-                            evidence=(Evidence(doc.path, row.line),),
-                            detector=self.name,
-                            confidence=confidence,
-                            note="; ".join(notes),
-                        )
-                    )
-        return findings
+                )
+    return findings
 
 
 def _page_note(doc: PaperDoc, line: int | None) -> str:

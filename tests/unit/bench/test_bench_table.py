@@ -144,3 +144,29 @@ def test_bench_md_escapes_suite_names_notes_and_the_suite_title() -> None:
     page = render_html(report)
     assert "<img" not in page
     assert "&amp;lt;" not in page  # the HTML title is escaped once, not from the Markdown
+
+
+def test_the_probe_s_cost_is_shown_beside_the_runs_it_wraps() -> None:
+    """`rb bench` prints the probe's time against its trial runs' (and none when unprobed)."""
+    from reprobridge.bench.runner import _read_probe
+
+    probed = _rec("a", 4)
+    _read_probe(
+        probed,
+        {
+            "wall_s": 30.0,
+            "run_wall_s": 20.0,
+            "stopped": "every chosen experiment reached a metric",
+            "decisions": [{"repair": "metric-from-output", "target": "experiments.e.metrics.loss"}],
+        },
+    )
+    plain = _rec("b", 4)
+    text = render_markdown(_report([probed, plain]))
+    assert "| 30 s (20 s), 1 repair(s) |" in text
+    assert (
+        "- probe: 1 repositories, 30 s in all against 20 s of trial runs (1.50x its runs); 1 decision(s)"
+        in text
+    )
+    assert plain.probe_s is None and probed.probe_decisions == [
+        "metric-from-output: experiments.e.metrics.loss"
+    ]

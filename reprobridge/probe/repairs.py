@@ -1,0 +1,437 @@
+"""The probe's repairs: small named rules, in one ordered list that one loop applies.
+
+Each :class:`Repair` reads one :class:`~reprobridge.probe.observe.Failure` of one run (and
+the draft manifest and the repository's file list, never its contents beyond READMEs) and
+returns the :class:`~reprobridge.probe.record.Decision` records that would fix it, or none.
+The first repair in :data:`REPAIRS` that answers wins (pip's split: the list is the
+policy, :mod:`reprobridge.probe.loop` the loop). A rule needs two repositories from
+different authors that show its pattern: ``seen_in`` names them, and the guide can cite them.
+
+Environment repairs of the lock (pins no index can satisfy, names no index serves) read uv's
+message instead of a run: :func:`lock_repairs`.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from reprobridge.detect._pkgmap import IMPORT_TO_DIST
+from reprobridge.manifest.schema import Experiment, Manifest, requirement_name
+from reprobridge.probe.observe import Failure, Observation
+from reprobridge.probe.printed import printed_metrics
+from reprobridge.probe.record import Decision
+
+
+@dataclass(frozen=True)
+class Context:
+    """What a repair may read: the draft, the repository's tracked files (POSIX paths
+    relative to its root), its README texts (path -> text), and whether this machine
+    showed the run a GPU."""
+
+    manifest: Manifest
+    files: frozenset[str]
+    readmes: dict[str, str]
+    gpu_visible: bool
+
+
+Propose = Callable[[Failure, Observation, Context], list[Decision]]
+
+
+@dataclass(frozen=True)
+class Repair:
+    name: str
+    seen_in: tuple[str, ...]
+    propose: Propose
+
+
+def _exp(ctx: Context, obs: Observation) -> Experiment | None:
+    return ctx.manifest.experiments.get(obs.experiment)
+
+
+def _key(obs: Observation, *rest: str) -> str:
+    return ".".join(("experiments", obs.experiment, *rest))
+
+
+# -- hardware --------------------------------------------------------------------------
+
+
+def _gpu_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    if (
+        exp is None
+        or exp.hardware.gpus == 0
+        or ctx.gpu_visible
+        or f.kind not in ("ok", "no-metric")
+    ):
+        return []
+    return [
+        Decision(
+            repair="gpu-not-needed",
+            target=_key(obs, "hardware", "gpus"),
+            value=0,
+            why=(
+                f"the smoke run exited 0 with no GPU visible (CUDA_VISIBLE_DEVICES empty), "
+                f"so `{obs.experiment}` runs on a CPU; the code's GPU use is optional"
+            ),
+            evidence=obs.reason[:300],
+        )
+    ]
+
+
+def _gpu_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    if exp is None or f.kind != "gpu-needed" or exp.hardware.gpus > 0:
+        return []
+    return [
+        Decision(
+            repair="gpu-needed",
+            target=_key(obs, "hardware", "gpus"),
+            value=1,
+            why=f"the run stopped for want of a GPU, so `{obs.experiment}` needs one",
+            evidence=f.line,
+        )
+    ]
+
+
+# -- commands and paths ------------------------------------------------------------------
+
+
+def _entry(exp: Experiment) -> str | None:
+    """The repository file a command runs (its first ``.py`` word), relative to the root."""
+    for word in exp.command.split():
+        if word.endswith(".py") and not word.startswith("-"):
+            return posixpath.normpath(posixpath.join(exp.workdir, word))
+    return None
+
+
+def _relative(subject: str) -> str | None:
+    """A path the run opened, relative to its working directory when it can be told:
+    absolute paths inside a run's workspace (``.../repo/<rel>``) lose the workspace."""
+    if subject.startswith("/"):
+        marker = subject.find("/repo/")
+        return subject[marker + len("/repo/") :] if marker >= 0 else None
+    return subject
+
+
+def _exists(ctx: Context, rel: str) -> bool:
+    """Whether ``rel`` is a tracked file, or a directory holding tracked files."""
+    rel = posixpath.normpath(rel)
+    if rel.startswith("../") or rel == "..":
+        return False
+    prefix = rel.rstrip("/") + "/"
+    return rel in ctx.files or any(f.startswith(prefix) for f in ctx.files)
+
+
+def _entry_by_name(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    if exp is None or f.kind != "entry-missing":
+        return []
+    name = PurePosixPath(f.subject).name
+    hits = sorted(p for p in ctx.files if PurePosixPath(p).name == name and "test" not in p)
+    if len(hits) != 1:
+        return []
+    folder = posixpath.dirname(hits[0]) or "."
+    if folder == exp.workdir:
+        return []
+    return [
+        Decision(
+            repair="entry-by-name",
+            target=_key(obs, "workdir"),
+            value=folder,
+            why=(
+                f"the command names `{name}`, which is not at `{exp.workdir}` but only at "
+                f"`{hits[0]}`: the run starts in `{folder}`, as the script expects"
+            ),
+            evidence=f.line,
+        )
+    ]
+
+
+def _workdir_from_subfolder(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    rel = _relative(f.subject) if f.kind == "file-missing" else None
+    if exp is None or rel is None or rel.startswith("/"):
+        return []
+    entry = _entry(exp)
+    if entry is None or _exists(ctx, posixpath.join(exp.workdir, rel)):
+        return []
+    folder = posixpath.dirname(entry)
+    while folder and folder != exp.workdir:
+        if _exists(ctx, posixpath.join(folder, rel)):
+            script = posixpath.relpath(entry, folder)
+            words = exp.command.split()
+            old = posixpath.relpath(entry, exp.workdir)
+            if old not in words:
+                return []
+            command = " ".join(script if w == old else w for w in words)
+            why = (
+                f"the run opened `{rel}`, which exists relative to `{folder}`, the folder of "
+                f"`{entry}`, not to `{exp.workdir}`: the run starts there"
+            )
+            return [
+                Decision(
+                    repair="workdir-from-subfolder",
+                    target=_key(obs, "workdir"),
+                    value=folder,
+                    why=why,
+                    evidence=f.line,
+                ),
+                Decision(
+                    repair="workdir-from-subfolder",
+                    target=_key(obs, "command"),
+                    value=command,
+                    why=why,
+                    evidence=f.line,
+                ),
+            ]
+        folder = posixpath.dirname(folder)
+    return []
+
+
+_DATASET_ID = re.compile(r"[^a-z0-9]+")
+
+
+def _readme_mentions(ctx: Context, rel: str) -> str:
+    """The first README line naming ``rel``'s file or folder (``README.md:12: unzip ...``)."""
+    names = {PurePosixPath(rel).name, *PurePosixPath(rel).parts[:1]}
+    names.discard("")
+    for path, text in sorted(ctx.readmes.items()):
+        for n, line in enumerate(text.splitlines(), 1):
+            if any(name in line for name in names if len(name) > 3):
+                return f"{path}:{n}: {line.strip()[:160]}"
+    return ""
+
+
+def _missing_data(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    rel = _relative(f.subject) if f.kind == "file-missing" else None
+    if exp is None or rel is None or rel.startswith("/"):
+        return []
+    path = posixpath.normpath(posixpath.join(exp.workdir, rel))
+    if path.startswith("..") or _exists(ctx, path):
+        return []
+    # A file the run writes itself (an output folder it did not create) is not data.
+    if any(
+        part in ("out", "output", "outputs", "results", "checkpoints", "logs")
+        for part in PurePosixPath(path).parts[:1]
+    ):
+        return []
+    ds = _DATASET_ID.sub("-", PurePosixPath(path).name.lower()).strip("-")[:40] or "data"
+    ds = ds if ds[0].isalpha() else f"data-{ds}"
+    said = _readme_mentions(ctx, path)
+    description = f"missing: the run opened `{path}`, which the repository does not contain"
+    if said:
+        description += f"; {said}"
+    why = f"`{obs.experiment}` needs `{path}`, which is not in the repository: named as a dataset, so the audit checks for it and says what is missing"
+    return [
+        Decision(
+            repair="missing-data",
+            target=f"datasets.{ds}",
+            value={"path": path, "description": description[:400]},
+            why=why,
+            evidence=f.line,
+        ),
+        Decision(
+            repair="missing-data",
+            target=_key(obs, "datasets"),
+            op="add",
+            value=ds,
+            why=why,
+            evidence=f.line,
+        ),
+    ]
+
+
+def _flag_withdrawn(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    if exp is None or f.kind != "flag-rejected":
+        return []
+    rejected = [w for w in f.subject.split() if w.startswith("-")]
+    words = exp.command.split()
+    keep: list[str] = []
+    skip = False
+    dropped: list[str] = []
+    for i, w in enumerate(words):
+        if skip:
+            skip = False
+            continue
+        flag = w.split("=", 1)[0]
+        if flag in rejected:
+            dropped.append(w)
+            nxt = words[i + 1] if i + 1 < len(words) else ""
+            skip = "=" not in w and bool(nxt) and not nxt.startswith("-")
+            if skip:
+                dropped.append(nxt)
+            continue
+        keep.append(w)
+    if not dropped:
+        return []
+    return [
+        Decision(
+            repair="flag-withdrawn",
+            target=_key(obs, "command"),
+            value=" ".join(keep),
+            why=f"the program rejected `{' '.join(dropped)}`: withdrawn from the command",
+            evidence=f.line,
+        )
+    ]
+
+
+# -- environment -------------------------------------------------------------------------
+
+
+def _module_folder(path: str, top: str) -> str | None:
+    """The folder to put on PYTHONPATH for ``import top`` to find ``path``, or None."""
+    for tail in (f"{top}/__init__.py", f"{top}.py"):
+        if path == tail:
+            return "."
+        if path.endswith("/" + tail):
+            return path[: -len(tail) - 1]
+    return None
+
+
+def _module_missing(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    if f.kind != "module-missing" or not f.subject:
+        return []
+    top = f.subject.split(".")[0]
+    env = ctx.manifest.environment
+    local = sorted(
+        (folder for p in ctx.files if (folder := _module_folder(p, top)) is not None),
+        key=lambda folder: (folder.count("/"), folder),
+    )
+    if local:
+        folder = local[0]
+        if folder in env.pythonpath:
+            return []
+        return [
+            Decision(
+                repair="module-missing",
+                target="environment.pythonpath",
+                op="add",
+                value=folder,
+                why=f"the run could not import `{top}`, the repository's own module in `{folder}`: it goes on PYTHONPATH",
+                evidence=f.line,
+            )
+        ]
+    dist = IMPORT_TO_DIST.get(top, top)
+    if any(requirement_name(r) == requirement_name(dist) for r in env.python_requirements):
+        return []
+    return [
+        Decision(
+            repair="module-missing",
+            target="environment.python_requirements",
+            op="add",
+            value=dist,
+            why=f"the run could not import `{top}`, which no requirement provides: `{dist}` is added",
+            evidence=f.line,
+        )
+    ]
+
+
+# -- metrics -----------------------------------------------------------------------------
+
+
+def _metrics_from_output(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    exp = _exp(ctx, obs)
+    if exp is None or f.kind != "no-metric" or exp.metrics:
+        return []
+    out: list[Decision] = []
+    for pm in printed_metrics(obs.log, limit=3):
+        out.append(
+            Decision(
+                repair="metric-from-output",
+                target=_key(obs, "metrics", pm.name),
+                value={"source": {"regex": pm.regex}},
+                why=f"the run printed `{pm.name}` ({pm.value:g} in the smoke run): read from every run's log, its last value",
+                evidence=pm.line,
+            )
+        )
+    return out
+
+
+REPAIRS: tuple[Repair, ...] = (
+    Repair("gpu-not-needed", ("tkipf/pygcn", "pytorch/examples (mnist)"), _gpu_not_needed),
+    Repair(
+        "gpu-needed",
+        ("gpleiss/temperature_scaling", "a hard-coded .cuda() (issue 21's set)"),
+        _gpu_needed,
+    ),
+    Repair("entry-by-name", ("tkipf/pygcn", "locuslab/TCN"), _entry_by_name),
+    Repair("workdir-from-subfolder", ("tkipf/pygcn", "locuslab/TCN"), _workdir_from_subfolder),
+    Repair("module-missing", ("rtqichen/ffjord", "greydanus/hamiltonian-nn"), _module_missing),
+    Repair("flag-withdrawn", ("rb's injected seed flags",), _flag_withdrawn),
+    Repair(
+        "missing-data", ("karpathy/nn-zero-to-hero", "lucidrains/x-transformers"), _missing_data
+    ),
+    Repair(
+        "metric-from-output",
+        ("karpathy/makemore", "greydanus/hamiltonian-nn"),
+        _metrics_from_output,
+    ),
+)
+
+
+def repairs_for(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    """The first repair's decisions for ``f`` (``[]`` when none answers)."""
+    for repair in REPAIRS:
+        got = repair.propose(f, obs, ctx)
+        if got:
+            return got
+    return []
+
+
+# -- the lock ----------------------------------------------------------------------------
+
+_NO_VERSION = re.compile(
+    r"(?:there is no version of|(?<![\w-])only)\s+([A-Za-z0-9_.-]+)\s*(==\s*[^\s,]+)"
+)
+_NO_WHEELS = re.compile(r"([A-Za-z0-9_.-]+)\s*(==\s*[^\s,]+)\s+has no (?:usable )?wheels")
+_NOT_FOUND = re.compile(r"because ([A-Za-z0-9_.-]+) was not found in the package registry", re.I)
+
+
+def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
+    """Decisions for a lock uv could not make, from its message: an exact pin no release
+    satisfies for this Python loses its version (the date bound then picks the newest
+    release with wheels); a name no index serves is dropped."""
+    reqs = {requirement_name(r): r for r in manifest.environment.python_requirements}
+    line = " ".join(message.split())[:300]
+    out: list[Decision] = []
+    for pattern in (_NO_VERSION, _NO_WHEELS):
+        for m in pattern.finditer(message):
+            name = requirement_name(m.group(1))
+            if name in reqs and "==" in reqs[name] and name is not None:
+                out.append(
+                    Decision(
+                        repair="pin-relaxed",
+                        target="environment.python_requirements",
+                        op="replace-requirement",
+                        value={"name": name, "with": name},
+                        why=f"`{reqs[name]}` cannot be installed for this Python (no release or no wheel): the newest release at the date bound is used instead",
+                        evidence=line,
+                    )
+                )
+    for m in _NOT_FOUND.finditer(message):
+        name = requirement_name(m.group(1))
+        if name in reqs and name is not None:
+            out.append(
+                Decision(
+                    repair="name-dropped",
+                    target="environment.python_requirements",
+                    op="drop-requirement",
+                    value=name,
+                    why=f"no package index serves `{name}` (a conda-only or misspelt name): dropped",
+                    evidence=line,
+                )
+            )
+    seen: set[tuple[str, str]] = set()
+    unique = []
+    for d in out:
+        k = (d.op, str(d.value))
+        if k not in seen:
+            seen.add(k)
+            unique.append(d)
+    return unique
