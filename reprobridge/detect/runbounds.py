@@ -125,6 +125,12 @@ NOT_BOUNDS = frozenset(
 )  # fmt: skip
 
 
+#: Words after a bound's name that say it counts the whole run (``max_steps_total``:
+#: lweitkamp/option-critic-pytorch and the forks of it in the public code index, beside
+#: ``max_steps_ep``, a per-episode cap that bounds nothing).
+WHOLE_RUN_WORDS = frozenset({"total", "all", "global", "overall"})
+
+
 def leaf(name: str) -> str:
     """The normalised last component of a parameter name or flag (``--trainer.max-iters``
     -> ``max_iters``; ``trainer_max_iters`` stays itself: underscores do not split)."""
@@ -138,7 +144,9 @@ def bound_name(name: str) -> str | None:
 
     A parameter name that joins a section with ``_`` (``trainer_max_iters``) matches on
     its longest vocabulary suffix, unless a word before it says the count is about
-    something else (``warmup_steps``, ``eval_iters``, ``save_epochs``: :data:`NOT_BOUNDS`).
+    something else (``warmup_steps``, ``eval_iters``, ``save_epochs``: :data:`NOT_BOUNDS`);
+    a vocabulary name followed only by words of :data:`WHOLE_RUN_WORDS` is that name
+    (``max_steps_total`` -> ``max_steps``; ``max_steps_ep`` bounds nothing).
     """
     key = leaf(name)
     if key in SMOKE_VALUES:
@@ -148,6 +156,10 @@ def bound_name(name: str) -> str | None:
         suffix = "_".join(parts[i:])
         if suffix in SMOKE_VALUES:
             return None if set(parts[:i]) & NOT_BOUNDS else suffix
+    for i in range(len(parts) - 1, 0, -1):
+        prefix = "_".join(parts[:i])
+        if prefix in SMOKE_VALUES and set(parts[i:]) <= WHOLE_RUN_WORDS:
+            return prefix
     return None
 
 

@@ -7,8 +7,8 @@ Contract of :func:`probe_repository`:
   backend by default) whose bundle lives under ``.reprobridge/probe/`` (rb's local records,
   never ``repro/evidence``: a probe is not an audit of the repository).
 * After each round, every run's failure is classified (:mod:`reprobridge.probe.observe`)
-  and the first repair of :data:`~reprobridge.probe.repairs.REPAIRS` that answers
-  proposes decisions; a lock uv could not make is repaired from uv's message first
+  and the repairs of :data:`~reprobridge.probe.repairs.REPAIRS` that answer propose
+  decisions (an earlier repair's standing where two set the same key); a lock uv could not make is repaired from uv's message first
   (:func:`~reprobridge.probe.repairs.lock_repairs`). New decisions are written to
   ``repro/probe.toml`` and `rb init` runs again (``reinit``), which applies them.
 * It stops when a round proposes nothing new, when the time budget (``budget_s``, over
@@ -36,6 +36,9 @@ from reprobridge.manifest.schema import Manifest
 from reprobridge.probe.observe import Failure, Observation, classify, observe
 from reprobridge.probe.record import PROBE_FILE, Decision, load_decisions, render_decisions
 from reprobridge.probe.repairs import Context, lock_repairs, repairs_for
+
+#: The share of the budget left that one round's runs may take.
+ROUND_SHARE = 0.6
 
 #: Where the probe's trial bundles go (rb's local records, next to the agent's).
 PROBE_DIR = ".reprobridge/probe"
@@ -229,7 +232,10 @@ def probe_repository(
                 budget_left=round(left),
             )
             try:
-                observations, bundle = _run_round(root, opts, _targets(manifest), left, n)
+                # Never the whole budget on one round: a run that times out must leave
+                # time for the round its repair needs.
+                cap = max(30.0, left * ROUND_SHARE)
+                observations, bundle = _run_round(root, opts, _targets(manifest), cap, n)
             except ReproBridgeError as exc:
                 report.stopped = f"the trial audit could not run: {exc.message}"
                 break

@@ -13,7 +13,7 @@ import json
 import os
 import re
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
@@ -52,6 +52,8 @@ class Observation:
     metrics: dict[str, float]
     #: The environment setup's log tail, when the environment failed.
     setup_log: str = ""
+    #: Datasets whose check failed before the run (a trial runs anyway): id -> declared path.
+    missing_datasets: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -102,6 +104,15 @@ def observe(bundle: Path) -> list[Observation]:
                 if isinstance(m, dict) and isinstance(m.get("value"), int | float):
                     metrics[str(name)] = float(m["value"])
             setup = "\n".join(_tail(p) for p in sorted(run_dir.glob("setup-*.log")))
+            try:
+                checks = json.loads(_tail(run_dir / "datasets.json") or "[]")
+            except json.JSONDecodeError:
+                checks = []
+            missing = {
+                str(c["id"]): str(c.get("path") or "")
+                for c in (checks if isinstance(checks, list) else [])
+                if isinstance(c, dict) and c.get("ok") is False and "id" in c
+            }
             if record.not_started is not None:
                 outcome, reason = "not-started", record.not_started.reason
             elif record.termination is None:
@@ -116,7 +127,15 @@ def observe(bundle: Path) -> list[Observation]:
                 _tail(run_dir / "stdout.log") + _tail(run_dir / "stderr.log")
             )
             out.append(
-                Observation(record.experiment, outcome, reason, log, metrics, setup_log=setup)
+                Observation(
+                    record.experiment,
+                    outcome,
+                    reason,
+                    log,
+                    metrics,
+                    setup_log=setup,
+                    missing_datasets=missing,
+                )
             )
     return out
 

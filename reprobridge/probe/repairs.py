@@ -3,8 +3,8 @@
 Each :class:`Repair` reads one :class:`~reprobridge.probe.observe.Failure` of one run (and
 the draft manifest and the repository's file list, never its contents beyond READMEs) and
 returns the :class:`~reprobridge.probe.record.Decision` records that would fix it, or none.
-The first repair in :data:`REPAIRS` that answers wins (pip's split: the list is the
-policy, :mod:`reprobridge.probe.loop` the loop). A rule needs two repositories from
+Repairs apply in :data:`REPAIRS` order, an earlier one's decision standing where two set
+the same key (pip's split: the list is the policy, :mod:`reprobridge.probe.loop` the loop). A rule needs two repositories from
 different authors that show its pattern: ``seen_in`` names them, and the guide can cite them.
 
 Environment repairs of the lock (pins no index can satisfy, names no index serves) read uv's
@@ -214,6 +214,9 @@ def _missing_data(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
     path = posixpath.normpath(posixpath.join(exp.workdir, rel))
     if path.startswith("..") or _exists(ctx, path):
         return []
+    declared = [ctx.manifest.datasets[d].path for d in exp.datasets if d in ctx.manifest.datasets]
+    if any(p and _same_path(rel, p, exp.workdir) for p in declared):
+        return []  # a dataset of the experiment names it already: the audit says it is missing
     # A file the run writes itself (an output folder it did not create) is not data.
     if any(
         part in ("out", "output", "outputs", "results", "checkpoints", "logs")
@@ -244,6 +247,44 @@ def _missing_data(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
             evidence=f.line,
         ),
     ]
+
+
+def _dataset_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    """A dataset declared missing that the run did without: it exited 0 with the check
+    failing, or failed opening another path. The declaration was a guess (an argparse
+    ``--dataset`` default read as a path, data the code generates): it goes, so the audit
+    no longer refuses a run whose files are all there."""
+    exp = _exp(ctx, obs)
+    if exp is None or not obs.missing_datasets:
+        return []
+    opened = _relative(f.subject) if f.kind == "file-missing" else None
+    if f.kind not in ("ok", "no-metric") and opened is None:
+        return []
+    unused = [
+        ds
+        for ds, path in sorted(obs.missing_datasets.items())
+        if ds in exp.datasets and not (opened and path and _same_path(opened, path, exp.workdir))
+    ]
+    if not unused:
+        return []
+    keep = [d for d in exp.datasets if d not in unused]
+    shown = ", ".join(f"`{d}` ({obs.missing_datasets[d] or 'no path'})" for d in unused)
+    how = "exited 0" if f.kind in ("ok", "no-metric") else f"opened `{opened}` instead"
+    return [
+        Decision(
+            repair="dataset-not-needed",
+            target=_key(obs, "datasets"),
+            value=keep,
+            why=f"the trial ran with {shown} absent and {how}: not data this run needs",
+            evidence=(f.line or obs.reason)[:300],
+        )
+    ]
+
+
+def _same_path(opened: str, declared: str, workdir: str) -> bool:
+    a = posixpath.normpath(posixpath.join(workdir, opened))
+    b = posixpath.normpath(declared)
+    return a == b or a.startswith(b.rstrip("/") + "/")
 
 
 def _flag_withdrawn(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
@@ -365,6 +406,11 @@ REPAIRS: tuple[Repair, ...] = (
     Repair("module-missing", ("rtqichen/ffjord", "greydanus/hamiltonian-nn"), _module_missing),
     Repair("flag-withdrawn", ("rb's injected seed flags",), _flag_withdrawn),
     Repair(
+        "dataset-not-needed",
+        ("YuliaRubanova/latent_ode", "weihua916/powerful-gnns"),
+        _dataset_not_needed,
+    ),
+    Repair(
         "missing-data", ("karpathy/nn-zero-to-hero", "lucidrains/x-transformers"), _missing_data
     ),
     Repair(
@@ -376,20 +422,30 @@ REPAIRS: tuple[Repair, ...] = (
 
 
 def repairs_for(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
-    """The first repair's decisions for ``f`` (``[]`` when none answers)."""
+    """Every repair's decisions for ``f``, in :data:`REPAIRS` order; where two repairs
+    would set the same key, the earlier one's stand (``[]`` when none answers). Repairs of
+    different keys are independent (a GPU found optional and a metric the run printed), so
+    one round applies them together instead of spending a run on each."""
+    out: list[Decision] = []
+    taken: set[str] = set()
     for repair in REPAIRS:
         got = repair.propose(f, obs, ctx)
-        if got:
-            return got
-    return []
+        if got and not any(d.target in taken for d in got):
+            out += got
+            taken.update(d.target for d in got)
+    return out
 
 
 # -- the lock ----------------------------------------------------------------------------
 
-_NO_VERSION = re.compile(
-    r"(?:there is no version of|(?<![\w-])only)\s+([A-Za-z0-9_.-]+)\s*(==\s*[^\s,]+)"
+#: uv's sentences that say an exact pin cannot be had for this Python: no such version,
+#: only other versions, or no wheel with this Python's tag.
+_PIN_BLOCKED = (
+    r"there is no version of {name}(?:\[[^\]]*\])?==",
+    r"(?<![\w-])only {name}(?:\[[^\]]*\])?[<>=!~]",
+    r"(?<![\w-]){name}==\S* has no (?:usable )?wheels",
+    r"(?<![\w-]){name}==\S* (?:cannot be used|is not available)",
 )
-_NO_WHEELS = re.compile(r"([A-Za-z0-9_.-]+)\s*(==\s*[^\s,]+)\s+has no (?:usable )?wheels")
 _NOT_FOUND = re.compile(r"because ([A-Za-z0-9_.-]+) was not found in the package registry", re.I)
 
 
@@ -399,21 +455,25 @@ def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
     release with wheels); a name no index serves is dropped."""
     reqs = {requirement_name(r): r for r in manifest.environment.python_requirements}
     line = " ".join(message.split())[:300]
+    text = " ".join(message.split()).lower()
     out: list[Decision] = []
-    for pattern in (_NO_VERSION, _NO_WHEELS):
-        for m in pattern.finditer(message):
-            name = requirement_name(m.group(1))
-            if name in reqs and "==" in reqs[name] and name is not None:
-                out.append(
-                    Decision(
-                        repair="pin-relaxed",
-                        target="environment.python_requirements",
-                        op="replace-requirement",
-                        value={"name": name, "with": name},
-                        why=f"`{reqs[name]}` cannot be installed for this Python (no release or no wheel): the newest release at the date bound is used instead",
-                        evidence=line,
-                    )
+    for name, req in sorted((n, r) for n, r in reqs.items() if n is not None):
+        if "==" not in req:
+            continue
+        # uv writes names as required, any case, `_` or `-`: match the canonical spelling.
+        spelled = re.escape(name).replace("\\-", "[-_.]")
+        if any(re.search(p.format(name=spelled), text) for p in _PIN_BLOCKED):
+            out.append(
+                Decision(
+                    repair="pin-relaxed",
+                    target="environment.python_requirements",
+                    op="replace-requirement",
+                    value={"name": name, "with": name},
+                    why=f"`{req}` cannot be installed for this Python (no such release, or no "
+                    "wheel for it): the newest release at the date bound is used instead",
+                    evidence=line,
                 )
+            )
     for m in _NOT_FOUND.finditer(message):
         name = requirement_name(m.group(1))
         if name in reqs and name is not None:

@@ -11,7 +11,9 @@ uses CUDA unconditionally:
 * and no fallback anywhere in the same file: ``torch.cuda.is_available()``,
   ``... else "cpu"`` (also ``else torch.device("cpu")``), ``"cpu" if ...``, a
   ``--cpu``/``--no-cuda``/``use_cuda``/``use_gpu``/``args.cuda``/``args.gpu``/``args.device``
-  switch, ``device_count()``.
+  switch, ``device_count()``, a ``.is_cuda`` test (``if logits.is_cuda: noise = noise.cuda()``
+  moves data to where the model already is: ethanfetaya/NRI's utils.py read as "needs a
+  GPU" demoted its real experiment; the guard is common in the public code index).
 
 Comments and docstrings are not code: ``device='cuda'`` in a doctest example says nothing
 about what the run needs (a library's docstring made every experiment "need" a GPU).
@@ -43,7 +45,7 @@ _USE_RE = re.compile(
 _FALLBACK_RE = re.compile(
     r"""cuda\.is_available\(|else\s+(?:torch\.device\(\s*)?["']cpu["']|["']cpu["']\s+if\b"""
     r"""|no[_-]cuda|use[_-](?:cuda|gpu)|args\.(?:cuda|gpu|no_cuda|cpu|device)\b|["']--cpu["']"""
-    r"""|device_count\("""
+    r"""|device_count\(|\.is_cuda\b"""
 )
 
 

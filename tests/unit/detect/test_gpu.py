@@ -45,6 +45,8 @@ def test_without_prose_untokenizable_drops_comment_lines_only() -> None:
         ('device = torch.device("cuda:0") if args.use_gpu else torch.device("cpu")\n', 0),
         ('p.add_argument("--device", default="cpu")\nx = torch.ones(1).to(args.device)\n', 0),
         ('"""Pass device="cuda" on a GPU."""\nx = torch.ones(1)\n', 0),
+        # NRI's utils.py: moved to the GPU only when the data already is there
+        ("def noise(x, y):\n    if x.is_cuda:\n        y = y.cuda()\n    return y\n", 0),
         ("x = torch.ones(1).cuda()\n", 1),
         ('x = torch.ones(1, device="cuda")\n', 1),
     ],

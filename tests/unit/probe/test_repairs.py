@@ -205,3 +205,71 @@ def test_a_bad_probe_file_is_one_error_naming_the_field(tmp_path: Path) -> None:
     )
     with pytest.raises(ManifestError, match=r"repro/probe.toml: decisions.0.repair"):
         load_decisions(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("message", "pin"),
+    [
+        # LTSF-Linear's requirements.txt on Python 3.10
+        (
+            "Because torch==1.9.0 has no wheels with a matching Python ABI tag (e.g., `cp310`) "
+            "and you require torch==1.9.0, we can conclude that your requirements are unsatisfiable.",
+            "torch==1.9.0",
+        ),
+        # an environment.yml pin whose PyPI namesake starts later (DUQ's ignite=0.4.4)
+        (
+            "Because only ignite>=1.0.0 is available and rb-run-environment depends on "
+            "ignite==0.4.4.*, we can conclude that your requirements are unsatisfiable.",
+            "ignite==0.4.4.*",
+        ),
+        ("Because there is no version of Torch==0.4.1.post2 and ...", "torch==0.4.1.post2"),
+    ],
+)
+def test_a_pin_uv_says_cannot_be_had_is_relaxed(message: str, pin: str) -> None:
+    m = _manifest(reqs=[pin, "numpy==1.21.0"])
+    got = lock_repairs(message, m)
+    name = pin.split("==")[0].lower()
+    assert [(d.repair, d.value) for d in got] == [("pin-relaxed", {"name": name, "with": name})]
+    # a pin the message does not blame stays
+    assert apply_decisions(MergeResult(m), tuple(got)).manifest.environment.python_requirements == [
+        name,
+        "numpy==1.21.0",
+    ]
+
+
+def test_conda_s_ignite_is_pypi_s_pytorch_ignite() -> None:
+    from reprobridge.detect._pkgmap import CONDA_TO_PYPI
+
+    assert CONDA_TO_PYPI["ignite"] == "pytorch-ignite"
+
+
+def test_a_dataset_the_trial_did_without_is_no_longer_required() -> None:
+    m = Manifest.model_validate(
+        {
+            "schema": 1,
+            "project": {"name": "p"},
+            "environment": {"python": "3.11"},
+            "datasets": {"periodic": {"path": "periodic"}, "cifar": {"path": "data/cifar"}},
+            "experiments": {
+                "train": {
+                    "command": "python train.py",
+                    "main": True,
+                    "datasets": ["periodic", "cifar"],
+                }
+            },
+        }
+    )
+    ran = Observation(
+        "train", "ok", "exit(0)", "done\n", {}, missing_datasets={"periodic": "periodic"}
+    )
+    ctx = _ctx(m, {"train.py"})
+    got = repairs_for(classify(ran), ran, ctx)
+    assert [(d.repair, d.target, d.value) for d in got] == [
+        ("dataset-not-needed", "experiments.train.datasets", ["cifar"])
+    ]
+    # a run that failed opening the declared path itself: the declaration was right
+    log = "FileNotFoundError: [Errno 2] No such file or directory: 'periodic/x.npz'\n"
+    failed = Observation(
+        "train", "failed", "exit(1)", log, {}, missing_datasets={"periodic": "periodic"}
+    )
+    assert [d.repair for d in repairs_for(classify(failed), failed, ctx)] == []

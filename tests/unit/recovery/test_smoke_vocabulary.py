@@ -33,6 +33,7 @@ from reprobridge.recovery.smoke import epoch_sizes, is_epoch_bound
         ("num_train_epochs", 2),
         ("total_timesteps", 2000),
         ("--num-episodes", 2),
+        ("--max_steps_total", 20),  # option-critic: the whole run's steps
     ],
 )
 def test_names_that_bound_a_run(name: str, value: int) -> None:
@@ -44,7 +45,9 @@ def test_names_that_bound_a_run(name: str, value: int) -> None:
     ["warmup_steps", "eval_iters", "--save-epochs", "log_steps", "lr", "batch_size",
      "block_size", "gradient_accumulation_steps", "epoch_time", "steps_per_epoch",
      # torchsde's latent_sde: a KL-annealing schedule length, the loop is --train-iters
-     "--kl-anneal-iters", "anneal_steps", "--pause-iters"],
+     "--kl-anneal-iters", "anneal_steps", "--pause-iters",
+     # option-critic: a per-episode cap beside --max_steps_total
+     "--max_steps_ep"],
 )  # fmt: skip
 def test_names_that_do_not(name: str) -> None:
     assert smoke_value(name) is None
