@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from reprobridge.errors import ConfigError
-from reprobridge.settings import AGENT_KEYS, MAX_THREADS, BackendName, Settings, parse_threads
+from reprobridge.settings import (
+    AGENT_KEYS,
+    MAX_OUTPUT_MB_LIMIT,
+    MAX_THREADS,
+    BackendName,
+    Settings,
+    parse_max_output_mb,
+    parse_threads,
+)
 
 
 class AgentSettings(BaseModel):
@@ -45,6 +53,8 @@ class UserConfig(BaseModel):
     sign_key: Path | None = None
     #: CPU threads each audited run may use (:mod:`reprobridge.audit.threads`).
     threads: StrictInt | None = Field(None, ge=1, le=MAX_THREADS)
+    #: MiB the copies of a run's outputs may total (:mod:`reprobridge.audit.collect`).
+    max_output_mb: StrictInt | None = Field(None, ge=1, le=MAX_OUTPUT_MB_LIMIT)
     agent: AgentSettings = AgentSettings()
 
 
@@ -65,6 +75,7 @@ def validated_settings(text: str | None, source: str, environ: Mapping[str, str]
         backend=merged.backend,
         sign_key=merged.sign_key,
         threads=merged.threads,
+        max_output_mb=merged.max_output_mb,
         agent=merged.agent.model_dump(exclude_none=True),
     )
 
@@ -91,6 +102,8 @@ def _from_environ(environ: Mapping[str, str]) -> UserConfig:
     }
     if environ.get("RB_THREADS"):
         top["threads"] = parse_threads(environ["RB_THREADS"], "RB_THREADS")
+    if environ.get("RB_MAX_OUTPUT_MB"):
+        top["max_output_mb"] = parse_max_output_mb(environ["RB_MAX_OUTPUT_MB"], "RB_MAX_OUTPUT_MB")
     agent: dict[str, Any] = {}
     for key in AGENT_KEYS:
         var = f"RB_AGENT_{key.upper()}"

@@ -109,6 +109,7 @@ from reprobridge.evidence.sign import load_private_key, sign_bundle
 from reprobridge.evidence.store import EvidenceStore
 from reprobridge.manifest.io import read_manifest
 from reprobridge.manifest.schema import Experiment, Hardware, Manifest
+from reprobridge.settings import DEFAULT_MAX_OUTPUT_MB
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
 
@@ -183,6 +184,10 @@ class AuditOptions:
     #: CPU threads each run may use (:mod:`reprobridge.audit.threads`: OMP_NUM_THREADS and
     #: the like, set over the backend's environment); None: not set, the host's pass.
     threads: int | None = None
+    #: MiB the copies of one run's declared outputs may total in the bundle
+    #: (:mod:`reprobridge.audit.collect`; the operator's ``max_output_mb``, never the
+    #: manifest's).
+    max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
 
 
 @dataclass
@@ -882,7 +887,7 @@ def _one_run(
         completed = _timeout_label(completed, run.timeout_s)
 
         cpu = workload_cpu(completed, peaks, output.cgroup_cpu)
-        not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
+        not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files", opts.max_output_mb)
         # Only refusals are evidence (a missing file is reported by the output check).
         record = record.with_(files_refused={p: r for p, r in not_copied.items() if r != "missing"})
 
@@ -1149,11 +1154,14 @@ def _step_runner(
     return run
 
 
-def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> dict[str, str]:
+def _copy_outputs(
+    workspace: Path, exp: Experiment, tier: str, dest: Path, max_mb: int
+) -> dict[str, str]:
     """Declared outputs and metric source files, copied for judging and for `rb verify`.
 
     The workspace is the run's (untrusted): :func:`~reprobridge.audit.collect.collect_files`
-    never follows a link in it. Returns ``{path: reason}`` for what was not copied.
+    never follows a link in it, copies at most ``max_mb`` MiB in all and no sparse file.
+    Returns ``{path: reason}`` for what was not copied.
     """
     metrics = exp.tier(tier).metrics or exp.metrics  # type: ignore[arg-type]
     wanted = {o.path for o in exp.outputs} | {
@@ -1167,7 +1175,7 @@ def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> di
         copy = posixpath.relpath(derived[1], exp.workdir) if exp.workdir != "." else derived[1]
         if not copy.startswith("../"):
             wanted.add(copy)
-    return collect_files(workspace, exp.workdir, wanted, dest)
+    return collect_files(workspace, exp.workdir, wanted, dest, max_bytes=max_mb << 20)
 
 
 def _seal_failure(
