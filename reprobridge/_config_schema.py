@@ -18,7 +18,15 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from reprobridge.errors import ConfigError
-from reprobridge.settings import AGENT_KEYS, MAX_THREADS, BackendName, Settings, parse_threads
+from reprobridge.settings import (
+    AGENT_KEYS,
+    MAX_OUTPUT_MB_LIMIT,
+    MAX_THREADS,
+    BackendName,
+    Settings,
+    parse_max_output_mb,
+    parse_threads,
+)
 
 
 class AgentSettings(BaseModel):
@@ -49,6 +57,8 @@ class UserConfig(BaseModel):
     probe: StrictBool | None = None
     #: Seconds all probe rounds of one `rb init` may take together.
     probe_budget: float | None = Field(None, gt=0, le=86400)
+    #: MiB the copies of a run's outputs may total (:mod:`reprobridge.audit.collect`).
+    max_output_mb: StrictInt | None = Field(None, ge=1, le=MAX_OUTPUT_MB_LIMIT)
     agent: AgentSettings = AgentSettings()
 
 
@@ -71,6 +81,7 @@ def validated_settings(text: str | None, source: str, environ: Mapping[str, str]
         threads=merged.threads,
         probe=merged.probe,
         probe_budget=merged.probe_budget,
+        max_output_mb=merged.max_output_mb,
         agent=merged.agent.model_dump(exclude_none=True),
     )
 
@@ -107,6 +118,8 @@ def _from_environ(environ: Mapping[str, str]) -> UserConfig:
                 f"expected seconds (a number); got {environ['RB_PROBE_BUDGET']!r}",
                 path="RB_PROBE_BUDGET",
             ) from None
+    if environ.get("RB_MAX_OUTPUT_MB"):
+        top["max_output_mb"] = parse_max_output_mb(environ["RB_MAX_OUTPUT_MB"], "RB_MAX_OUTPUT_MB")
     agent: dict[str, Any] = {}
     for key in AGENT_KEYS:
         var = f"RB_AGENT_{key.upper()}"

@@ -4,7 +4,7 @@ Sources, highest first (click, uv and DVC use the same order):
 
 1. command-line flags;
 2. environment variables ``RB_BACKEND``, ``RB_SIGN_KEY``, ``RB_THREADS``, ``RB_PROBE``,
-   ``RB_PROBE_BUDGET`` and
+   ``RB_PROBE_BUDGET``, ``RB_MAX_OUTPUT_MB`` and
    ``RB_AGENT_<KEY>`` (for example ``RB_AGENT_BUDGET_USD=1.5``,
    ``RB_AGENT_ALLOW_NETWORK=false``);
 3. the user config file ``$XDG_CONFIG_HOME/rb/config.toml`` (default
@@ -15,6 +15,7 @@ Sources, highest first (click, uv and DVC use the same order):
        threads = 2                            # CPU threads per audited run
        probe = true                           # rb init runs the draft's smoke tier to repair it
        probe_budget = 600                     # seconds, every probe round together
+       max_output_mb = 1024                   # output copies per run, into the bundle
 
        [agent]
        model = "claude-sonnet-4-5"
@@ -27,7 +28,8 @@ Sources, highest first (click, uv and DVC use the same order):
        allow_network = false
 
 4. built-in defaults (:class:`~reprobridge.agent.loop.AgentConfig`, backend ``auto``,
-   no signing, no thread setting: a run's libraries pick their own thread counts).
+   no signing, no thread setting: a run's libraries pick their own thread counts;
+   :data:`DEFAULT_MAX_OUTPUT_MB` of output copies per run).
 
 Limits and permissions come only from here. A repository's ``pyproject.toml``
 ``[tool.reprobridge]`` table is untrusted: :func:`repository_suggestions` reads it as data to
@@ -54,6 +56,11 @@ BackendName = Literal["auto", "nix", "host"]
 #: The largest thread count accepted (more than any machine's cores; keeps the value a
 #: number every library parses).
 MAX_THREADS = 4096
+#: What the copies of one run's declared outputs may total in the bundle, in MiB, unless
+#: the operator says otherwise (:mod:`reprobridge.audit.collect`); the manifest has no say.
+DEFAULT_MAX_OUTPUT_MB = 1024
+#: The largest output cap accepted (1 TiB).
+MAX_OUTPUT_MB_LIMIT = 1 << 20
 
 #: The user config's ``[agent]`` key -> the AgentConfig field it sets.
 AGENT_KEYS = {
@@ -81,6 +88,8 @@ class Settings:
     probe: bool | None = None
     #: Seconds every probe round of one `rb init` may take together.
     probe_budget: float | None = None
+    #: MiB the copies of a run's outputs may total (:mod:`reprobridge.audit.collect`).
+    max_output_mb: int | None = None
     #: The ``[agent]`` keys that are set (user-config key -> value; see :data:`AGENT_KEYS`).
     #: Left out of the hash (a dict has none), so Settings and Operator stay hashable as the
     #: frozen pydantic model before them was.
@@ -97,6 +106,20 @@ def parse_threads(text: str, source: str) -> int:
             f"expected a whole number of CPU threads from 1 to {MAX_THREADS}; got {text!r}",
             path=source,
             hint="e.g. 2: each run's OMP_NUM_THREADS, MKL_NUM_THREADS, ... are set to it",
+        )
+    return int(value)
+
+
+def parse_max_output_mb(text: str, source: str) -> int:
+    """An output cap given as text (``--max-output-mb``, ``RB_MAX_OUTPUT_MB``): a whole
+    number of MiB from 1 to :data:`MAX_OUTPUT_MB_LIMIT`; ConfigError naming ``source``
+    otherwise (exit 2, like a bad flag)."""
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or not 1 <= int(value) <= MAX_OUTPUT_MB_LIMIT:
+        raise ConfigError(
+            f"expected a whole number of MB from 1 to {MAX_OUTPUT_MB_LIMIT}; got {text!r}",
+            path=source,
+            hint=f"e.g. {DEFAULT_MAX_OUTPUT_MB}: what the copies of a run's outputs may total",
         )
     return int(value)
 
@@ -157,6 +180,14 @@ class Operator:
             return flag
         return 600.0 if self.settings.probe_budget is None else self.settings.probe_budget
 
+    def max_output_mb(self, flag: int | None) -> int:
+        """``--max-output-mb`` > ``RB_MAX_OUTPUT_MB`` > config ``max_output_mb`` >
+        :data:`DEFAULT_MAX_OUTPUT_MB`."""
+        if flag is not None:
+            return flag
+        configured = self.settings.max_output_mb
+        return configured if configured is not None else DEFAULT_MAX_OUTPUT_MB
+
     def agent_config(self, flags: Mapping[str, Any]) -> AgentConfig:
         """The agent's config: ``flags`` (AgentConfig field -> value, None = not given) over
         the environment and config file over AgentConfig's defaults. The repository has no
@@ -213,13 +244,23 @@ def _config_text(path: Path) -> str | None:
 
 
 def _variables_set(environ: Mapping[str, str]) -> bool:
-    """Whether an ``RB_*`` variable sets a setting or may be rejected: a non-empty
-    ``RB_BACKEND``/``RB_SIGN_KEY``/``RB_THREADS``/``RB_PROBE``/``RB_PROBE_BUDGET`` (empty ones are ignored), or any
-    ``RB_AGENT_*`` (an unknown name is an error even when empty)."""
-    return any(
-        environ.get(var)
-        for var in ("RB_BACKEND", "RB_SIGN_KEY", "RB_THREADS", "RB_PROBE", "RB_PROBE_BUDGET")
-    ) or any(var.startswith("RB_AGENT_") for var in environ)
+    """Whether an ``RB_*`` variable sets a setting or may be rejected: a non-empty one of
+    :data:`_SETTING_VARIABLES` (empty ones are ignored), or any ``RB_AGENT_*`` (an unknown
+    name is an error even when empty)."""
+    return any(environ.get(var) for var in _SETTING_VARIABLES) or any(
+        var.startswith("RB_AGENT_") for var in environ
+    )
+
+
+#: The ``RB_*`` variables of the top-level settings.
+_SETTING_VARIABLES = (
+    "RB_BACKEND",
+    "RB_SIGN_KEY",
+    "RB_THREADS",
+    "RB_MAX_OUTPUT_MB",
+    "RB_PROBE",
+    "RB_PROBE_BUDGET",
+)
 
 
 #: A suggestion shown from a repository is cut to this many characters (it is untrusted text).

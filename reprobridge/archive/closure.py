@@ -26,6 +26,11 @@ environment derivation embeds that version's ``get-env.sh``.
 
 with Nix checking every path's signature (``require-sigs`` stays on). All calls go
 through :mod:`reprobridge._proc`; a failure is an ArchiveError naming the command.
+
+The flake is the repository's, so these calls are the audit's Nix calls in all but name:
+each gets :func:`~reprobridge.audit.nixcalls.nix_env` (an allowlist, never the
+operator's other variables) and :data:`~reprobridge.audit.nixcalls.SANDBOXED_BUILDS`, and
+nothing is built where Nix would ignore those (:func:`~reprobridge.audit.nixcalls.require_sandbox`).
 """
 
 from __future__ import annotations
@@ -36,10 +41,11 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from reprobridge import _proc
+from reprobridge import _machine, _proc
+from reprobridge.audit.nixcalls import SANDBOXED_BUILDS, nix_env, require_sandbox
 from reprobridge.errors import ArchiveError, CommandFailed, MachineError
 
-NIX_FLAGS = ("--extra-experimental-features", "nix-command flakes")
+NIX_FLAGS = ("--extra-experimental-features", "nix-command flakes", *SANDBOXED_BUILDS)
 
 
 def _overrides(overrides: Mapping[str, str] | None) -> list[str]:
@@ -94,13 +100,19 @@ def export_closure(
 ) -> str:
     """Fill ``dest`` (created) with the flake inputs and devShell closure, signed by a
     fresh key whose public half is written to ``dest/rb-signing-key.pub``; return the
-    store path of the development environment. See the module doc."""
+    store path of the development environment. See the module doc. ``env`` (default: this
+    process's) is passed through the :func:`~reprobridge.audit.nixcalls.nix_env` allowlist."""
     dest.mkdir(parents=True, exist_ok=True)
     flake = str(Path(root).resolve())
     over = _overrides(overrides)
-    run_env = dict(env) if env is not None else dict(os.environ)
+    run_env = nix_env(env)
     keys = tempfile.TemporaryDirectory(prefix="rb-closure-key-")
     try:
+        require_sandbox(
+            _machine.default_run,
+            nix,
+            "set `sandbox = true` for Nix, or archive without --with-closure",
+        )
         secret, public = _signing_key(nix, key_name, Path(keys.name), run_env)
         (dest / PUBLIC_KEY_FILE).write_text(public + "\n", encoding="utf-8")
         # The binary cache store signs every narinfo it writes with ``secret-key``.
@@ -125,6 +137,7 @@ def _export(
             *NIX_FLAGS,
             "flake",
             "archive",
+            "--no-update-lock-file",
             "--no-write-lock-file",
             *over,
             "--to",
@@ -141,6 +154,7 @@ def _export(
                 nix,
                 *NIX_FLAGS,
                 "develop",
+                "--no-update-lock-file",
                 "--no-write-lock-file",
                 *over,
                 "--profile",

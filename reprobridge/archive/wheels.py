@@ -28,7 +28,7 @@ import shutil
 import sys
 import tempfile
 import tomllib
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,40 @@ from reprobridge.constants import WHEELS_DIR
 from reprobridge.errors import ArchiveError, CommandFailed, MachineError
 
 _ROOT_SOURCES = frozenset({"virtual", "editable"})
+#: The variables ``pip download`` gets, when set: where pip finds its index (and its
+#: configuration, which may name one), caches, TLS roots and proxies. The requirement names
+#: come from the repository's ``uv.lock``: the operator's other variables stay out.
+PIP_ENV_PASSTHROUGH = (
+    "PATH",
+    "HOME",
+    "LANG",
+    "LC_ALL",
+    "TMPDIR",
+    "XDG_CONFIG_HOME",
+    "PIP_CONFIG_FILE",
+    "PIP_INDEX_URL",
+    "PIP_EXTRA_INDEX_URL",
+    "PIP_FIND_LINKS",
+    "PIP_TRUSTED_HOST",
+    "PIP_CERT",
+    "PIP_CLIENT_CERT",
+    "PIP_PROXY",
+    "PIP_TIMEOUT",
+    "PIP_RETRIES",
+    "PIP_CACHE_DIR",
+    "REQUESTS_CA_BUNDLE",
+    # TLS roots, proxies and the cache directory: the names uv gets.
+    *(v for v in _proc.UV_PASSTHROUGH if not v.startswith("UV_")),
+)
+
+
+def pip_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The whole environment of rb's ``pip download``: :data:`PIP_ENV_PASSTHROUGH` from
+    ``environ`` (default: this process's), and pip never asks a question."""
+    source = os.environ if environ is None else environ
+    env = {k: source[k] for k in PIP_ENV_PASSTHROUGH if k in source}
+    env["PIP_NO_INPUT"] = "1"
+    return env
 
 
 @dataclass(frozen=True)
@@ -374,7 +408,7 @@ def _pip_download(
             str(reqs),
         ]
         try:
-            _proc.run(argv, timeout=1800)
+            _proc.run(argv, env=pip_env(), timeout=1800)
         except (CommandFailed, MachineError) as exc:
             raise ArchiveError(
                 f"could not download {', '.join(d.filename for d in dists)}: {exc}",

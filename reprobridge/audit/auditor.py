@@ -109,6 +109,7 @@ from reprobridge.evidence.sign import load_private_key, sign_bundle
 from reprobridge.evidence.store import EvidenceStore
 from reprobridge.manifest.io import read_manifest
 from reprobridge.manifest.schema import Experiment, Hardware, Manifest
+from reprobridge.settings import DEFAULT_MAX_OUTPUT_MB
 
 __all__ = ["AuditOptions", "AuditResult", "Backend", "SandboxMode", "Tier", "run_audit"]
 
@@ -192,6 +193,10 @@ class AuditOptions:
     trial: bool = False
     #: The longest any run may take, over its tier's timeout (the probe's time budget).
     max_timeout_s: float | None = None
+    #: MiB the copies of one run's declared outputs may total in the bundle
+    #: (:mod:`reprobridge.audit.collect`; the operator's ``max_output_mb``, never the
+    #: manifest's).
+    max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
 
 
 @dataclass
@@ -894,7 +899,7 @@ def _one_run(
         completed = _timeout_label(completed, run.timeout_s)
 
         cpu = workload_cpu(completed, peaks, output.cgroup_cpu)
-        not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files")
+        not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files", opts.max_output_mb)
         # Only refusals are evidence (a missing file is reported by the output check).
         record = record.with_(files_refused={p: r for p, r in not_copied.items() if r != "missing"})
 
@@ -1164,11 +1169,14 @@ def _step_runner(
     return run
 
 
-def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> dict[str, str]:
+def _copy_outputs(
+    workspace: Path, exp: Experiment, tier: str, dest: Path, max_mb: int
+) -> dict[str, str]:
     """Declared outputs and metric source files, copied for judging and for `rb verify`.
 
     The workspace is the run's (untrusted): :func:`~reprobridge.audit.collect.collect_files`
-    never follows a link in it. Returns ``{path: reason}`` for what was not copied.
+    never follows a link in it, copies at most ``max_mb`` MiB in all and no sparse file.
+    Returns ``{path: reason}`` for what was not copied.
     """
     metrics = exp.tier(tier).metrics or exp.metrics  # type: ignore[arg-type]
     wanted = {o.path for o in exp.outputs} | {
@@ -1182,7 +1190,7 @@ def _copy_outputs(workspace: Path, exp: Experiment, tier: str, dest: Path) -> di
         copy = posixpath.relpath(derived[1], exp.workdir) if exp.workdir != "." else derived[1]
         if not copy.startswith("../"):
             wanted.add(copy)
-    return collect_files(workspace, exp.workdir, wanted, dest)
+    return collect_files(workspace, exp.workdir, wanted, dest, max_bytes=max_mb << 20)
 
 
 def _seal_failure(

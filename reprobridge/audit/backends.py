@@ -58,8 +58,7 @@ from reprobridge.audit.nixcalls import (
     SANDBOXED_BUILDS,
     error_line,
     nix_env,
-    nix_runner,
-    sandbox_problem,
+    require_sandbox,
 )
 from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
@@ -440,18 +439,7 @@ class NixBackend:
     def check_sandbox(self) -> None:
         """Raise :class:`MachineError` when Nix would build the repository's derivations
         outside its sandbox although rb asks for it (:func:`sandbox_problem`)."""
-        run = nix_runner(self.run, self.nix)
-        got = _machine.try_run(run, ["nix", "--version"], 60.0)
-        version = None if isinstance(got, str) else _machine.parse_version(got.text)
-        config = _machine.nix_config(run, version or (0, 0), 60.0)
-        if isinstance(config, str):
-            raise MachineError(
-                f"cannot tell whether Nix builds in its sandbox (`nix config show`: {config})",
-                hint="see `rb doctor`, or use --backend host",
-            )
-        problem = sandbox_problem(config)
-        if problem is not None:
-            raise MachineError(problem, hint="see `rb doctor`, or use --backend host")
+        require_sandbox(self.run, self.nix, "see `rb doctor`, or use --backend host")
 
     def nix_config_problem(self, root: Path) -> str | None:
         """Why flake.nix is refused for its ``nixConfig`` (None when it has none).

@@ -17,8 +17,16 @@ host. Contract of :func:`collect_files`:
 * a declared *directory* is copied file by file the same way (``scandir`` on its fd,
   ``openat`` per entry): regular files only, links and special files skipped and reported,
   at most :data:`MAX_TREE_FILES` files;
+* the copies of one run total at most ``max_bytes`` (the operator's ``max_output_mb``;
+  never the manifest's say): a file that does not fit in what is left is not copied
+  (``refused: too large ...``), and a file that grows past it while being copied is
+  removed again;
+* a sparse file (:func:`is_sparse`: a ``truncate``d 2 GB file holds no data but would be
+  written out in full) is refused, never copied densely;
 * nothing raises for what the run left behind: every path that was not copied is returned
-  with the reason, for the run's record.
+  with the reason, for the run's record. A declared directory with a file refused as too
+  large or sparse is refused as a whole (``refused: ...``, so its output check fails);
+  one with only links or special files skipped is ``partly copied``.
 """
 
 from __future__ import annotations
@@ -28,13 +36,22 @@ import errno
 import os
 import stat
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from reprobridge.manifest.schema import check_rel_path
+from reprobridge.settings import DEFAULT_MAX_OUTPUT_MB
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _CHUNK = 1 << 20
+_MB = 1 << 20
+#: Files at most this long are never called sparse: a small file's block count says little
+#: (inline data, a filesystem's preallocation), and copying it costs nothing.
+SPARSE_MIN_BYTES = 1 << 20
+#: The reason's prefix for a file left out because of its size or its holes (a declared
+#: directory holding one is refused as a whole).
+REFUSED = "refused: "
 
 
 class Refused(Exception):
@@ -103,9 +120,68 @@ PARTLY_COPIED = "partly copied"
 MAX_TREE_FILES = 10_000
 
 
-def _copy_tree(dir_fd: int, target: Path, budget: list[int]) -> list[str]:
+def is_sparse(fd: int, st: os.stat_result) -> bool:
+    """Whether the regular file open at ``fd`` (``st``: its fstat) is sparse: longer than
+    :data:`SPARSE_MIN_BYTES`, with less than half of its length allocated
+    (``st_blocks * 512``) and a hole before its end (``SEEK_HOLE``; a filesystem that cannot
+    say is taken at its block count). A file a compressing filesystem stores small, with no
+    hole, is not sparse. The file offset is left at 0."""
+    if st.st_size <= SPARSE_MIN_BYTES or st.st_blocks * 512 >= st.st_size // 2:
+        return False
+    try:
+        return os.lseek(fd, 0, os.SEEK_HOLE) < st.st_size
+    except OSError:
+        return True
+    finally:
+        os.lseek(fd, 0, os.SEEK_SET)
+
+
+@dataclass
+class _Budget:
+    """What one run's copies may still take: ``left`` bytes of ``cap_mb`` MiB."""
+
+    cap_mb: int
+    left: int
+
+    def refusal(self, fd: int, shown: str) -> str | None:
+        """Why the regular file open at ``fd`` is not copied (sparse, or longer than what is
+        left), or None."""
+        st = os.fstat(fd)
+        if is_sparse(fd, st):
+            return (
+                f"{REFUSED}{shown} is a sparse file ({_mb(st.st_size)} long, "
+                f"{_mb(st.st_blocks * 512)} allocated); sparse files are not copied"
+            )
+        if st.st_size > self.left:
+            return f"{REFUSED}{shown} is too large ({_mb(st.st_size)}{self._cap_words()})"
+        return None
+
+    def _cap_words(self) -> str:
+        return f"; a run's copied outputs may total {self.cap_mb} MB: max_output_mb"
+
+    def copy(self, src_fd: int, target: Path, shown: str) -> str | None:
+        """Copy ``src_fd`` to the new file ``target`` within the budget; the refusal
+        instead (nothing left at ``target``) when it is sparse, too large, or grows past
+        what is left while it is copied."""
+        refused = self.refusal(src_fd, shown)
+        if refused is not None:
+            return refused
+        written = _copy_fd(src_fd, target, self.left)
+        if written > self.left:
+            target.unlink()
+            return f"{REFUSED}{shown} grew past the cap while copied{self._cap_words()}"
+        self.left -= written
+        return None
+
+
+def _mb(size: int) -> str:
+    return f"{size / _MB:.1f} MB"
+
+
+def _copy_tree(dir_fd: int, target: Path, budget: list[int], size: _Budget) -> list[str]:
     """Copy the regular files under the directory ``dir_fd`` to ``target``, never following
-    a link; returns what was skipped (links, special files, past :data:`MAX_TREE_FILES`)."""
+    a link; returns what was skipped (links, special files, past :data:`MAX_TREE_FILES`;
+    sparse or too large files, as :data:`REFUSED` reasons)."""
     skipped: list[str] = []
     target.mkdir(exist_ok=True)
     with os.scandir(dir_fd) as entries:
@@ -120,7 +196,7 @@ def _copy_tree(dir_fd: int, target: Path, budget: list[int]) -> list[str]:
         if stat.S_ISDIR(st.st_mode):
             sub = os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
             try:
-                skipped += _copy_tree(sub, target / name, budget)
+                skipped += _copy_tree(sub, target / name, budget, size)
             finally:
                 os.close(sub)
             continue
@@ -139,33 +215,49 @@ def _copy_tree(dir_fd: int, target: Path, budget: list[int]) -> list[str]:
             os.set_blocking(fd, True)
             with contextlib.suppress(FileNotFoundError):
                 (target / name).unlink()
-            _copy_fd(fd, target / name)
+            why = size.copy(fd, target / name, shown)
+            if why is not None:
+                skipped.append(why)
         finally:
             os.close(fd)
     return skipped
 
 
-def _copy_fd(src_fd: int, target: Path) -> None:
+def _copy_fd(src_fd: int, target: Path, limit: int) -> int:
+    """Copy ``src_fd`` to the new file ``target``; the bytes written, which stop past
+    ``limit`` (at most one chunk more: the caller removes such a copy)."""
     # O_EXCL|O_NOFOLLOW: the destination is new inside a directory the auditor created.
     out = os.open(
         target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644
     )
+    written = 0
     try:
-        while chunk := os.read(src_fd, _CHUNK):
+        while written <= limit and (chunk := os.read(src_fd, _CHUNK)):
             view = memoryview(chunk)
+            written += len(view)
             while view:
                 view = view[os.write(out, view) :]
     finally:
         os.close(out)
+    return written
 
 
-def collect_files(workspace: Path, workdir: str, rels: Iterable[str], dest: Path) -> dict[str, str]:
+def collect_files(
+    workspace: Path,
+    workdir: str,
+    rels: Iterable[str],
+    dest: Path,
+    *,
+    max_bytes: int = DEFAULT_MAX_OUTPUT_MB * _MB,
+) -> dict[str, str]:
     """Copy each ``workspace/workdir/rel`` to ``dest/rel`` (see the module docstring).
 
     ``workspace`` is the run's workspace root (the walk starts there, so a ``workdir`` that
     is a symlink is refused too), ``workdir`` the experiment's, ``dest`` a directory of the
-    bundle. Returns ``{rel: reason}`` for every path not copied; a missing one is ``missing``.
+    bundle, ``max_bytes`` what all the copies may total (whole MiB: the operator's cap).
+    Returns ``{rel: reason}`` for every path not copied; a missing one is ``missing``.
     """
+    size = _Budget(max_bytes // _MB, max_bytes)
     refused: dict[str, str] = {}
     for rel in sorted(set(rels)):
         try:
@@ -185,15 +277,24 @@ def collect_files(workspace: Path, workdir: str, rels: Iterable[str], dest: Path
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
             if stat.S_ISDIR(os.fstat(src_fd).st_mode):
-                skipped = _copy_tree(src_fd, target, [MAX_TREE_FILES])
+                skipped = _copy_tree(src_fd, target, [MAX_TREE_FILES], size)
+                # A file left out for its size fails the directory: judged on what was
+                # copied, it could pass without the one file that mattered.
+                skipped.sort(key=lambda s: not s.startswith(REFUSED))
                 if skipped:
-                    refused[rel] = f"{PARTLY_COPIED}: {skipped[0]}" + (
-                        f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+                    first = (
+                        skipped[0]
+                        if skipped[0].startswith(REFUSED)
+                        else (f"{PARTLY_COPIED}: {skipped[0]}")
                     )
+                    more = f" (and {len(skipped) - 1} more)" if len(skipped) > 1 else ""
+                    refused[rel] = first + more
                 continue
             with contextlib.suppress(FileNotFoundError):
                 target.unlink()  # a re-run of a set-aside run; never write through it
-            _copy_fd(src_fd, target)
+            why = size.copy(src_fd, target, rel)
+            if why is not None:
+                refused[rel] = why
         except OSError as exc:
             # e.g. outputs `a` and `a/b` both declared: `a` cannot be a file and a directory.
             refused[rel] = f"cannot be copied ({exc.strerror or exc})"

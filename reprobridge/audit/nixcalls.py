@@ -26,9 +26,9 @@ import pwd
 from collections.abc import Mapping, Sequence
 from typing import Unpack
 
-from reprobridge import _proc
+from reprobridge import _machine, _proc
 from reprobridge._machine import Runner, Where
-from reprobridge.errors import CommandFailed
+from reprobridge.errors import CommandFailed, MachineError
 from reprobridge.evidence.redact import Redactor, secrets_from_env
 
 #: The variables a Nix command gets, when set: where the store, its daemon and the
@@ -115,6 +115,24 @@ def error_line(exc: CommandFailed, environ: Mapping[str, str] | None = None) -> 
     source = os.environ if environ is None else environ
     text = Redactor(secrets_from_env(source)).redact_text(" ".join(line.split()))
     return text if len(text) <= ERROR_LINE_MAX else text[: ERROR_LINE_MAX - 1] + "…"
+
+
+def require_sandbox(run: Runner, nix: str, hint: str) -> None:
+    """Raise :class:`MachineError` (with ``hint``) when Nix, run as ``nix`` through
+    ``run``, would build a repository's derivations outside its sandbox although rb asks for
+    it (:func:`sandbox_problem`), or when that cannot be told."""
+    probe = nix_runner(run, nix)
+    got = _machine.try_run(probe, ["nix", "--version"], 60.0)
+    version = None if isinstance(got, str) else _machine.parse_version(got.text)
+    config = _machine.nix_config(probe, version or (0, 0), 60.0)
+    if isinstance(config, str):
+        raise MachineError(
+            f"cannot tell whether Nix builds in its sandbox (`nix config show`: {config})",
+            hint=hint,
+        )
+    problem = sandbox_problem(config)
+    if problem is not None:
+        raise MachineError(problem, hint=hint)
 
 
 def _user_trusted(trusted: str, uid: int) -> bool:

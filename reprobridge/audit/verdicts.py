@@ -9,10 +9,12 @@ output copies.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from reprobridge._fs import read_regular
 from reprobridge.audit.claims import evaluate_claim, references
 from reprobridge.audit.judge import (
     ExperimentVerdict,
@@ -46,14 +48,11 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) ->
     term = record.termination
     # Regex metrics take the last value printed: that is defined only on both streams in
     # the order they were written (output.log). A bundle from before it existed has the
-    # two streams alone; they are read one after the other, as then.
+    # two streams alone; they are read one after the other, as then. A log that is not a
+    # regular file (a FIFO, a link: never opened) reads as empty; `rb verify` reports it.
     combined = run_dir / COMBINED_LOG
-    names = (COMBINED_LOG,) if combined.is_file() else ("stdout.log", "stderr.log")
-    log = b""
-    for name in names:
-        p = run_dir / name
-        if p.is_file():
-            log += p.read_bytes()
+    names = (COMBINED_LOG,) if os.path.lexists(combined) else ("stdout.log", "stderr.log")
+    log = b"".join(_log_bytes(run_dir / name) for name in names)
     return judge_run(
         exp,
         tier,
@@ -63,6 +62,14 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) ->
         workdir=run_dir / "files",
         refused=record.files_refused or {},
     )
+
+
+def _log_bytes(path: Path) -> bytes:
+    """The bytes of the log at ``path``; empty when it is absent or not a regular file."""
+    try:
+        return read_regular(path)
+    except OSError:
+        return b""
 
 
 def summarize(

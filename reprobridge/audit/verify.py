@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from reprobridge._fs import read_regular
 from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
@@ -108,19 +110,25 @@ class _Records:
 def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
     """The records, or None after recording (in ``out``) why they cannot be used."""
     try:
-        manifest_text = (path / "inputs/reprobridge.toml").read_text(encoding="utf-8")
+        manifest_text = read_regular(path / "inputs/reprobridge.toml").decode("utf-8")
         manifest = validate_document(
             parse_document(manifest_text, path="inputs/reprobridge.toml"),
             path="inputs/reprobridge.toml",
         )
-    except (OSError, UnicodeDecodeError, ManifestError) as exc:
+    except OSError as exc:
+        out.problems.append(f"inputs/reprobridge.toml: cannot be read ({exc.strerror or exc})")
+        return None
+    except (UnicodeDecodeError, ManifestError) as exc:
         out.problems.append(f"inputs/reprobridge.toml: cannot be used ({exc})")
         return None
     docs: dict[str, dict[str, object]] = {}
     for name in (PLAN_FILE, AUDIT_FILE, ENVIRONMENT_FILE):
         try:
-            doc: object = json.loads((path / name).read_bytes())
-        except (OSError, ValueError) as exc:
+            doc: object = json.loads(read_regular(path / name))
+        except OSError as exc:
+            out.problems.append(f"{name}: cannot be read ({exc.strerror or exc})")
+            return None
+        except ValueError as exc:
             out.problems.append(f"{name}: cannot be read ({exc})")
             return None
         if not isinstance(doc, dict):
@@ -156,13 +164,20 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
 def _run_record(run_dir: Path, rel: str, out: VerifyOutcome) -> RunRecord | None:
     """The ``record`` of a run's status.json, or None after recording why it is unusable
     (a corrupt status.json is a finding, never a traceback)."""
-    status_file = run_dir / STATUS_FILE
-    if not status_file.is_file():
+    try:
+        raw = read_regular(run_dir / STATUS_FILE)
+    except FileNotFoundError:
         out.problems.append(f"{rel}: not sealed")
         return None
+    except OSError as exc:
+        out.problems.append(
+            f"{rel}/status.json: unreadable ({exc.strerror or exc}), its verdict cannot be "
+            "re-derived"
+        )
+        return None
     try:
-        status: object = json.loads(status_file.read_bytes())
-    except (OSError, ValueError) as exc:
+        status: object = json.loads(raw)
+    except ValueError as exc:
         out.problems.append(
             f"{rel}/status.json: unreadable, its verdict cannot be re-derived ({exc})"
         )
@@ -196,7 +211,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             f"rb audit --resume {path.name}"
         )
         return out
-    if not (path / AUDIT_FILE).is_file():
+    if not os.path.lexists(path / AUDIT_FILE):
         out.problems.append("audit.json: missing (removed after the bundle was sealed)")
         return out
     records = _read_records(path, out)
@@ -223,11 +238,12 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             complete = False
             continue
         again: object = jsonable(judgement)
-        stored_file = run_dir / "metrics.json"
         stored: object
         try:
-            stored = json.loads(stored_file.read_bytes()) if stored_file.is_file() else None
-        except ValueError:
+            stored = json.loads(read_regular(run_dir / "metrics.json"))
+        except FileNotFoundError:
+            stored = None
+        except (OSError, ValueError):
             stored = "unreadable"
         if stored != again:
             diff = differences(stored, again, "metrics.json") if isinstance(stored, dict) else []

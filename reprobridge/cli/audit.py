@@ -16,6 +16,7 @@ from reprobridge._log import sink
 from reprobridge.cli.options import (
     backend_option,
     common_options,
+    max_output_option,
     override_input_option,
     parse_overrides,
     print_json,
@@ -293,6 +294,7 @@ _common = [
         "--supplement`) and never download; fails first, naming what is missing.",
     ),
     threads_option("RB_THREADS, else `threads` in the user config, else not set."),
+    max_output_option(),
     click.option(
         "--allow-build",
         is_flag=True,
@@ -319,6 +321,7 @@ class _Shared(TypedDict):
     no_build: bool
     offline: bool
     threads: int | None
+    max_output_mb: int | None
     allow_build: bool
 
 
@@ -526,4 +529,5 @@ def _audit_options(
         no_build=shared["no_build"],
         offline=shared["offline"],
         threads=state().operator.threads(shared["threads"]),
+        max_output_mb=state().operator.max_output_mb(shared["max_output_mb"]),
     )

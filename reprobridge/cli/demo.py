@@ -61,7 +61,12 @@ def demo_command(
         else:
             print_init_summary(result)
         return
-    opts = AuditOptions(runs=runs, tier=cast(Tier, tier), backend=st.operator.backend(backend))
+    opts = AuditOptions(
+        runs=runs,
+        tier=cast(Tier, tier),
+        backend=st.operator.backend(backend),
+        max_output_mb=st.operator.max_output_mb(None),
+    )
     if not as_json:
         print_init_summary(result)
         click.echo(

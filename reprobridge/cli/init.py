@@ -204,7 +204,13 @@ def init_command(
     if verify and not dry_run:
         from reprobridge.audit.auditor import AuditOptions, run_audit
 
-        audit = run_audit(result.root, AuditOptions(tier="smoke", runs=1, backend="host"))
+        opts = AuditOptions(
+            tier="smoke",
+            runs=1,
+            backend="host",
+            max_output_mb=st.operator.max_output_mb(None),
+        )
+        audit = run_audit(result.root, opts)
         click.echo(
             f"verify (smoke audit, 1 run, host): {audit.verdict} — {audit.path}",
             err=as_json,

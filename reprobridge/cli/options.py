@@ -279,6 +279,31 @@ def threads_option(default_text: str) -> Callable[[F], F]:
     )
 
 
+def _max_output_mb(_ctx: click.Context, _param: click.Parameter, value: str | None) -> int | None:
+    """``--max-output-mb`` as a number; a bad one is rb's one-line error (exit 2), the
+    message ``RB_MAX_OUTPUT_MB`` gets (:func:`reprobridge.settings.parse_max_output_mb`)."""
+    if value is None:
+        return None
+    from reprobridge.settings import parse_max_output_mb
+
+    return parse_max_output_mb(value, "--max-output-mb")
+
+
+def max_output_option() -> Callable[[F], F]:
+    """``--max-output-mb N``: what the copies of one run's declared outputs may total in
+    the bundle (:mod:`reprobridge.audit.collect`)."""
+    return click.option(
+        "--max-output-mb",
+        metavar="N",
+        default=None,
+        callback=_max_output_mb,
+        help="MB that the copies of one run's declared outputs and metric files may total "
+        "in the bundle; a file past it, or a sparse file, is not copied and its output "
+        "fails. Default: RB_MAX_OUTPUT_MB, else `max_output_mb` in the user config, "
+        "else 1024.",
+    )
+
+
 def parse_overrides(items: tuple[str, ...]) -> dict[str, str]:
     """``--override-input NAME=URL`` values as a mapping; a malformed one is a usage error."""
     out: dict[str, str] = {}

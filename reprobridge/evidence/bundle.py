@@ -48,7 +48,7 @@ from typing import Any, Literal
 import filelock
 
 from reprobridge import _log
-from reprobridge._fs import fsync_together, safe_target, write_atomic
+from reprobridge._fs import fsync_together, open_regular, read_regular, safe_target, write_atomic
 from reprobridge.errors import UnsafePathError
 from reprobridge.evidence import faults
 from reprobridge.evidence.dsse import canonical_json
@@ -251,7 +251,7 @@ class Bundle:
 
     def _holder_hint(self) -> str:
         try:
-            owner = json.loads((self.path / LOCK_OWNER_FILE).read_text("utf-8"))
+            owner = json.loads(read_regular(self.path / LOCK_OWNER_FILE))
             return f" (pid {int(owner['pid'])} on {owner['host']} since {owner['since']})"
         except (OSError, ValueError, KeyError, TypeError):
             return ""
@@ -343,8 +343,10 @@ class Bundle:
         """Parse ``<bundle>/<rel>`` as JSON (EvidenceError naming the file when it is not)."""
         target = self._target(rel)
         try:
-            return json.loads(target.read_bytes())
-        except (OSError, ValueError) as exc:
+            return json.loads(read_regular(target))
+        except OSError as exc:
+            raise EvidenceError(f"cannot be read ({exc.strerror or exc})", path=rel) from exc
+        except ValueError as exc:
             raise EvidenceError(f"cannot be read as JSON: {exc}", path=rel) from exc
 
     # ------------------------------------------------------------------ runs
@@ -522,13 +524,18 @@ class Bundle:
         once; ``count`` is how many of its files are under the run. Reads only the run's
         ``status.json``."""
         status_path = self.path / rel / STATUS_FILE
-        if not status_path.exists():
-            return "partial", [f"{rel}: run is not sealed (no {STATUS_FILE}; interrupted)"]
         srel = f"{rel}/{STATUS_FILE}"
         try:
-            status = json.loads(status_path.read_bytes())
-        except (OSError, ValueError) as exc:
+            raw = read_regular(status_path)
+        except FileNotFoundError:
+            return "partial", [f"{rel}: run is not sealed (no {STATUS_FILE}; interrupted)"]
+        except OSError as exc:
+            return "corrupt", [f"{srel}: unreadable ({exc.strerror or exc})"]
+        try:
+            status = json.loads(raw)
+        except ValueError as exc:
             return "corrupt", [f"{srel}: not valid JSON ({exc})"]
+        del raw
         listed = status.get("files") if isinstance(status, dict) else None
         if (
             not isinstance(status, dict)
@@ -664,10 +671,12 @@ class Bundle:
         """
         path = self.path / JOURNAL_FILE
         try:
-            raw = path.read_bytes()
+            raw = read_regular(path)
         except FileNotFoundError:
             self._journal_tail = (0, GENESIS_SHA256)
             return []
+        except OSError as exc:
+            raise EvidenceError(f"unreadable ({exc.strerror or exc})", path=JOURNAL_FILE) from exc
         lines = raw.split(b"\n")
         tail = lines.pop()  # b"" when the file ends with a newline
         records: list[dict[str, Any]] = []
@@ -792,11 +801,11 @@ class Bundle:
         """
         path = self.path / SUMS_FILE
         try:
-            fh = open(path, "rb")  # noqa: SIM115 (closed below; the lines stream)
+            fh = os.fdopen(open_regular(path), "rb")  # closed below; the lines stream
         except FileNotFoundError:
             return [f"{SUMS_FILE}: missing (the bundle was never sealed)"]
         except OSError as exc:
-            return [f"{SUMS_FILE}: unreadable ({exc})"]
+            return [f"{SUMS_FILE}: unreadable ({exc.strerror or exc})"]
         problems: list[str] = []
         seen: set[str] | None = None  # the listed paths, once a line came out of order
         prev = ""
@@ -870,7 +879,7 @@ def _sums_entry(raw: bytes) -> str | None:
 def _listed_paths(path: Path, lines: int) -> set[str]:
     """The well-formed paths of the first ``lines`` lines of the SHA256SUMS at ``path``."""
     out: set[str] = set()
-    with open(path, "rb") as fh:
+    with os.fdopen(open_regular(path), "rb") as fh:
         for _n, raw in zip(range(lines), fh, strict=False):
             rel = _sums_entry(raw)
             if rel is not None:

@@ -14,6 +14,8 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
+from reprobridge._fs import open_regular
+
 #: Read size. 1 MiB amortises the syscall and Python overhead to noise per byte.
 CHUNK_SIZE = 1 << 20
 
@@ -45,7 +47,7 @@ def sha256_file_digest(path: Path | str) -> tuple[bytes, int]:
     arr, view = _buffer()
     h = hashlib.sha256()
     size = 0
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+    fd = open_regular(Path(path))
     try:
         while True:
             n = os.readv(fd, [arr])

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from reprobridge import __version__
-from reprobridge._fs import write_atomic
+from reprobridge._fs import read_regular, write_atomic
 from reprobridge.evidence import dsse
 from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.dsse import keyid_of
@@ -115,7 +115,7 @@ def load_private_key(path: Path) -> Ed25519PrivateKey:
 def load_public_key(path: Path) -> Ed25519PublicKey:
     """Load an Ed25519 PEM public key (SignatureError naming the file otherwise)."""
     try:
-        return dsse.public_key_from_pem(Path(path).read_bytes())
+        return dsse.public_key_from_pem(read_regular(Path(path)))
     except OSError as exc:
         raise SignatureError(f"not a readable PEM public key ({exc})", path=str(path)) from exc
     except ValueError as exc:
@@ -154,11 +154,11 @@ def verify_signature(bundle_path: Path, public_key: Path | None) -> list[str]:
     predicate type over the bundle's actual ``SHA256SUMS``. With ``public_key=None`` the
     bundle's own ``signer.pub`` is used and :data:`UNTRUSTED_KEY_NOTE` is added."""
     try:
-        raw = (bundle_path / STATEMENT_FILE).read_bytes()
+        raw = read_regular(bundle_path / STATEMENT_FILE)
     except FileNotFoundError:
         return [f"{STATEMENT_FILE}: absent (the bundle is not signed)"]
     except OSError as exc:
-        return [f"{STATEMENT_FILE}: not valid JSON ({exc})"]
+        return [f"{STATEMENT_FILE}: unreadable ({exc.strerror or exc})"]
     key: Ed25519PublicKey
     try:
         key = load_public_key(public_key or bundle_path / SIGNER_PUB_FILE)

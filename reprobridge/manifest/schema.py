@@ -20,9 +20,11 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     StringConstraints,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -137,6 +139,47 @@ def parse_duration(text: str) -> float:
     if not re.fullmatch(DURATION_PATTERN, text):
         raise ValueError(f"not a duration: {text!r} (use e.g. 90s, 30m, 2h, 1h30m)")
     return sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)([smhd])", text))
+
+
+#: An example value per numeric field, for the error that names the form expected.
+_NUMBER_EXAMPLES = {"range": "[0, 1]"}
+
+
+def _shown(value: Any) -> str:
+    """What a value of the wrong type is, for an error: ``the string "0.5"``, ``true``."""
+    if isinstance(value, str):
+        return f'the string "{value}"'
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return f"a {type(value).__name__}"
+
+
+def _strict_number(value: Any, info: ValidationInfo) -> Any:
+    """``value`` when it is a TOML number (an int or a float, never a bool), else ValueError
+    saying the form expected. pydantic's lax mode would turn ``"0.5"`` or ``true`` into a
+    number; a threshold written as text is a mistake to report, not to guess at."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return value
+    key = info.field_name or "value"
+    example = _NUMBER_EXAMPLES.get(key, "0.5")
+    raise ValueError(f"expected a number, e.g. {key} = {example}; got {_shown(value)}")
+
+
+def _strict_int(value: Any, info: ValidationInfo) -> Any:
+    """``value`` when it is a TOML integer (never a bool, a float nor text), else ValueError."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    key = info.field_name or "value"
+    raise ValueError(f"expected a whole number, e.g. {key} = 2; got {_shown(value)}")
+
+
+#: A number of the manifest (thresholds, targets): an int or a float as TOML writes them.
+Number = Annotated[float, BeforeValidator(_strict_number)]
+#: A number that must not be negative (a tolerance). The bound comes before the validator so
+#: that the JSON Schema says ``minimum``.
+NonNegativeNumber = Annotated[float, Field(ge=0), BeforeValidator(_strict_number)]
+#: A whole number from 1 (``k`` of ``k_of_n``).
+PositiveWholeNumber = Annotated[int, Field(ge=1), BeforeValidator(_strict_int)]
 
 
 def _empty() -> list[Any]:
@@ -362,9 +405,11 @@ class Metric(StrictModel):
     """A number an experiment produces and the band it must fall in."""
 
     source: MetricSource
-    target: float | None = Field(None, description="The value the paper reports.")
-    tolerance: float | None = Field(None, ge=0, description="Absolute tolerance around `target`.")
-    relative_tolerance: float | None = Field(None, ge=0, description="Fraction of |target|.")
+    target: Number | None = Field(None, description="The value the paper reports.")
+    tolerance: NonNegativeNumber | None = Field(
+        None, description="Absolute tolerance around `target`."
+    )
+    relative_tolerance: NonNegativeNumber | None = Field(None, description="Fraction of |target|.")
     tolerance_source: ToleranceSource | None = Field(
         None,
         description="Where the tolerance comes from: `paper-spread` (3 x the ± spread the "
@@ -372,10 +417,10 @@ class Metric(StrictModel):
         "digit the paper prints; an audit of n >= 2 runs adds 2 x their standard deviation) "
         "or `stated` (a person chose it). Reports print it beside the tolerance.",
     )
-    min: float | None = Field(None, description="Lowest acceptable value.")
-    max: float | None = Field(None, description="Highest acceptable value.")
+    min: Number | None = Field(None, description="Lowest acceptable value.")
+    max: Number | None = Field(None, description="Highest acceptable value.")
     higher_is_better: bool | None = Field(None, description="Direction, for claims and reports.")
-    range: list[float] | None = Field(
+    range: list[Number] | None = Field(
         None,
         min_length=2,
         max_length=2,
@@ -385,7 +430,7 @@ class Metric(StrictModel):
     provenance: str | None = Field(
         None, description="Where the target comes from (paper table, row, column)."
     )
-    claimed: float | None = Field(
+    claimed: Number | None = Field(
         None,
         description="A value someone claimed (the guide, an agent); kept beside the measured one, never decides.",
     )
@@ -421,7 +466,7 @@ class Stability(StrictModel):
     policy: Literal["all", "k_of_n", "mean_within"] = Field(
         "all", description="all, k_of_n or mean_within."
     )
-    k: int | None = Field(None, ge=1, description="Runs that must pass, for k_of_n.")
+    k: PositiveWholeNumber | None = Field(None, description="Runs that must pass, for k_of_n.")
 
     @model_validator(mode="after")
     def _k_for_k_of_n(self) -> Stability:

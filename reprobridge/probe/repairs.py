@@ -475,15 +475,16 @@ def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
                 )
             )
     for m in _NOT_FOUND.finditer(message):
-        name = requirement_name(m.group(1))
-        if name in reqs and name is not None:
+        missing = requirement_name(m.group(1))
+        if missing in reqs and missing is not None:
             out.append(
                 Decision(
                     repair="name-dropped",
                     target="environment.python_requirements",
                     op="drop-requirement",
-                    value=name,
-                    why=f"no package index serves `{name}` (a conda-only or misspelt name): dropped",
+                    value=missing,
+                    why=f"no package index serves `{missing}` (a conda-only or misspelt name): "
+                    "dropped",
                     evidence=line,
                 )
             )

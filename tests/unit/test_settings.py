@@ -9,7 +9,12 @@ import pytest
 
 from reprobridge.agent.loop import AgentConfig
 from reprobridge.errors import ConfigError
-from reprobridge.settings import default_sign_key, load_operator, repository_suggestions
+from reprobridge.settings import (
+    DEFAULT_MAX_OUTPUT_MB,
+    default_sign_key,
+    load_operator,
+    repository_suggestions,
+)
 
 
 def _env(tmp_path: Path, config: str | None = None, **extra: str) -> dict[str, str]:
@@ -94,6 +99,23 @@ def test_threads_flag_env_file_default(tmp_path: Path) -> None:
             load_operator(_env(tmp_path / f"d{i}", text))
     with pytest.raises(ConfigError, match=r"^RB_THREADS: expected a whole number"):
         load_operator(_env(tmp_path / "e", RB_THREADS="0"))
+
+
+def test_output_cap_flag_env_file_default(tmp_path: Path) -> None:
+    """What a run's output copies may total is the operator's, like the thread share; the
+    manifest has no key for it."""
+    assert load_operator(_env(tmp_path / "a")).max_output_mb(None) == DEFAULT_MAX_OUTPUT_MB
+    file_only = load_operator(_env(tmp_path / "b", "max_output_mb = 20\n"))
+    assert file_only.max_output_mb(None) == 20
+    env = load_operator(_env(tmp_path / "c", "max_output_mb = 20\n", RB_MAX_OUTPUT_MB="30"))
+    assert env.max_output_mb(None) == 30
+    assert env.max_output_mb(5) == 5  # the flag wins
+    bad = ("max_output_mb = 0\n", 'max_output_mb = "2"\n', "max_output_mb = 1.5\n")
+    for i, text in enumerate(bad):
+        with pytest.raises(ConfigError, match=r"config\.toml: max_output_mb: "):
+            load_operator(_env(tmp_path / f"d{i}", text))
+    with pytest.raises(ConfigError, match=r"^RB_MAX_OUTPUT_MB: expected a whole number of MB"):
+        load_operator(_env(tmp_path / "e", RB_MAX_OUTPUT_MB="-1"))
 
 
 def _modules_after_load(tmp_path: Path, env: dict[str, str]) -> tuple[str, list[str]]:

@@ -40,9 +40,6 @@ EXCEPTIONS = {
     # Touch no repository content.
     ("audit/slurm.py", "_run"): "the operator's Slurm client commands (squeue, sacct, ...)",
     ("sandbox.py", "find_gpu_binds"): "`ldconfig -p`: the host's library cache",
-    # Open: repository-chosen requirement names reach `pip download` with the operator's
-    # environment (rb archive's wheels); outside the audit's backends, tracked separately.
-    ("archive/wheels.py", "_pip_download"): "open: pip download of the lock's wheels",
 }
 
 

@@ -374,3 +374,53 @@ def test_no_manifest_list_field_defaults_through_the_builtin_list() -> None:
         if f.default_factory is list
     ]
     assert slow == []
+
+
+@pytest.mark.parametrize(
+    ("line", "key", "expected"),
+    [
+        ('min = "0.5"', "min", 'expected a number, e.g. min = 0.5; got the string "0.5"'),
+        ("max = true", "max", "expected a number, e.g. max = 0.5; got true"),
+        ('claimed = "91"', "claimed", 'expected a number, e.g. claimed = 0.5; got the string "91"'),
+        (
+            'range = ["0", 1]',
+            "range.0",
+            'expected a number, e.g. range = [0, 1]; got the string "0"',
+        ),
+    ],
+)
+def test_a_threshold_written_as_text_is_refused_naming_the_form(
+    tmp_path: Path, line: str, key: str, expected: str
+) -> None:
+    """pydantic's lax mode turned ``min = "0.5"`` into 0.5 and ``max = true`` into 1.0: a
+    threshold is a TOML number, and anything else is one line naming the key and the form."""
+    text = render_new_manifest(_derived(BASE), version="0").replace(
+        "tolerance = 0.02", f"tolerance = 0.02\n{line}"
+    )
+    with pytest.raises(ManifestError) as exc:
+        load_manifest(write(tmp_path, text))
+    assert str(exc.value) == f"reprobridge.toml: experiments.base.metrics.acc.{key}: {expected}"
+    assert exc.value.exit_code == 3
+
+
+@pytest.mark.parametrize("field", ["target", "tolerance", "relative_tolerance"])
+def test_every_numeric_metric_field_is_strict(tmp_path: Path, field: str) -> None:
+    data = {**BASE, "experiments": {"base": {**BASE["experiments"]["base"]}}}  # type: ignore[dict-item]
+    acc = {"source": {"regex": "acc=([0-9.]+)"}, "target": 0.9, field: "0.5"}
+    data["experiments"]["base"]["metrics"] = {"acc": acc}  # type: ignore[index]
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=rf'e\.g\. {field} = 0\.5; got the string "0\.5"'):
+        Manifest.model_validate(data)
+    acc[field] = 1  # an integer is a number
+    assert Manifest.model_validate(data).experiments["base"].metrics["acc"].target is not None
+
+
+def test_stability_k_is_a_whole_number_not_text() -> None:
+    from pydantic import ValidationError
+
+    from reprobridge.manifest.schema import Stability
+
+    with pytest.raises(ValidationError, match=r'e\.g\. k = 2; got the string "2"'):
+        Stability.model_validate({"policy": "k_of_n", "k": "2"})
+    assert Stability.model_validate({"policy": "k_of_n", "k": 2}).k == 2
