@@ -141,6 +141,9 @@ ENV_RECORD_ALLOWLIST = (
     "UV_PYTHON",
     "UV_PYTHON_DOWNLOADS",
     "PYTHONNOUSERSITE",
+    # Where the run's libraries and CUDA come from (the driver directory, a devShell's).
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
 )
 #: Seconds the auditor waits past the launcher's own timeout (which already TERMs and KILLs).
 TIMEOUT_MARGIN = 60.0
@@ -985,6 +988,10 @@ def _run_request(
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
+    if exp.hardware.gpus > 0:
+        # The host driver's libraries, linked in the sandbox (sandbox.DRIVER_LIB_DIR): a
+        # Nix-built program finds them nowhere else.
+        run_env["LD_LIBRARY_PATH"] = sandbox.driver_library_path(run_env)
     if opts.threads is not None:
         # The operator's share of the CPUs wins over the host's and the backend's values.
         run_env.update(thread_env(opts.threads))
