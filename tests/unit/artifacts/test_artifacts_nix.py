@@ -294,3 +294,17 @@ def test_warns_when_the_lock_leaves_the_manifest_pin(
     assert out.returncode == 0, out.stderr
     assert out.stdout == "app"
     assert f"but reprobridge.toml pins {PIN['rev']}" in out.stderr
+
+
+@pytest.mark.parametrize("gpus", [1, 0])
+def test_gpu_experiment_gets_the_driver_directory_without_cuda(
+    nix: NixRunner, tmp_git_repo: Path, gpus: int
+) -> None:
+    """A GPU experiment needs the host driver even when the flake pins no CUDA toolkit (a
+    PyPI torch wheel brings its own runtime); a CPU-only flake gets no driver path."""
+    data = manifest_data()
+    data["experiments"]["main"]["hardware"] = {"gpus": gpus}
+    write_repo(tmp_git_repo, data)
+    out = _eval(nix, tmp_git_repo, f"devShells.{SYSTEM}.default.shellHook")
+    assert out.returncode == 0, out.stderr
+    assert ("/run/opengl-driver/lib" in out.stdout) is (gpus > 0)
