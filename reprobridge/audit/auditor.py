@@ -507,6 +507,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 judgements,
                 environment_ok=state.ok,
                 environment_reason=state.reason,
+                environment_substituted=bool(state.substituted),
             ),
             audit_id=audit_id,
             rb_version=__version__,
