@@ -412,6 +412,12 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             prints = pool.submit(_machine_fingerprints, root)
             backend, state = choose_backend(opts, manifest, root, sandboxed)
             host, gpu, git = prints.result()
+        if _local(opts) and any(manifest.experiments[r.experiment].hardware.gpus for r in plan):
+            cuda_problem = fp.cuda_driver_problem(manifest.environment.cuda, gpu)
+            if cuda_problem:  # this machine's driver, not the repository: no verdict
+                raise MachineError(
+                    cuda_problem, hint="upgrade the driver, or audit on a machine with a newer one"
+                )
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
         bundle.write_json(ENVIRONMENT_FILE, jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", host)
@@ -819,7 +825,7 @@ def _one_run(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
         )
     # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
-    local = opts.executor is None or opts.executor.name == "local"
+    local = _local(opts)
     missing = hardware_missing(exp.hardware, gpu) if local else None
     if missing is not None:
         # Never a pass on the wrong hardware: the run does not start.
@@ -940,6 +946,11 @@ def _one_run(
         termination=completed.termination.description,
     )
     return judgement
+
+
+def _local(opts: AuditOptions) -> bool:
+    """Whether runs go to this machine (its GPUs count), not a scheduler's nodes."""
+    return opts.executor is None or opts.executor.name == "local"
 
 
 def hardware_missing(hardware: Hardware, gpu: Mapping[str, Any]) -> str | None:
