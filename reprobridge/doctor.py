@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reprobridge import _machine, _proc, _tarsafe
+from reprobridge import _machine, _proc, _tarsafe, sandbox
 from reprobridge._machine import (
     BWRAP,
     MIN_NIX,
@@ -95,6 +95,10 @@ class Probes:
     python_executable: str = sys.executable
     tar_filters: bool = field(default_factory=_tarsafe.has_filters)
     timeout: float = 20.0
+    #: The host's NVIDIA driver libraries (``ldconfig -p``: :func:`reprobridge.sandbox.gpu_binds`).
+    driver_libraries: Callable[[], tuple[str, ...]] = lambda: sandbox.gpu_binds().libraries
+    #: NixOS's driver directory (:data:`reprobridge.sandbox.OPENGL_DRIVER`).
+    opengl_driver: Path = Path(sandbox.OPENGL_DRIVER)
 
 
 def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
@@ -135,6 +139,7 @@ def run_checks(probes: Probes | None = None) -> list[Check]:
     checks += check_nix(p)
     checks += [check_bwrap(p), check_uv(p), check_git(p)]
     checks += check_gpus(p)
+    checks.append(check_nix_driver(p))
     checks.append(check_slurm(p))
     checks.append(check_disk(p))
     return checks
@@ -489,6 +494,51 @@ def check_gpus(p: Probes) -> list[Check]:
         # The report is complete; a failing shutdown changes nothing in it.
         with contextlib.suppress(*errors.base):
             nvml.nvmlShutdown()
+
+
+def check_nix_driver(p: Probes) -> Check:
+    """Whether a Nix-built program on this host can load the NVIDIA driver (``libcuda.so.1``).
+
+    Nix's glibc ignores the host's library cache: such a program finds the driver only in
+    ``/run/opengl-driver/lib`` (NixOS) or on ``LD_LIBRARY_PATH``. ``ok`` with the NixOS
+    directory; ``warn`` with only ``ldconfig``'s libraries (``rb audit`` puts them on its GPU
+    runs' ``LD_LIBRARY_PATH``, a plain ``nix run`` needs them supplied); ``missing`` with no
+    driver at all, which a CPU-only machine needs nothing for.
+    """
+    facts: dict[str, Any] = {"opengl_driver": None, "libraries": [], "audit_library_path": None}
+    opengl_lib = p.opengl_driver / "lib"
+    if any(opengl_lib.glob("libcuda.so*")):
+        facts["opengl_driver"] = str(opengl_lib)
+    libraries = list(p.driver_libraries())
+    facts["libraries"] = libraries
+    if libraries or facts["opengl_driver"]:
+        facts["audit_library_path"] = sandbox.DRIVER_LIB_DIR
+    if facts["opengl_driver"]:
+        return Check(
+            "nix-gpu-driver",
+            "ok",
+            f"{opengl_lib} holds libcuda.so: Nix-built programs find the driver there",
+            None,
+            facts,
+        )
+    if not any(Path(lib).name.startswith("libcuda.so") for lib in libraries):
+        return Check(
+            "nix-gpu-driver",
+            "missing",
+            "no NVIDIA driver libraries: Nix-built programs run on the CPU only",
+            "nothing to do for CPU-only experiments; on a GPU machine install the NVIDIA driver",
+            facts,
+        )
+    return Check(
+        "nix-gpu-driver",
+        "warn",
+        f"{len(libraries)} driver librar{'y' if len(libraries) == 1 else 'ies'} in ldconfig's "
+        f"cache, no {opengl_lib}: rb audit links them into {sandbox.DRIVER_LIB_DIR}, first on "
+        "each GPU run's LD_LIBRARY_PATH; a plain `nix run` does not find them",
+        "for `nix run`, use nix-gl-host or put a directory of links to the driver's "
+        "libraries on LD_LIBRARY_PATH (REPRODUCE.md, Hardware)",
+        facts,
+    )
 
 
 def _no_driver(reason: str) -> Check:

@@ -15,7 +15,9 @@ Contract of :func:`wrap`: the returned argv runs ``argv`` with
   work directory read-write at its own path (also the working directory), and the extra
   binds of the spec;
 * with :attr:`SandboxSpec.gpu`, the ``/dev/nvidia*`` devices and the host's NVIDIA driver
-  libraries (see :func:`gpu_binds`, which records what was bound).
+  libraries (see :func:`gpu_binds`, which records what was bound), each also linked from
+  :data:`DRIVER_LIB_DIR` (the caller puts it first on ``LD_LIBRARY_PATH`` with
+  :func:`driver_library_path`), and NixOS's ``/run/opengl-driver`` where the host has it.
 
 Never bound: the user's home directory (a work directory *inside* it is fine), ``~/.ssh``,
 ``~/.gnupg``, ``~/.config/rb`` (the signing key) and other credential stores, all of ``/etc``
@@ -102,6 +104,16 @@ GPU_LIBRARIES = (
     "libnvidia-nvvm.so",
 )
 LDCONFIG = ("/sbin/ldconfig", "/usr/sbin/ldconfig")
+#: Inside a GPU run's sandbox: a directory made per run holding one link per host driver
+#: library (:func:`gpu_binds`), first on the run's ``LD_LIBRARY_PATH``. A Nix-built
+#: program's glibc ignores the host's ``ld.so.cache`` and a venv's torch wheel finds
+#: ``libcuda.so.1`` only through the cache: both find it here. Only the driver's own
+#: libraries, never the host's whole library directory (that would mix the host's glibc
+#: world into the Nix one).
+DRIVER_LIB_DIR = "/run/rb-driver/lib"
+#: NixOS's driver directory (``hardware.graphics``): bound where it exists, and searched after
+#: :data:`DRIVER_LIB_DIR`, which nixpkgs' CUDA programs also carry in their RUNPATH.
+OPENGL_DRIVER = "/run/opengl-driver"
 PRLIMIT = ("/usr/bin/prlimit", "/bin/prlimit")
 
 
@@ -285,6 +297,33 @@ def find_gpu_binds(dev: Path, ldconfigs: Sequence[str]) -> GpuBinds:
     return GpuBinds(tuple(dict.fromkeys(devices)), tuple(libraries))
 
 
+def driver_library_path(env: Mapping[str, str]) -> str:
+    """The ``LD_LIBRARY_PATH`` of a GPU run whose environment is ``env``: :data:`DRIVER_LIB_DIR`
+    first, then NixOS's ``/run/opengl-driver/lib`` when this host has it, then what ``env``
+    already has (a devShell's ``shellHook`` may have put ``/run/opengl-driver/lib`` there
+    too; it is not repeated)."""
+    parts = [DRIVER_LIB_DIR]
+    if Path(OPENGL_DRIVER).is_dir():
+        parts.append(f"{OPENGL_DRIVER}/lib")
+    parts += [p for p in env.get("LD_LIBRARY_PATH", "").split(":") if p]
+    return ":".join(dict.fromkeys(parts))
+
+
+def _driver_binds(binds: GpuBinds) -> list[str]:
+    """bubblewrap options that make :data:`DRIVER_LIB_DIR` (a link per library of ``binds``,
+    the first of each file name winning) and bind :data:`OPENGL_DRIVER` when it exists."""
+    args = ["--dir", DRIVER_LIB_DIR]
+    names: set[str] = set()
+    for lib in binds.libraries:
+        name = Path(lib).name
+        if name not in names:
+            names.add(name)
+            args += ["--symlink", lib, f"{DRIVER_LIB_DIR}/{name}"]
+    if Path(OPENGL_DRIVER).is_dir():  # a link into /nix/store on NixOS: bound as its target
+        args += ["--ro-bind", OPENGL_DRIVER, OPENGL_DRIVER]
+    return args
+
+
 def _homes() -> set[Path]:
     homes = {Path.home()}
     with contextlib.suppress(KeyError):  # a uid without a passwd entry: $HOME is all we have
@@ -370,6 +409,7 @@ def wrap(
             out += ["--dev-bind", dev, dev]
         for lib in binds.libraries:
             out += ["--ro-bind", lib, lib]
+        out += _driver_binds(binds)
         # CUDA and NVML read PCI topology and NUMA placement from sysfs.
         if Path("/sys").is_dir():
             out += ["--ro-bind", "/sys", "/sys"]

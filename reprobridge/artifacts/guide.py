@@ -270,6 +270,51 @@ def _experiment(exp_id: str, exp: Experiment, manifest: Manifest) -> list[str]:
     return out
 
 
+_CPU_ONLY = "A CPU is enough: no experiment declares a GPU."
+#: The host driver's user-space libraries a CUDA program loads (they must match the running
+#: kernel module, so no Nix package can provide them).
+_DRIVER_LIBS = "lib(cuda|nvidia-ml|nvidia-ptxjitcompiler|nvidia-nvvm)[.]so"
+
+
+def _gpu_driver(gpus: int, cuda: str | None) -> list[str]:
+    """How a ``nix run`` user gives a GPU experiment the host's NVIDIA driver."""
+    support = (
+        f"the host driver must support CUDA {cuda} or newer (`nvidia-smi` shows the newest "
+        "it supports)"
+        if cuda
+        else "any recent NVIDIA driver (no CUDA toolkit is pinned: the Python packages bring "
+        "their own CUDA runtime)"
+    )
+    return [
+        f"Up to {gpus} NVIDIA GPU(s) per experiment; {support}.",
+        "",
+        "### The GPU driver under Nix",
+        "",
+        "Programs built by Nix do not read the host's library cache (`/etc/ld.so.cache`): they",
+        "find the driver's `libcuda.so.1` only in `/run/opengl-driver/lib` (which the flake puts",
+        "on `LD_LIBRARY_PATH` for GPU experiments) or through `LD_LIBRARY_PATH` itself.",
+        "",
+        "- **NixOS**: nothing to do; the NVIDIA driver (`hardware.nvidia`, `hardware.graphics`)",
+        "  fills `/run/opengl-driver`.",
+        "- **Other Linux (Debian, Ubuntu, ...)**: run the app through",
+        "  [nix-gl-host](https://github.com/numtide/nix-gl-host), which finds the host driver",
+        "  and puts it on `LD_LIBRARY_PATH`:",
+        "  `nix run github:numtide/nix-gl-host -- nix run .#reproduce-<experiment>`.",
+        "  Or by hand, a directory holding only the driver's libraries (never all of",
+        "  `/usr/lib`, which would mix the host's C library into the Nix programs):",
+        "",
+        "  ```bash",
+        "  mkdir -p ~/.cache/nvidia-driver",
+        f"  ldconfig -p | grep -E '{_DRIVER_LIBS}' | grep x86-64 | awk '{{print $NF}}' \\",
+        "    | xargs -I{} ln -sf {} ~/.cache/nvidia-driver/",
+        "  LD_LIBRARY_PATH=~/.cache/nvidia-driver nix run .#reproduce-<experiment>",
+        "  ```",
+        "",
+        "- **`rb audit`** does this itself: each GPU run gets such a directory, first on its",
+        "  `LD_LIBRARY_PATH`, under both backends.",
+    ]
+
+
 def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
     """REPRODUCE.md for ``manifest``."""
     env = manifest.environment
@@ -410,15 +455,8 @@ def render_guide(manifest: Manifest, notes: GuideNotes, *, version: str) -> str:
             "",
         ]
     gpus = max((e.hardware.gpus for e in manifest.experiments.values()), default=0)
+    out += ["## Hardware", "", *(_gpu_driver(gpus, env.cuda) if gpus else [_CPU_ONLY]), ""]
     out += [
-        "## Hardware",
-        "",
-        (
-            f"Up to {gpus} NVIDIA GPU(s) per experiment; the host driver must support CUDA {env.cuda}."
-            if gpus
-            else "A CPU is enough: no experiment declares a GPU."
-        ),
-        "",
         "## Experiments",
         "",
     ]

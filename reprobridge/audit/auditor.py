@@ -142,6 +142,9 @@ ENV_RECORD_ALLOWLIST = (
     "UV_PYTHON",
     "UV_PYTHON_DOWNLOADS",
     "PYTHONNOUSERSITE",
+    # Where the run's libraries and CUDA come from (the driver directory, a devShell's).
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
 )
 #: Seconds the auditor waits past the launcher's own timeout (which already TERMs and KILLs).
 TIMEOUT_MARGIN = 60.0
@@ -426,6 +429,12 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             prints = pool.submit(_machine_fingerprints, root)
             backend, state = choose_backend(opts, manifest, root, sandboxed)
             host, gpu, git = prints.result()
+        if _local(opts) and any(manifest.experiments[r.experiment].hardware.gpus for r in plan):
+            cuda_problem = fp.cuda_driver_problem(manifest.environment.cuda, gpu)
+            if cuda_problem:  # this machine's driver, not the repository: no verdict
+                raise MachineError(
+                    cuda_problem, hint="upgrade the driver, or audit on a machine with a newer one"
+                )
         emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
         bundle.write_json(ENVIRONMENT_FILE, jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", host)
@@ -521,6 +530,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 judgements,
                 environment_ok=state.ok,
                 environment_reason=state.reason,
+                environment_substituted=bool(state.substituted),
             ),
             audit_id=audit_id,
             rb_version=__version__,
@@ -832,7 +842,7 @@ def _one_run(
             bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
         )
     # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
-    local = opts.executor is None or opts.executor.name == "local"
+    local = _local(opts)
     missing = hardware_missing(exp.hardware, gpu) if local else None
     if missing is not None and not opts.trial:
         # Never a pass on the wrong hardware: the run does not start.
@@ -955,6 +965,11 @@ def _one_run(
     return judgement
 
 
+def _local(opts: AuditOptions) -> bool:
+    """Whether runs go to this machine (its GPUs count), not a scheduler's nodes."""
+    return opts.executor is None or opts.executor.name == "local"
+
+
 def hardware_missing(hardware: Hardware, gpu: Mapping[str, Any]) -> str | None:
     """Why this machine lacks the GPUs ``hardware`` asks for (``hw-unavailable: ...``), or
     None when it has them. ``gpu`` is :func:`~reprobridge.audit.fingerprint.gpu_fingerprint`'s
@@ -1002,6 +1017,10 @@ def _run_request(
     marker = f"{_tmp_tag(run_dir.parents[2])}:{run.key}"
     run_env = {k: os.environ[k] for k in RUN_ENV_ALLOWLIST if k in os.environ}
     run_env.update(env)
+    if exp.hardware.gpus > 0:
+        # The host driver's libraries, linked in the sandbox (sandbox.DRIVER_LIB_DIR): a
+        # Nix-built program finds them nowhere else.
+        run_env["LD_LIBRARY_PATH"] = sandbox.driver_library_path(run_env)
     if opts.threads is not None:
         # The operator's share of the CPUs wins over the host's and the backend's values.
         run_env.update(thread_env(opts.threads))

@@ -60,12 +60,15 @@ from reprobridge.audit.nixcalls import (
     nix_env,
     require_sandbox,
 )
+from reprobridge.audit.nixlock import Substitution, input_node, substitutions
 from reprobridge.audit.offline import offline_install_argv, offline_requirements
 from reprobridge.constants import FLAKE_FILE, FLAKE_LOCK_FILE, PYTHON_DIR
 from reprobridge.errors import AuditError, CommandFailed, MachineError, ReproBridgeError
 from reprobridge.manifest.schema import requirement_name
 
 NIX_BASE_ARGS = ("--extra-experimental-features", "nix-command flakes")
+#: Nix's system name of this machine's architecture (``uname -m``).
+NIX_SYSTEMS = {"x86_64": "x86_64-linux", "aarch64": "aarch64-linux"}
 NIX_LOCK_ARGS = ("--no-update-lock-file", "--no-write-lock-file")
 SETUP_TIMEOUT = 1800.0
 #: devShell variables that describe the build, not the environment a run needs.
@@ -171,6 +174,9 @@ class EnvironmentState:
     ro_binds: tuple[Path, ...] = ()
     fingerprint: dict[str, Any] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: Overridden flake inputs whose content is not the locked one (nix backend): the
+    #: environment is then not the pinned one, never hermetic and never a pass.
+    substituted: list[Substitution] = field(default_factory=list)
 
 
 class AuditBackend(Protocol):
@@ -246,20 +252,6 @@ def _exported(variables: Mapping[str, object]) -> dict[str, str]:
     return env
 
 
-def _input_node(lock: dict[str, Any], input_path: str) -> str | None:
-    """The node key an input path (``nixpkgs``, ``a/b``) names in ``lock``, or None."""
-    nodes = lock.get("nodes") or {}
-    key: Any = lock.get("root", "root")
-    for part in input_path.split("/"):
-        ref = ((nodes.get(key) or {}).get("inputs") or {}).get(part)
-        if isinstance(ref, list):  # `follows`: a path from the root
-            return _input_node(lock, "/".join(ref)) if ref else None
-        if not isinstance(ref, str):
-            return None
-        key = ref
-    return str(key)
-
-
 def lock_drift(committed: Any, resolved: Any, overridden: Iterable[str] = ()) -> list[str]:
     """How the lock Nix resolved differs from the committed one (empty: not stale).
 
@@ -271,8 +263,8 @@ def lock_drift(committed: Any, resolved: Any, overridden: Iterable[str] = ()) ->
         new: dict[str, Any] = resolved["nodes"]
     except (KeyError, TypeError):
         return ["not a lock file"]
-    skip = {_input_node(resolved, name) for name in overridden} | {
-        _input_node(committed, name) for name in overridden
+    skip = {input_node(resolved, name) for name in overridden} | {
+        input_node(committed, name) for name in overridden
     }
     problems = [
         f"input {k!r} is not in {FLAKE_LOCK_FILE}" for k in sorted(set(new) - set(old) - skip)
@@ -399,10 +391,11 @@ class NixBackend:
             state.reason = "; ".join(problems)
             return state
         lock_before = (root / FLAKE_LOCK_FILE).read_bytes()
-        stale = self._stale_lock(root, lock_before)
+        stale, resolved = self._stale_lock(root, lock_before)
         if stale:
             state.reason = stale
             return state
+        state.substituted = substitutions(json.loads(lock_before), resolved, self.overrides)
         try:
             out = _proc.run(
                 self.nix_argv("print-dev-env", "--json"),
@@ -422,9 +415,11 @@ class NixBackend:
             state.reason = f"unexpected `nix print-dev-env --json` output ({exc})"
             return state
         env = _exported(variables)
-        # nix develop -i falls back to bash's built-in PATH after the devShell's; the auditor
-        # adds only the basic system directories, so host tools do not shadow pinned ones.
-        env["PATH"] = ":".join(p for p in [env.get("PATH", ""), "/usr/bin", "/bin"] if p)
+        if not env.get("PATH"):
+            # A devShell without PATH: only the host's tools can run, so not hermetic.
+            env["PATH"] = "/usr/bin:/bin"
+            state.hermetic = False
+            state.warnings.append("the devShell sets no PATH: runs use the host's /usr/bin:/bin")
         hook = variables.get("shellHook", {})
         state.setup_code = hook.get("value") if isinstance(hook, dict) else None
         state.base_env = env
@@ -432,9 +427,31 @@ class NixBackend:
         state.fingerprint = {
             "devshell_variables": sorted(env),
             "shellHook_present": bool(state.setup_code),
+            "devshell_drv_path": self._devshell_drv_path(root),
         }
         state.ok, state.reason = True, "devShell materialized from the pinned flake"
+        if state.substituted:
+            state.hermetic = False
+            state.reason = "devShell materialized with substituted inputs: " + "; ".join(
+                s.describe() for s in state.substituted
+            )
         return state
+
+    def _devshell_drv_path(self, root: Path) -> str | None:
+        """The devShell's ``drvPath`` (with the overrides): a fingerprint of the whole
+        environment, unchanged by code edits. None when Nix cannot say (recorded as such)."""
+        system = NIX_SYSTEMS.get(os.uname().machine)
+        if system is None:
+            return None
+        attr = f".#devShells.{system}.default.drvPath"
+        try:
+            out = _proc.run(
+                self.nix_argv("eval", "--raw", attr), cwd=root, env=nix_env(), timeout=SETUP_TIMEOUT
+            )
+        except CommandFailed:
+            return None
+        text = out.text.strip()
+        return text if text.startswith("/nix/store/") and text.endswith(".drv") else None
 
     def check_sandbox(self) -> None:
         """Raise :class:`MachineError` when Nix would build the repository's derivations
@@ -481,8 +498,9 @@ class NixBackend:
             )
         return None
 
-    def _stale_lock(self, root: Path, lock_bytes: bytes) -> str | None:
-        """Why flake.lock does not lock what flake.nix declares (None when it does).
+    def _stale_lock(self, root: Path, lock_bytes: bytes) -> tuple[str | None, dict[str, Any]]:
+        """Why flake.lock does not lock what flake.nix declares (None when it does), and the
+        lock Nix resolved (with the overrides; empty when it could not).
 
         ``--no-update-lock-file`` alone does not catch a stale lock: together with
         ``--no-write-lock-file`` (which the auditor always passes) Nix computes the missing
@@ -498,17 +516,19 @@ class NixBackend:
                 timeout=SETUP_TIMEOUT,
             )
             resolved = json.loads(out.stdout)["locks"]
+            if not isinstance(resolved, dict):
+                raise TypeError("locks is not an object")
         except CommandFailed as exc:
-            return f"the flake's inputs could not be resolved: {error_line(exc)}"
+            return f"the flake's inputs could not be resolved: {error_line(exc)}", {}
         except (ValueError, KeyError, TypeError) as exc:
-            return f"unexpected `nix flake metadata --json` output ({exc})"
+            return f"unexpected `nix flake metadata --json` output ({exc})", {}
         drift = lock_drift(json.loads(lock_bytes), resolved, self.overrides)
         if not drift:
-            return None
+            return None, resolved
         return (
             f"environment not pinned: {FLAKE_LOCK_FILE} is stale against {FLAKE_FILE} "
             f"({'; '.join(drift)}); run `nix flake lock` and commit the lock file"
-        )
+        ), resolved
 
     def setup_run(self, state: EnvironmentState, workspace: Path, ctx: SetupContext) -> RunSetup:
         fixed = _home_env(ctx.home, ctx.cache)

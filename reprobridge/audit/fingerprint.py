@@ -153,6 +153,30 @@ def _mode(value: object) -> dict[str, int] | None:
     return None
 
 
+def _cuda_tuple(text: str) -> tuple[int, ...] | None:
+    m = re.fullmatch(r"(\d+)\.(\d+)(?:\.\d+)?", text.strip())
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def cuda_driver_problem(cuda: str | None, gpu: Mapping[str, Any]) -> str | None:
+    """Why this host's driver cannot run a program built against CUDA ``cuda`` (the
+    manifest's ``environment.cuda``), from :func:`gpu_fingerprint`'s ``gpu``: the driver
+    supports CUDA up to its ``cuda_driver_version``, and a newer toolkit's programs fail at
+    their first CUDA call. None when it can, when nothing is pinned, or when NVML could not
+    tell (no driver is the GPU check's finding, not this one)."""
+    if not cuda:
+        return None
+    pinned = _cuda_tuple(cuda)
+    driver = gpu.get("cuda_driver_version")
+    supported = _cuda_tuple(driver) if isinstance(driver, str) else None
+    if pinned is None or supported is None or pinned <= supported:
+        return None
+    return (
+        f"the NVIDIA driver {gpu.get('driver_version') or '(unknown version)'} supports CUDA "
+        f'up to {driver}, but reprobridge.toml pins environment.cuda = "{cuda}"'
+    )
+
+
 def gpu_fingerprint(nvml: _machine.Nvml | None = None) -> dict[str, Any]:
     """NVIDIA driver, CUDA driver API version and every GPU, read through NVML.
 

@@ -408,12 +408,16 @@ def judge_experiment(
     environment_ok: bool,
     environment_reason: str,
     experiment_id: str = "",
+    environment_substituted: bool = False,
 ) -> ExperimentVerdict:
     """Judge one experiment's runs under its stability policy.
 
     Rules, level by level:
 
-    - environment: ``pass`` or ``fail`` as the caller says (``environment_reason``).
+    - environment: ``pass`` or ``fail`` as the caller says (``environment_reason``);
+      ``incomplete`` instead of ``pass`` when ``environment_substituted`` (the auditor
+      overrode a locked input with other content: the runs are judged, but not in the
+      pinned environment).
     - With no runs, procedure and metric are ``skipped`` (nothing ran).
     - procedure: policies ``all`` and ``mean_within`` need every run to pass its procedure
       (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``. Then
@@ -451,7 +455,10 @@ def judge_experiment(
     """
     _check_tier(exp, tier)
     n = len(runs)
-    environment = Verdict("pass" if environment_ok else "fail", environment_reason)
+    environment = Verdict(
+        ("incomplete" if environment_substituted else "pass") if environment_ok else "fail",
+        environment_reason,
+    )
     metric_specs, judged = check.tier_metrics(_spec(exp), tier)
     names = sorted(metric_specs)
     sources: dict[str, str | None] = {}

@@ -79,6 +79,7 @@ def summarize(
     *,
     environment_ok: bool,
     environment_reason: str,
+    environment_substituted: bool = False,
 ) -> dict[str, Any]:
     """Per-experiment verdicts at each level, claims, and the overall verdict
     (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
@@ -96,6 +97,7 @@ def summarize(
             environment_ok=environment_ok,
             environment_reason=environment_reason,
             experiment_id=exp_id,
+            environment_substituted=environment_substituted,
         )
         # Claims use values of runs whose procedure passed only.
         values[exp_id] = claim_values(runs)

@@ -105,6 +105,7 @@ class _Records:
     recorded: dict[str, object]
     environment_ok: bool
     environment_reason: str
+    environment_substituted: bool = False
 
 
 def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
@@ -157,7 +158,12 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
         out.problems.append(f"plan.json: malformed ({exc.message})")
         return None
     return _Records(
-        manifest, plan, docs[AUDIT_FILE], bool(env.get("ok")), str(env.get("reason", ""))
+        manifest,
+        plan,
+        docs[AUDIT_FILE],
+        bool(env.get("ok")),
+        str(env.get("reason", "")),
+        bool(env.get("substituted")),
     )
 
 
@@ -263,6 +269,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
                 judgements,
                 environment_ok=records.environment_ok,
                 environment_reason=records.environment_reason,
+                environment_substituted=records.environment_substituted,
             )
         )
     )

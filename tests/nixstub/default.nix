@@ -11,7 +11,7 @@
   ...
 }:
 let
-  lib = import ./lib.nix;
+  lib = import ./nixpkgs-lib/lib;
   host = builtins.fromJSON (builtins.readFile ./host.json);
   # One store path for both, so busybox keeps its own name (it picks the applet from
   # argv[0] unless that is "busybox").

@@ -84,6 +84,8 @@ def probes(tmp_path: Path, answers=None, *, which=None, nvml=None, free=50 * 10*
         python_version=(3, 11, 7),
         python_executable="/usr/bin/python3",
         uv_package=lambda: None,
+        driver_libraries=lambda: (),
+        opengl_driver=tmp_path / "no-opengl-driver",
     )
 
 
@@ -405,3 +407,33 @@ def test_next_step_without_nix_runs_nothing(tmp_path):
     rows = doctor.nix_for_next_step(p)
     assert "no nix here" in doctor.next_step_after_init("main", rows)
     assert p.run.calls == []  # type: ignore[attr-defined]
+
+
+# -- the driver as a Nix-built program sees it ----------------------------------------------
+
+
+def test_nix_driver_from_ldconfig_is_reported_with_what_rb_audit_does(tmp_path):
+    lib = tmp_path / "driver" / "libcuda.so.1"
+    lib.parent.mkdir()
+    lib.write_text("fake")
+    p = dataclasses.replace(probes(tmp_path), driver_libraries=lambda: (str(lib),))
+    check = doctor.check_nix_driver(p)
+    assert check.status == "warn" and check.fix and "nix-gl-host" in check.fix
+    assert "/run/rb-driver/lib" in check.detail
+    assert check.facts["libraries"] == [str(lib)]
+    assert check.facts["audit_library_path"] == "/run/rb-driver/lib"
+
+
+def test_nix_driver_in_the_nixos_directory_is_ok(tmp_path):
+    opengl = tmp_path / "opengl-driver"
+    (opengl / "lib").mkdir(parents=True)
+    (opengl / "lib" / "libcuda.so.1").write_text("fake")
+    check = doctor.check_nix_driver(dataclasses.replace(probes(tmp_path), opengl_driver=opengl))
+    assert check.status == "ok" and check.facts["opengl_driver"] == str(opengl / "lib")
+
+
+def test_no_driver_for_nix_is_said_not_an_error(tmp_path):
+    checks = doctor.run_checks(probes(tmp_path))
+    row = by_name(checks)["nix-gpu-driver"]
+    assert row.status == "missing" and "CPU only" in row.detail
+    assert row not in doctor.missing_required(checks)

@@ -34,6 +34,12 @@
       forAllSystems = lib.genAttrs systems;
 
       hasCuda = env ? cuda;
+      # The host's driver (libcuda.so.1) must be found by every experiment that uses a GPU,
+      # CUDA toolkit or not: a PyPI torch wheel brings its own CUDA runtime, never the driver.
+      gpuExperiments = builtins.any (exp: ((exp.hardware or { }).gpus or 0) > 0) (
+        builtins.attrValues experiments
+      );
+      needsDriver = hasCuda || gpuExperiments;
       withNvcc = hasCuda && (env.nvcc or false);
       pythonVersion = env.python or "3.11";
       pythonEnv = env.python_env or "uv";
@@ -136,9 +142,11 @@
               pkgs.bashInteractive
             ];
 
-          # PyPI wheels expect a manylinux host; the driver's libcuda.so.1 must come from the host.
+          # PyPI wheels expect a manylinux host; the driver's libcuda.so.1 must come from the
+          # host: /run/opengl-driver/lib on NixOS; elsewhere the caller puts the driver's
+          # directory on LD_LIBRARY_PATH (rb audit does; REPRODUCE.md says how by hand).
           libraryPath = lib.concatStringsSep ":" (
-            lib.optional hasCuda "/run/opengl-driver/lib"
+            lib.optional needsDriver "/run/opengl-driver/lib"
             ++ lib.optional uvMode (
               lib.makeLibraryPath (
                 pkgs.pythonManylinuxPackages.manylinux2014

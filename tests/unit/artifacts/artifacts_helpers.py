@@ -16,6 +16,30 @@ from reprobridge.manifest.schema import Manifest
 TESTS = Path(__file__).resolve().parents[2]
 GOLDEN = TESTS / "golden"
 NIXSTUB = TESTS / "nixstub"
+#: The real nixpkgs lib (shared/data/nixpkgs-lib.README.md), beside the clone in CI
+#: (``../shared``); a worktree further down finds it in an ancestor's ``shared``.
+NIXPKGS_LIB_TARBALL = Path("shared/data/nixpkgs-lib.tar.gz")
+
+
+def nixpkgs_lib_tarball() -> Path | None:
+    """``../shared/data/nixpkgs-lib.tar.gz`` from the repository root, else the nearest
+    ancestor's ``shared/data/nixpkgs-lib.tar.gz``; None when there is none."""
+    for parent in TESTS.parent.parents:
+        candidate = parent / NIXPKGS_LIB_TARBALL
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def unpack_nixpkgs_lib(dest: Path) -> Path:
+    """The real nixpkgs lib unpacked into ``dest``: the directory to ``import`` as ``lib``
+    (``dest/nixpkgs-lib/lib``). Call only when :func:`nix_unusable` said None."""
+    tarball = nixpkgs_lib_tarball()
+    assert tarball is not None, "nix_unusable() checks for the tarball"
+    dest.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["tar", "xzf", str(tarball), "-C", str(dest)], check=True)
+    return dest / "nixpkgs-lib" / "lib"
+
 
 #: rb version written into rendered files under test (golden files must not change per release).
 VERSION = "0.0.0-test"
@@ -167,6 +191,8 @@ def nix_unusable(binary: str = "nix") -> str | None:
         )
     if not (Path("/bin/bash-static").exists() and Path("/bin/busybox").exists()):
         return "the nix stub needs /bin/bash-static and /bin/busybox (bash-static, busybox-static)"
+    if nixpkgs_lib_tarball() is None:
+        return f"the nix stub needs the real nixpkgs lib: no ../{NIXPKGS_LIB_TARBALL}"
     if os.geteuid() != 0 and not Path("/nix/var/nix/daemon-socket/socket").exists():
         return "nix needs root (single-user store) or a running nix-daemon"
     return None

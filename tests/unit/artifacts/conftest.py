@@ -30,6 +30,7 @@ from artifacts_helpers import (
     nix_env,
     nix_unusable,
     sample_manifest_data,
+    unpack_nixpkgs_lib,
 )
 
 from reprobridge.manifest.schema import Manifest
@@ -63,7 +64,8 @@ def sample_manifest() -> Manifest:
 def nixstub_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The prepared copy of tests/nixstub (a committed git repository, for git+file: use).
 
-    It holds the tracked stub files, static bash and busybox under bin/, and host.json
+    It holds the tracked stub files, the real nixpkgs lib under nixpkgs-lib/, static bash
+    and busybox under bin/, and host.json
     naming the host's python (as pythonXY of its own version), uv and GNU coreutils.
     """
     reason = nix_unusable()
@@ -71,6 +73,7 @@ def nixstub_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pytest.skip(reason)
     root = tmp_path_factory.mktemp("nixstub") / "stub"
     shutil.copytree(NIXSTUB, root, ignore=shutil.ignore_patterns("README.md"))
+    unpack_nixpkgs_lib(root)  # root/nixpkgs-lib/lib: the stub's `lib`, the real one
     (root / "bin").mkdir()
     shutil.copy2("/bin/bash-static", root / "bin" / "bash")
     shutil.copy2("/bin/busybox", root / "bin" / "busybox")

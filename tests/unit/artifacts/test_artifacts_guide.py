@@ -127,3 +127,20 @@ def test_a_date_bound_moved_for_one_package_is_said_with_why() -> None:
     text = render_guide(Manifest.model_validate(data), GuideNotes(), version=VERSION)
     assert "| packages as of | 2022-01-23T00:00:00Z (uv `exclude-newer`) |" in text
     assert f"| jaxlib as of | 2023-07-24T00:00:00Z (bound moved for it only) | {why} |" in text
+
+
+def test_a_gpu_experiment_says_how_nix_programs_find_the_driver() -> None:
+    data = sample_manifest_data()
+    data["experiments"] = {"train": {"command": "python train.py", "hardware": {"gpus": 2}}}
+    data["claims"] = []
+    data["environment"].pop("cuda", None)
+    text = render_guide(Manifest.model_validate(data), GuideNotes(), version=VERSION)
+    hardware = text.split("## Hardware")[1].split("## Experiments")[0]
+    assert "CUDA None" not in hardware
+    assert "Up to 2 NVIDIA GPU(s) per experiment; any recent NVIDIA driver" in hardware
+    assert "nix run github:numtide/nix-gl-host -- nix run .#reproduce-<experiment>" in hardware
+    assert "LD_LIBRARY_PATH=~/.cache/nvidia-driver nix run" in hardware
+    assert "**NixOS**: nothing to do" in hardware
+    data["experiments"]["train"]["hardware"] = {"gpus": 0}
+    cpu = render_guide(Manifest.model_validate(data), GuideNotes(), version=VERSION)
+    assert "nix-gl-host" not in cpu and "A CPU is enough" in cpu

@@ -7,6 +7,7 @@ this machine) the uv venv from repro/python. What the stub replaces: nixpkgs its
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -294,3 +295,41 @@ def test_warns_when_the_lock_leaves_the_manifest_pin(
     assert out.returncode == 0, out.stderr
     assert out.stdout == "app"
     assert f"but reprobridge.toml pins {PIN['rev']}" in out.stderr
+
+
+@pytest.mark.parametrize("gpus", [1, 0])
+def test_gpu_experiment_gets_the_driver_directory_without_cuda(
+    nix: NixRunner, tmp_git_repo: Path, gpus: int
+) -> None:
+    """A GPU experiment needs the host driver even when the flake pins no CUDA toolkit (a
+    PyPI torch wheel brings its own runtime); a CPU-only flake gets no driver path."""
+    data = manifest_data()
+    data["experiments"]["main"]["hardware"] = {"gpus": gpus}
+    write_repo(tmp_git_repo, data)
+    out = _eval(nix, tmp_git_repo, f"devShells.{SYSTEM}.default.shellHook")
+    assert out.returncode == 0, out.stderr
+    assert ("/run/opengl-driver/lib" in out.stdout) is (gpus > 0)
+
+
+def test_the_stub_evaluates_with_the_real_nixpkgs_lib(nix: NixRunner, tmp_path: Path) -> None:
+    """The stub's `lib` is nixpkgs' own (shared/data/nixpkgs-lib.tar.gz), not a stand-in:
+    every lib call the generated flake makes runs nixpkgs' code, under 2.8 and 2.26."""
+    out = subprocess.run(
+        [
+            nix.binary,
+            "eval",
+            "--json",
+            f"path:{nix.stub}#lib",
+            "--apply",
+            "l: [ l.version "
+            '(l ? modules && l ? systems && l ? fixedPoints) (l.strings.toUpper "ok") ]',
+        ],
+        cwd=tmp_path,
+        env=nix_env(binary=nix.binary),
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert out.returncode == 0, out.stderr
+    version, big, upper = json.loads(out.stdout)
+    assert version.split(".")[0].isdigit() and big is True and upper == "OK"
