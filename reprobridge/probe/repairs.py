@@ -258,7 +258,9 @@ def _dataset_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Deci
     if exp is None or not obs.missing_datasets:
         return []
     opened = _relative(f.subject) if f.kind == "file-missing" else None
-    if f.kind not in ("ok", "no-metric") and opened is None:
+    # A run stopped at its time limit after printing results got past its data.
+    trained = f.kind == "timeout" and bool(obs.metrics or printed_metrics(obs.log, limit=1))
+    if f.kind not in ("ok", "no-metric") and opened is None and not trained:
         return []
     unused = [
         ds
@@ -269,7 +271,13 @@ def _dataset_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Deci
         return []
     keep = [d for d in exp.datasets if d not in unused]
     shown = ", ".join(f"`{d}` ({obs.missing_datasets[d] or 'no path'})" for d in unused)
-    how = "exited 0" if f.kind in ("ok", "no-metric") else f"opened `{opened}` instead"
+    how = (
+        "exited 0"
+        if f.kind in ("ok", "no-metric")
+        else "printed results before its time limit"
+        if trained
+        else f"opened `{opened}` instead"
+    )
     return [
         Decision(
             repair="dataset-not-needed",

@@ -267,6 +267,16 @@ def test_a_dataset_the_trial_did_without_is_no_longer_required() -> None:
     assert [(d.repair, d.target, d.value) for d in got] == [
         ("dataset-not-needed", "experiments.train.datasets", ["cifar"])
     ]
+    # latent_ode: stopped at the time limit after printing results: past its data
+    slow = Observation(
+        "train",
+        "timeout",
+        "timeout after 420s",
+        "Test MSE: 0.41\n",
+        {},
+        missing_datasets={"periodic": "periodic"},
+    )
+    assert [d.value for d in repairs_for(classify(slow), slow, ctx)] == [["cifar"]]
     # a run that failed opening the declared path itself: the declaration was right
     log = "FileNotFoundError: [Errno 2] No such file or directory: 'periodic/x.npz'\n"
     failed = Observation(
