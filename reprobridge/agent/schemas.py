@@ -87,6 +87,20 @@ TOOLS: list[dict[str, Any]] = [
         },
     },
     {
+        "name": "diagnose",
+        "description": (
+            "Classify what a run of an experiment printed (its output and exit code, e.g. "
+            "from run_command) the way `rb init`'s probe does, and get the repairs the probe "
+            "would decide (GPU need, working directory, missing data, rejected flags, missing "
+            "modules, metrics the run printed). Apply them with propose_manifest."
+        ),
+        "input_schema": {
+            "type": "object",
+            "properties": {"experiment": _STR, "output": _STR, "exit_code": {"type": "integer"}},
+            "required": ["experiment", "output", "exit_code"],
+        },
+    },
+    {
         "name": "finish",
         "description": "Stop and summarise what you found, changed and could not resolve.",
         "input_schema": {

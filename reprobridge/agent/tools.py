@@ -196,6 +196,45 @@ class Tools:
     def _t_propose_manifest(self, path: str, value: Any, reason: str) -> str:
         return self.draft.propose(path, value, reason)
 
+    def _t_diagnose(self, experiment: str, output: str, exit_code: int) -> str:
+        """The probe's classification of a run's output, and the repairs it would decide
+        (:mod:`reprobridge.probe.repairs`): the agent applies them with propose_manifest."""
+        import json
+
+        from reprobridge.manifest.schema import Manifest
+        from reprobridge.probe.observe import Observation, classify
+        from reprobridge.probe.repairs import Context, repairs_for
+
+        try:
+            manifest = Manifest.model_validate({**self.draft.data, "schema": 1})
+        except ValueError as exc:
+            raise ToolError(f"the draft manifest does not validate: {exc}") from None
+        if experiment not in manifest.experiments:
+            raise ToolError(f"no experiment {experiment!r} in the draft")
+        files = frozenset(
+            p.relative_to(self.workspace.root).as_posix()
+            for p in self.workspace.root.rglob("*")
+            if p.is_file() and not p.is_symlink()
+        )
+        readmes = {
+            f: (self.workspace.root / f).read_text("utf-8", "replace")
+            for f in sorted(files)
+            if "/" not in f and f.lower().startswith("readme")
+        }
+        outcome = "ok" if exit_code == 0 else "failed"
+        obs = Observation(experiment, outcome, f"exit({exit_code})", output[-200_000:], {})
+        failure = classify(obs)
+        decisions = repairs_for(failure, obs, Context(manifest, files, readmes, False))
+        return json.dumps(
+            {
+                "failure": {"kind": failure.kind, "subject": failure.subject, "line": failure.line},
+                "repairs": [d.model_dump(mode="json") for d in decisions],
+                "apply_with": "propose_manifest (path = target; for op add / *-requirement, "
+                "edit the list it names)",
+            },
+            indent=1,
+        )
+
     def _t_finish(self, summary: str) -> str:
         self.summary = summary
         return "finished"

@@ -24,11 +24,10 @@ LAYERS: dict[str, float] = {
     "sandbox": 1.2,
     **dict.fromkeys(["manifest", "data", "evidence"], 2.0),
     "detect": 3.0,
-    **dict.fromkeys(["recovery", "artifacts", "agent"], 3.1),
+    **dict.fromkeys(["recovery", "artifacts", "agent", "probe"], 3.1),
     **dict.fromkeys(
         [
             "initializer",
-            "probe",
             "audit",
             "archive",
             "report",
@@ -52,6 +51,10 @@ ALLOWED = {
     # detector counts a config file's lines with the script's own function, so that the
     # line and column it reports are where the shipped script applies the edit.
     ("detect.procedure.configbounds", "artifacts.derive"),
+    # The probe's rules (classification, repairs, decisions) sit beside the merge, where
+    # the agent uses them too; its loop runs each round as a trial audit.
+    ("probe.loop", "audit.auditor"),
+    ("probe.loop", "audit.fingerprint"),
 }
 
 

@@ -9,6 +9,7 @@ is packed; writes to repository metadata, CI, direnv and rb's own files are refu
 from __future__ import annotations
 
 import copy
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -250,3 +251,28 @@ def test_patch_paths_sees_every_path_a_patch_names() -> None:
     assert patch_paths("copy from a.py\ncopy to repro/x.py\n") == ["a.py", "repro/x.py"]
     assert patch_paths(FIX) == ["train.py"]
     assert patch_paths("--- /dev/null\n+++ b/new.py\n") == ["new.py"]
+
+
+# -- diagnose: the probe's repairs as a tool --------------------------------------------
+
+
+def test_diagnose_gives_the_probe_s_failure_and_repairs(tools: Tools) -> None:
+    """The agent gets the deterministic loop's classification and repairs for a run it made,
+    and applies them with propose_manifest: one set of rules for both."""
+    log = (
+        "Traceback (most recent call last):\nRuntimeError: Found no NVIDIA driver on your system.\n"
+    )
+    result = tools.call("diagnose", {"experiment": "train", "output": log, "exit_code": 1})
+    assert not result.is_error, result.content
+    doc = json.loads(result.content)
+    assert doc["failure"]["kind"] == "gpu-needed"
+    assert [(d["repair"], d["target"], d["value"]) for d in doc["repairs"]] == [
+        ("gpu-needed", "experiments.train.hardware.gpus", 1)
+    ]
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: 'data/x.csv'\n"
+    doc = json.loads(
+        tools.call("diagnose", {"experiment": "train", "output": missing, "exit_code": 1}).content
+    )
+    assert {d["repair"] for d in doc["repairs"]} == {"missing-data"}
+    bad = tools.call("diagnose", {"experiment": "nope", "output": "", "exit_code": 0})
+    assert bad.is_error and "no experiment 'nope'" in bad.content
