@@ -167,7 +167,6 @@ def _run_round(
     from reprobridge.audit.auditor import AuditOptions, run_audit
 
     where = root / PROBE_DIR
-    where.mkdir(parents=True, exist_ok=True)
     result = run_audit(
         root,
         AuditOptions(
@@ -205,6 +204,7 @@ def probe_repository(
         report.stopped = "not probed: no experiment was recovered"
         return report
     decisions = load_decisions(root)
+    _fresh_trials(root)
     files = _tracked(root)
     readmes = _readmes(root, files)
     gpu = _gpu_visible()
@@ -273,6 +273,13 @@ def probe_repository(
     return report
 
 
-def clear_trials(root: Path) -> None:
-    """Remove the probe's trial bundles (local records; never evidence of an audit)."""
-    shutil.rmtree(root / PROBE_DIR, ignore_errors=True)
+def _fresh_trials(root: Path) -> None:
+    """An empty trial directory for this probe (the last probe's bundles go: they describe
+    a draft that no longer exists), which git ignores: ``.reprobridge/`` holds rb's local
+    records, never artifacts to commit."""
+    records = root / PROBE_DIR
+    shutil.rmtree(records, ignore_errors=True)
+    records.mkdir(parents=True)
+    ignore = records.parent / ".gitignore"
+    if not ignore.exists() and not ignore.is_symlink():
+        ignore.write_text("# rb's local records (probe trials, agent ledger): not artifacts.\n*\n")

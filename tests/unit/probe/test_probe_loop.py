@@ -4,6 +4,7 @@ seen in first-contact repositories, written here as small fixture repositories).
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -73,8 +74,16 @@ def test_metrics_a_run_prints_become_metrics_and_the_audit_reads_them(
     }
     # The guide lists each as a decision a person can undo.
     assert "probe (metric-from-output)" in (root / "REPRODUCE.md").read_text()
-    # Trials are rb's local records, never the repository's evidence.
+    # Trials are rb's local records, never the repository's evidence, and git ignores them.
     assert not (root / "repro" / "evidence").exists()
+    assert any((root / ".reprobridge" / "probe").iterdir())
+    untracked = subprocess.run(
+        ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert ".reprobridge" not in untracked, untracked
     # The audit reads the proposed metrics from every run's log (no threshold yet: not PASS).
     audit = rb(
         "audit", "-C", str(root), "--backend", "host", "--tier", "smoke", "--runs", "1", "--json"
