@@ -403,16 +403,22 @@ def _metrics_from_output(f: Failure, obs: Observation, ctx: Context) -> list[Dec
 
 
 REPAIRS: tuple[Repair, ...] = (
-    Repair("gpu-not-needed", ("tkipf/pygcn", "pytorch/examples (mnist)"), _gpu_not_needed),
+    Repair("gpu-not-needed", ("tkipf/pygcn", "ethanfetaya/NRI"), _gpu_not_needed),
     Repair(
         "gpu-needed",
-        ("gpleiss/temperature_scaling", "a hard-coded .cuda() (issue 21's set)"),
+        (
+            "gpleiss/temperature_scaling",
+            "y0ast/deterministic-uncertainty-quantification",
+            "harvardnlp/annotated-transformer",
+        ),
         _gpu_needed,
     ),
     Repair("entry-by-name", ("tkipf/pygcn", "locuslab/TCN"), _entry_by_name),
     Repair("workdir-from-subfolder", ("tkipf/pygcn", "locuslab/TCN"), _workdir_from_subfolder),
-    Repair("module-missing", ("rtqichen/ffjord", "greydanus/hamiltonian-nn"), _module_missing),
-    Repair("flag-withdrawn", ("rb's injected seed flags",), _flag_withdrawn),
+    Repair("module-missing", ("rtqichen/ffjord", "benedekrozemberczki/SimGNN"), _module_missing),
+    # One repository showed it (an injected --data-seed a second parser rejected); kept
+    # because the program's own error names the flag, so withdrawing it cannot guess wrong.
+    Repair("flag-withdrawn", ("an unnamed repository of the earlier unseen set",), _flag_withdrawn),
     Repair(
         "dataset-not-needed",
         ("YuliaRubanova/latent_ode", "weihua916/powerful-gnns"),
