@@ -14,6 +14,8 @@ CHECK_SCRIPT = "repro/check.py"
 #: Writes a tier's copy of a notebook or script with literals replaced (tiers with ``edits``).
 DERIVE_SCRIPT = "repro/derive.py"
 EVIDENCE_DIR = "repro/evidence"
+#: What `rb init`'s probe decided by running (an input of `rb init`; no run reads it).
+PROBE_FILE = "repro/probe.toml"
 LOGS_DIR = "repro/logs"
 #: An archive's wheels (``rb archive --with-wheels``), a find-links directory for uv/pip.
 WHEELS_DIR = "wheels"

@@ -27,14 +27,7 @@ from reprobridge import __version__, _machine, _proc
 from reprobridge._fs import Changes, apply_changes, planned_changes
 from reprobridge._log import emit
 from reprobridge.artifacts.datebound import relaxation_notes
-from reprobridge.artifacts.flake import render_flake, render_flake_lock
 from reprobridge.artifacts.guide import GuideNotes, agent_summary_of, render_guide
-from reprobridge.artifacts.launchers import (
-    needs_derive_script,
-    render_check_script,
-    render_derive_script,
-    render_launcher,
-)
 from reprobridge.artifacts.pyenv import (
     PYTORCH_INDEX,
     TORCH_FAMILY,
@@ -43,12 +36,11 @@ from reprobridge.artifacts.pyenv import (
     render_python_project,
     torch_routing,
 )
+from reprobridge.artifacts.rendered import run_artifacts
 from reprobridge.audit.hostenv import step_network_env
 from reprobridge.constants import (
     CHECK_SCRIPT,
     DERIVE_SCRIPT,
-    FLAKE_FILE,
-    FLAKE_LOCK_FILE,
     GUIDE_FILE,
     LAUNCHERS_DIR,
     MANIFEST_FILE,
@@ -455,19 +447,10 @@ def init_repository(
         text, manifest, report = _build_manifest(root, merged, existing, chosen)
 
     out: dict[str, bytes] = {MANIFEST_FILE: text.encode()}
-    out[FLAKE_FILE] = render_flake(manifest).encode()
-    out[FLAKE_LOCK_FILE] = render_flake_lock(manifest).encode()
-    for rel, content in project_files.items():
-        out[rel] = content.encode()
+    rendered = run_artifacts(manifest, version=__version__, project_files=project_files)
+    out.update((rel, body.encode()) for rel, body in rendered.items())
     if lock_bytes is not None:
         out[LOCK_PATH] = lock_bytes
-    for exp_id in manifest.experiments:
-        out[f"{LAUNCHERS_DIR}/{exp_id}.sh"] = render_launcher(
-            manifest, exp_id, version=__version__
-        ).encode()
-    out[CHECK_SCRIPT] = render_check_script().encode()
-    if needs_derive_script(manifest):
-        out[DERIVE_SCRIPT] = render_derive_script().encode()
     out[f"{REPRO_DIR}/.gitignore"] = _GITIGNORE.encode()
     notes = GuideNotes(
         merged.notes,

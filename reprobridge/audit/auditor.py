@@ -58,6 +58,7 @@ from reprobridge.audit.backends import (
 from reprobridge.audit.claims import ClaimError, references
 from reprobridge.audit.collect import collect_files
 from reprobridge.audit.datasets import check_datasets
+from reprobridge.audit.dirty import NOT_IN_RUNS, dirty_tree
 from reprobridge.audit.executors import (
     BatchExecutor,
     Executor,
@@ -68,10 +69,11 @@ from reprobridge.audit.executors import (
     workload_cpu,
 )
 from reprobridge.audit.hostenv import HostInstall, built_from_source
+from reprobridge.audit.insync import check_in_sync
 from reprobridge.audit.judge import RunJudgement
 from reprobridge.audit.offline import offline_requirements
 from reprobridge.audit.pkglisting import PackageListings
-from reprobridge.audit.plan import PlannedRun, Tier, plan_runs
+from reprobridge.audit.plan import PlannedRun, Tier, plan_runs, select_experiments
 from reprobridge.audit.threads import THREAD_VARS, thread_env
 from reprobridge.audit.verdicts import rejudge_run, summarize
 from reprobridge.audit.workspace import (
@@ -91,7 +93,13 @@ from reprobridge.constants import (
 from reprobridge.errors import AuditError, MachineError
 from reprobridge.evidence.bundle import Bundle
 from reprobridge.evidence.errors import EvidenceError
-from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE
+from reprobridge.evidence.layout import (
+    AUDIT_FILE,
+    DIRTY_DIFF,
+    DIRTY_RECORD,
+    ENVIRONMENT_FILE,
+    PLAN_FILE,
+)
 from reprobridge.evidence.provenance import provenance
 from reprobridge.evidence.provenance import register as register_bundle
 from reprobridge.evidence.records import (
@@ -184,6 +192,12 @@ class AuditOptions:
     offline: bool = False
     #: Most processes a run (and each setup step) may have at once; None: no limit.
     max_processes: int | None = DEFAULT_MAX_PROCESSES
+    #: With no experiment named: every experiment with the tier (``--all``), not only the
+    #: main ones rb expects to finish (:func:`reprobridge.audit.plan.select_experiments`).
+    everything: bool = False
+    #: Audit a work tree with uncommitted changes (not rb's own): its commit, recording
+    #: the changes, which no run includes (:mod:`reprobridge.audit.dirty`).
+    allow_dirty: bool = False
     #: CPU threads each run may use (:mod:`reprobridge.audit.threads`: OMP_NUM_THREADS and
     #: the like, set over the backend's environment); None: not set, the host's pass.
     threads: int | None = None
@@ -354,11 +368,26 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
     manifest_path = root / MANIFEST_FILE
     manifest = read_manifest(manifest_path)
     manifest_bytes = manifest_path.read_bytes()
-    plan = plan_runs(manifest, opts.experiments, runs=opts.runs, tier=opts.tier)
+    selection = select_experiments(
+        manifest, opts.experiments, opts.tier, root=root, everything=opts.everything
+    )
+    plan = plan_runs(manifest, list(selection.ids), runs=opts.runs, tier=opts.tier)
     if opts.max_timeout_s is not None:
         cap = opts.max_timeout_s
         plan = [dataclasses.replace(r, timeout_s=min(r.timeout_s, cap)) for r in plan]
     _check_claim_references(manifest)
+    # Before anything is written: a stale launcher would run another command than the
+    # manifest the bundle records.
+    check_in_sync(root, manifest, dict.fromkeys(run.experiment for run in plan))
+    dirty = dirty_tree(root)
+    if dirty.dirty and not opts.allow_dirty:
+        # Every run starts from HEAD: judged evidence would not include these changes.
+        raise AuditError(
+            f"uncommitted changes that no run would include: {dirty.files()}",
+            path=str(root),
+            hint="commit them (every run starts from the commit), or pass --allow-dirty to "
+            "audit the commit and record the changes in the evidence",
+        )
     commit = head_commit(root)
     # Before any bundle exists or any environment is set up: `--sandbox on` on a machine
     # without a working bubblewrap fails here, leaving nothing to resume or clean up.
@@ -419,14 +448,25 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             )
             register_bundle(bundle.path)  # the record names this plan
             started_event: dict[str, Any] = {"event": "started", "at": _now(), "runs": len(plan)}
+            if selection.skipped:
+                started_event["skipped"] = selection.skipped
             if restart:
                 started_event["restarted"] = "the audit was killed before its plan was recorded"
             bundle.journal_append(started_event)
+        if dirty.dirty and not (bundle.path / DIRTY_RECORD).is_file():
+            bundle.write_json(DIRTY_RECORD, dirty.record())
+            if dirty.record()["diff_stored"]:
+                bundle.write_bytes(DIRTY_DIFF, dirty.diff)
+        if selection.skipped and not opts.resume:
+            emit("skipped", experiments=selection.skipped)
         emit("audit-start", audit_id=audit_id, runs=len(plan), path=str(bundle.path))
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="rb-fingerprint") as pool:
             # The machine is fingerprinted while the backend is chosen, whose interpreter
             # check mostly waits on a process (a shim: some twenty): both only read.
             prints = pool.submit(_machine_fingerprints, root)
+            # The longest quiet phase of a first audit: a venv, packages downloaded and
+            # installed, or a Nix environment built.
+            emit("environment-start", backend=opts.backend)
             backend, state = choose_backend(opts, manifest, root, sandboxed)
             host, gpu, git = prints.result()
         if _local(opts) and any(manifest.experiments[r.experiment].hardware.gpus for r in plan):
@@ -523,6 +563,7 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
         # (once this audit's own removals are done: the sweep looks at the same names).
         removal.wait()
         _remove_leftovers(bundle.path, opts.work_root)
+        dirty_hash = _dirty_hash(bundle)
         summary = AuditSummary(
             judged=summarize(
                 manifest,
@@ -540,8 +581,9 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             sandbox=sandboxed or "bubblewrap",
             started=started,
             finished=_now(),
-            warnings=tuple(state.warnings),
+            warnings=(*state.warnings, *_dirty_warning(dirty_hash)),
             threads=opts.threads,
+            dirty_tree=dirty_hash,
         )
         passed = summary.passed is True
         bundle.write_json(AUDIT_FILE, summary.to_json())
@@ -553,6 +595,18 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             sign_bundle(bundle, opts.sign_key, _predicate(summary, manifest_bytes, root, commit))
         emit("audit-done", audit_id=audit_id, passed=passed, verdict=summary.verdict)
         return AuditResult(audit_id, bundle.path, passed, summary)
+
+
+def _dirty_hash(bundle: Bundle) -> str | None:
+    """The hash of the uncommitted changes the bundle records (``--allow-dirty``), or None."""
+    if not (bundle.path / DIRTY_RECORD).is_file():
+        return None
+    return str(bundle.read_json(DIRTY_RECORD).get("sha256") or "") or None
+
+
+def _dirty_warning(dirty_hash: str | None) -> list[str]:
+    """The summary's warning for an ``--allow-dirty`` audit of a dirty tree."""
+    return [f"dirty tree: {dirty_hash}: {NOT_IN_RUNS}"] if dirty_hash else []
 
 
 def _machine_fingerprints(root: Path) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
@@ -885,6 +939,7 @@ def _one_run(
         request, run_env = _run_request(
             workspace, run, exp, opts, env, setup.ro_binds, run_dir, interrupt
         )
+        emit("run-exec", run=run.key)
         try:
             output = yield request
         except OSError as exc:
@@ -907,6 +962,7 @@ def _one_run(
         if completed.termination.kind == "interrupted":
             return None  # not sealed: --resume runs it again
         completed = _timeout_label(completed, run.timeout_s)
+        emit("run-checks", run=run.key)
 
         cpu = workload_cpu(completed, peaks, output.cgroup_cpu)
         not_copied = _copy_outputs(workspace, exp, opts.tier, run_dir / "files", opts.max_output_mb)
@@ -1097,6 +1153,7 @@ def _run_setup_steps(
     def one(step: SetupStep, stem: str) -> str | None:
         """Run ``step``; None when it succeeded, else its failure in one line."""
         marker = f"{_tmp_tag(run_dir.parents[2])}:{key}:{stem}"
+        emit("setup-step", run=key, step=stem, what=step.what)
         done = executor.run_step(
             StepRequest(
                 argv=step.argv,

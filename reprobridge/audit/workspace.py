@@ -76,13 +76,27 @@ def head_commit(root: Path) -> str:
     return commit
 
 
+def overlaid(rel: str) -> bool:
+    """Whether the repository-relative path ``rel`` is one of rb's artifacts a run's
+    workspace takes from the work tree (:data:`OVERLAY`), committed or not."""
+    if set(rel.split("/")) & _SKIP_IN_OVERLAY:
+        return False
+    return any(rel == top or rel.startswith(f"{top}/") for top in OVERLAY)
+
+
+def through_link(root: Path, rel: str) -> bool:
+    """Whether ``rel`` or a folder on its way is a symlink (never followed out of the
+    repository: ``repro -> /etc``)."""
+    chain: list[Path] = [*reversed(Path(rel).parents[:-1]), Path(rel)]
+    return any((root / p).is_symlink() for p in chain)
+
+
 def overlay_files(root: Path) -> list[str]:
     """Relative paths of rb's artifacts present in the work tree (sorted)."""
     out: list[str] = []
     for rel in OVERLAY:
         src = root / rel
-        chain: list[Path] = [*reversed(Path(rel).parents[:-1]), Path(rel)]
-        if any((root / p).is_symlink() for p in chain):
+        if through_link(root, rel):
             continue  # never follow a link (``repro -> /etc``) out of the repository
         if src.is_file():
             out.append(rel)

@@ -34,11 +34,16 @@ if TYPE_CHECKING:  # the auditor loads only when a verb runs
 
 
 class _Progress:
-    """Progress of an audit: one line per event; on a terminal also a live ticker with the
-    elapsed time and the run's latest CPU/RSS sample."""
+    """Progress of an audit: one line per event, naming the phase each run is in
+    (environment setup, run, checks); on a terminal also a live ticker with the phase's
+    elapsed time, the time left by the estimate of a recorded run, and the run's latest
+    CPU/RSS sample. ``verbose`` (``-v``) adds every library event with its fields."""
 
-    def __init__(self, *, quiet: bool) -> None:
+    def __init__(
+        self, *, quiet: bool, verbose: bool = False, estimates: Mapping[str, float] | None = None
+    ) -> None:
         self.quiet = quiet
+        self.verbose = verbose and not quiet
         self.tty = sys.stderr.isatty() and not quiet
         self.total = 0
         self.done = 0
@@ -46,23 +51,40 @@ class _Progress:
         self._ticker: threading.Thread | None = None
         self._timeline: Path | None = None
         self._label = ""
+        self._phase = ""
         self._t0 = 0.0
         #: Each run's label ("[2/6] main/1 (seed 1)"), for events about it by key.
         self._labels: dict[str, str] = {}
+        #: Seconds a run of each experiment took before (``rb audit --plan``'s estimate).
+        self._estimates = dict(estimates or {})
+        self._estimate: float | None = None
+
+    def say(self, text: str) -> None:
+        if self._ticker is not None:
+            sys.stderr.write("\r\033[K")  # the ticker's line, redrawn within a second
+        click.echo(text, err=True)
 
     def __call__(self, event: str, fields: Mapping[str, object]) -> None:
         """Show one of the auditor's events (:func:`reprobridge._log.emit`: ``fields`` are
         JSON values, ``runs`` a count, ``run`` a run's key, ``timeline`` a path)."""
         if self.quiet:
             return
-
-        def say(text: str) -> None:
-            click.echo(text, err=True)
-
-        if event == "audit-start":
+        if self.verbose:
+            detail = " ".join(f"{k}={v}" for k, v in sorted(fields.items()))
+            self.say(f"rb: {event} {detail}".rstrip())
+        say = self.say
+        if event == "skipped":
+            for exp_id, why in cast("Mapping[str, str]", fields["experiments"]).items():
+                say(f"skipped {exp_id}: {why} (name it, or --all, to run it)")
+        elif event == "audit-start":
             self.total = cast(int, fields["runs"])
             say(f"rb audit {fields['audit_id']}: {self.total} run(s) -> {fields['path']}")
+        elif event == "environment-start":
+            self._label = f"environment ({fields['backend']})"
+            say(f"{self._label}: setting up (Python, packages: may download and build)")
+            self._start_ticker("setting up", None)
         elif event == "environment":
+            self._stop_ticker()
             mark = "ok" if fields["ok"] else "FAILED"
             say(f"environment ({fields['backend']}): {mark}: {fields['reason']}")
         elif event in {"run-start", "run-reused"}:
@@ -80,8 +102,16 @@ class _Progress:
                 return
             self._label = f"[{self.done + 1}/{self.total}] {fields['run']} (seed {fields['seed']})"
             self._labels[str(fields["run"])] = self._label
-            say(f"{self._label}: running")
-            self._start_ticker(cast("str | None", fields.get("timeline")))
+            self._estimate = self._estimates.get(str(fields.get("experiment")))
+            say(f"{self._label}: preparing the workspace")
+            self._start_ticker("preparing", cast("str | None", fields.get("timeline")))
+        elif event == "setup-step":
+            self._phase_line(fields, f"environment setup: {fields['what']}")
+        elif event == "run-exec":
+            eta = f" (a recorded run took {_duration(self._estimate)})" if self._estimate else ""
+            self._phase_line(fields, "running", eta)
+        elif event == "run-checks":
+            self._phase_line(fields, "checks (outputs, packages, metrics)")
         elif event == "run-queued":
             say(f"{self._of(fields)}: submitted as Slurm job {fields['job_id']}")
         elif event == "run-job-state":
@@ -105,16 +135,23 @@ class _Progress:
             state = "ok" if fields["ok"] else "FAILED"
             say(f"[{self.done}/{self.total}] {fields['run']}: {state} ({fields['termination']})")
 
+    def _phase_line(self, fields: Mapping[str, object], phase: str, extra: str = "") -> None:
+        """A run entered ``phase``: one line, and the ticker counts from now."""
+        self.say(f"{self._of(fields)}: {phase}{extra}")
+        self._phase = phase
+        self._t0 = time.monotonic()
+
     def _of(self, fields: Mapping[str, object]) -> str:
         """The label of the run an event is about."""
         run = fields.get("run")
         return self._labels.get(str(run), str(run)) if run else self._label
 
-    def _start_ticker(self, timeline: str | None) -> None:
+    def _start_ticker(self, phase: str, timeline: str | None) -> None:
+        self._phase = phase
+        self._t0 = time.monotonic()
         if not self.tty:
             return
         self._timeline = Path(timeline) if timeline else None
-        self._t0 = time.monotonic()
         self._stop.clear()
         self._ticker = threading.Thread(target=self._tick, daemon=True)
         self._ticker.start()
@@ -126,18 +163,40 @@ class _Progress:
             self._ticker = None
             sys.stderr.write("\r\033[K")
 
+    def _left(self, elapsed: float) -> str:
+        """The time left of a running run by its recorded estimate ("" without one)."""
+        if self._phase != "running" or not self._estimate:
+            return ""
+        left = self._estimate - elapsed
+        if left >= 0:
+            return f", about {_duration(left)} left"
+        return f", {_duration(-left)} over the recorded {_duration(self._estimate)}"
+
     def _tick(self) -> None:
         while not self._stop.wait(1.0):
             res = ""
-            if self._timeline and self._timeline.is_file():
+            if self._phase == "running" and self._timeline and self._timeline.is_file():
                 try:
                     last = self._timeline.read_bytes().rstrip().rsplit(b"\n", 1)[-1]
                     sample: dict[str, float] = json.loads(last)  # a monitor sample
                     res = f"  cpu {sample.get('cpu_percent', 0):.0f}%  rss {sample.get('rss_bytes', 0) / 2**20:.0f} MiB"
                 except (OSError, ValueError):
                     pass
-            sys.stderr.write(f"\r\033[K{self._label}: {time.monotonic() - self._t0:.0f}s{res}")
+            elapsed = time.monotonic() - self._t0
+            sys.stderr.write(
+                f"\r\033[K{self._label}: {self._phase}: {elapsed:.0f}s{self._left(elapsed)}{res}"
+            )
             sys.stderr.flush()
+
+
+def _duration(s: float) -> str:
+    """``s`` seconds as a person reads a duration: 42s, 3m05s, 1h02m."""
+    s = round(s)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s // 3600}h{s % 3600 // 60:02d}m"
 
 
 #: Terminal colour of each display state (reprobridge.report.states).
@@ -209,7 +268,9 @@ def _print_summary(result: AuditResult) -> None:
     for line in s.incomplete:
         click.echo(f"  not judged: {line}")
     verdict = _state(overall_state(result.passed, hermetic, s.verdict))
-    click.echo(f"verdict: {verdict}   evidence: {result.path}")
+    # The runs did not include the changes: the verdict is the commit's, and says so.
+    dirty = f" (dirty tree: {s.dirty_tree}; the runs used the commit)" if s.dirty_tree else ""
+    click.echo(f"verdict: {verdict}{dirty}   evidence: {result.path}")
 
 
 def _against(metric: MetricSummary) -> str:
@@ -231,15 +292,22 @@ def run_and_render(
     *,
     as_json: bool,
     quiet: bool,
+    verbose: bool = False,
     extra: dict[str, Any] | None = None,
 ) -> None:
     """Run the audit with progress on stderr, print the verdicts (``extra`` keys join the
     JSON document); exit with the overall verdict's status (0 PASS, 1 FAIL, 20 INCOMPLETE:
     reprobridge.errors.VERDICT_EXIT)."""
     from reprobridge.audit.auditor import run_audit
+    from reprobridge.audit.preview import recorded_wall_times
     from reprobridge.errors import VERDICT_EXIT
 
-    with sink(_Progress(quiet=quiet or as_json)):
+    quiet = quiet or as_json
+    estimates = {} if quiet else recorded_wall_times(root.resolve(), opts.tier)
+    progress = _Progress(
+        quiet=quiet, verbose=verbose, estimates={k: e.seconds for k, e in estimates.items()}
+    )
+    with sink(progress):
         result = run_audit(root, opts)
     if result.record is None:
         # Submitted, not judged: exit 0 says the jobs are queued, not that anything passed.
@@ -293,6 +361,12 @@ _common = [
         help="Install Python packages only from ./wheels (an unpacked `rb archive "
         "--supplement`) and never download; fails first, naming what is missing.",
     ),
+    click.option(
+        "--allow-dirty",
+        is_flag=True,
+        help="Audit the commit although the work tree has uncommitted changes (not rb's "
+        "own files); the evidence records them and their hash, and that no run included them.",
+    ),
     threads_option("RB_THREADS, else `threads` in the user config, else not set."),
     max_output_option(),
     click.option(
@@ -320,6 +394,7 @@ class _Shared(TypedDict):
     ro_binds: tuple[Path, ...]
     no_build: bool
     offline: bool
+    allow_dirty: bool
     threads: int | None
     max_output_mb: int | None
     allow_build: bool
@@ -407,12 +482,28 @@ def _executor_options(f: Any) -> Any:
     metavar="[AUDIT-ID]",
     help="Continue an interrupted audit (default: the latest unfinished one).",
 )
+@click.option(
+    "--plan",
+    "show_plan",
+    is_flag=True,
+    help="Print what would run (experiments, tier, runs, seeds, timeouts, backend, an "
+    "estimated time from recorded runs) and what would be refused; run nothing.",
+)
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="With no experiment named: every experiment (with the tier), not only the main "
+    "ones rb expects to finish.",
+)
 @sign_option("the bundle")
 @_executor_options
 @_apply
 def audit_command(
     experiments: tuple[str, ...],
     runs: int,
+    show_plan: bool,
+    everything: bool,
     resume: str | None,
     sign_key: Path | None,
     executor: str,
@@ -439,6 +530,9 @@ def audit_command(
     """
     from reprobridge.audit.auditor import scheduler_jobs
 
+    if show_plan:
+        _print_plan(root, list(experiments) or None, runs, everything, shared, as_json=as_json)
+        return
     if attach and resume:
         raise click.UsageError("--attach AUDIT-ID is --resume of that audit: give one of them")
     resume = attach or resume
@@ -459,6 +553,7 @@ def audit_command(
         resume=resume,
         sign_key=st.operator.sign_key(sign_key),
     )
+    opts.everything = everything
     if executor == "slurm":
         from reprobridge.audit.slurm import SlurmExecutor, SlurmOptions, parse_slurm_opts
         from reprobridge.constants import EVIDENCE_DIR
@@ -478,7 +573,57 @@ def audit_command(
         # Nodes must see the workspace: beside the evidence, not in this host's TMPDIR.
         opts.work_root = root.resolve() / EVIDENCE_DIR / ".slurm" / "work"
         opts.work_root.mkdir(parents=True, exist_ok=True)
-    run_and_render(root, opts, as_json=as_json, quiet=st.quiet)
+    run_and_render(root, opts, as_json=as_json, quiet=st.quiet, verbose=st.verbose)
+
+
+def _print_plan(
+    root: Path,
+    experiments: list[str] | None,
+    runs: int,
+    everything: bool,
+    shared: _Shared,
+    *,
+    as_json: bool,
+) -> None:
+    """`rb audit --plan`: what the audit would run, and what would stop it; runs nothing."""
+    from reprobridge.audit.auditor import Tier
+    from reprobridge.audit.preview import preview_audit
+
+    preview = preview_audit(
+        root,
+        experiments=experiments,
+        runs=runs,
+        tier=cast(Tier, shared["tier"]),
+        backend=state().operator.backend(shared["backend"]),
+        everything=everything,
+    )
+    if as_json:
+        print_json(preview.to_json())
+        return
+    total = sum(len(e.seeds) for e in preview.experiments)
+    click.echo(f"plan: tier {preview.tier}, backend {preview.backend}, {total} run(s)")
+    for e in preview.experiments:
+        seeds = ", ".join(str(x) for x in e.seeds)
+        took = (
+            f"estimated {_duration(e.estimate.seconds * len(e.seeds))} "
+            f"({len(e.seeds)} x {_duration(e.estimate.seconds)}, as recorded in {e.estimate.source})"
+            if e.estimate
+            else "estimated time unknown (no recorded run)"
+        )
+        click.echo(
+            f"  {e.id}: {len(e.seeds)} run(s), seed(s) {seeds}; timeout "
+            f"{_duration(e.timeout_s)} each; {took}"
+        )
+    for exp_id, why in preview.skipped.items():
+        click.echo(f"  skipped {exp_id}: {why}")
+    estimate = preview.estimate_s
+    click.echo(
+        "estimated time: "
+        + (f"{_duration(estimate)} of runs" if estimate is not None else "unknown")
+        + " (environment setup not counted)"
+    )
+    for why in preview.refusals:
+        click.echo(f"would refuse: {why}")
 
 
 @click.command("run")
@@ -499,7 +644,8 @@ def run_command(
         runs=1,
         echo=not as_json,
     )
-    run_and_render(root, opts, as_json=as_json, quiet=state().quiet)
+    st = state()
+    run_and_render(root, opts, as_json=as_json, quiet=st.quiet, verbose=st.verbose)
 
 
 def _audit_options(
@@ -528,6 +674,7 @@ def _audit_options(
         sandbox=cast(SandboxMode, shared["sandbox"]),
         no_build=shared["no_build"],
         offline=shared["offline"],
+        allow_dirty=shared["allow_dirty"],
         threads=state().operator.threads(shared["threads"]),
         max_output_mb=state().operator.max_output_mb(shared["max_output_mb"]),
     )

@@ -24,3 +24,6 @@ LOCK_FILE = ".lock"
 LOCK_OWNER_FILE = ".lock.owner"
 STATEMENT_FILE = "statement.dsse.json"
 SIGNER_PUB_FILE = "signer.pub"
+#: ``--allow-dirty``: the uncommitted changes no run included, and their diff.
+DIRTY_RECORD = "inputs/dirty.json"
+DIRTY_DIFF = "inputs/dirty.diff"

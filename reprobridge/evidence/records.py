@@ -685,6 +685,9 @@ class AuditSummary:
     warnings: tuple[str, ...] = ()
     #: The operator's CPU thread setting for every run (``--threads``); None: not set.
     threads: int | None = None
+    #: The hash of the uncommitted changes an ``--allow-dirty`` audit recorded (which no
+    #: run included: ``inputs/dirty.json``); None: the tree was clean.
+    dirty_tree: str | None = None
 
     @property
     def tier(self) -> str:
@@ -751,4 +754,5 @@ class AuditSummary:
             finished=str(f.raw.get("finished") or ""),
             warnings=tuple(str(w) for w in warnings) if isinstance(warnings, list) else (),
             threads=f.opt_int("threads"),
+            dirty_tree=str(f.raw["dirty_tree"]) if f.raw.get("dirty_tree") else None,
         )

@@ -753,10 +753,10 @@ class Experiment(StrictModel):
     )
     main: bool = Field(
         False,
-        description="The experiment a smoke audit runs when none is named: *the* experiment "
-        "of the repository (rb init marks the best-ranked one that runs on a CPU from the "
-        "repository's own data). Without any, a smoke audit runs every experiment with a "
-        "smoke tier.",
+        description="The experiment an audit runs when none is named (with those the claims "
+        "compare; `--all` runs every one): *the* experiment of the repository (rb init marks "
+        "the best-ranked one that runs on a CPU from the repository's own data). Without any "
+        "and without claims, an audit runs every experiment with the tier.",
     )
 
     @field_validator("command")

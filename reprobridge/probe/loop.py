@@ -178,6 +178,9 @@ def _run_round(
             evidence_root=where,
             trial=True,
             max_timeout_s=cap,
+            # A repository under development has changes no run includes: a trial records
+            # them (the runs use the commit plus rb's artifacts, as an audit's).
+            allow_dirty=True,
             grace=5.0,
             threads=opts.threads,
         ),

@@ -20,10 +20,11 @@ from typing import Annotated, Literal
 
 from pydantic import Field, StringConstraints, ValidationError
 
+from reprobridge.constants import PROBE_FILE
 from reprobridge.errors import ManifestError
 from reprobridge.manifest.schema import StrictModel
 
-PROBE_FILE = "repro/probe.toml"
+__all__ = ["PROBE_FILE", "Decision", "ProbeFile", "load_decisions", "render_decisions"]
 
 #: A TOML value a decision may set: what the manifest keys the repairs touch hold.
 Value = bool | int | float | str | list[str] | dict[str, str | dict[str, str]]

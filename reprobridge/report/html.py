@@ -14,8 +14,10 @@ Contract:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
+from reprobridge.audit.dirty import listed, rb_own
 from reprobridge.evidence.records import LEVELS, ClaimResult
 from reprobridge.report.compare import Comparison, RunDifferences, run_differences
 from reprobridge.report.load import (
@@ -275,13 +277,24 @@ def audit_warnings(audit: AuditData) -> list[str]:
         out.append("not hermetic: the environment is not fully pinned by Nix")
     if audit.summary.sandboxed is False:
         out.append(f"runs were not sandboxed ({audit.summary.sandbox or 'reason not recorded'})")
-    changed = audit.git.get("changed")
-    if isinstance(changed, list) and changed:
+    unused = _not_in_runs(audit.git)
+    if unused:
         out.append(
-            f"the working tree had {len(changed)} uncommitted change(s) to tracked files; "
-            "runs used the commit, not these changes"
+            f"the working tree had {len(unused)} uncommitted change(s) the runs did not use "
+            f"(they started from the commit): {listed(unused)}"
         )
     return out
+
+
+def _not_in_runs(git: Mapping[str, Any]) -> list[str]:
+    """The uncommitted changes of the audited work tree (its git fingerprint) that no run
+    used: tracked files changed and untracked ones, but rb's own (the artifacts every
+    workspace takes from the work tree, and files no run reads)."""
+    changed, untracked = git.get("changed"), git.get("untracked")
+    paths = [str(p) for p in changed if not rb_own(str(p))] if isinstance(changed, list) else []
+    if isinstance(untracked, list):
+        paths += [f"{p} (untracked)" for p in untracked if not rb_own(str(p))]
+    return paths
 
 
 def _warnings(audit: AuditData) -> str:

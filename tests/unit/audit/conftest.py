@@ -9,14 +9,16 @@ from pathlib import Path
 import pytest
 import tomlkit
 
+from reprobridge.artifacts.pyenv import render_python_project
 from reprobridge.audit import backends
 from reprobridge.initializer import init_repository
+from reprobridge.manifest.io import read_manifest
 
 
 @pytest.fixture
 def init_without_requirements() -> Callable[[Path], Path]:
     """``init(root)``: ``git init`` the folder, ``rb init`` it (no lock), empty its
-    ``python_requirements`` and commit. For runs whose tools a stand-in on the runs' PATH
+    ``python_requirements`` (and its Python project's) and commit. For runs whose tools a stand-in on the runs' PATH
     replaces (``tool_on_run_path``), so the host backend installs nothing."""
 
     def init(root: Path) -> Path:
@@ -26,6 +28,10 @@ def init_without_requirements() -> Callable[[Path], Path]:
         doc = tomlkit.parse(manifest_path.read_text())
         doc["environment"]["python_requirements"] = []  # type: ignore[index]
         manifest_path.write_text(tomlkit.dumps(doc))
+        # The Python project rendered from the edited manifest, as `rb init` would: an
+        # audit refuses artifacts out of sync with the manifest.
+        for rel, text in render_python_project(read_manifest(manifest_path)).items():
+            (root / rel).write_text(text)
         subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
         subprocess.run(["git", "-C", str(root), "commit", "-qm", "rb init"], check=True)
         return root

@@ -60,10 +60,11 @@ def test_git_config_programs_never_run(tiny_repo: Callable[..., Path], tmp_path:
         "diff.external": touch,
     }.items():
         _git(root, "config", key, value)
-    # An uncommitted change to a filtered file: `git diff` for the fingerprint reads it.
+    # An uncommitted change to a filtered file: `git diff` for the fingerprint and for the
+    # dirty-tree record (--allow-dirty) reads it.
     (root / "notes.txt").write_text("changed\n")
 
-    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    result = run_audit(root, AuditOptions(runs=1, backend="host", allow_dirty=True))
 
     assert not marker.exists(), "a program from .git/config ran"
     assert result.passed, json.dumps(result.summary, indent=1)

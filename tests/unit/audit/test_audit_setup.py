@@ -89,12 +89,9 @@ def build_repo(make_repo, hostile_package, tmp_path: Path) -> tuple[Path, Path]:
     escape = tmp_path / "escaped-from-build"
 
     def lock(root: Path) -> None:
-        py = root / "repro/python"
-        text = (py / "pyproject.toml").read_text()
-        (py / "pyproject.toml").write_text(
-            text + '\n[tool.uv.sources]\nevilpkg = { path = "../../evilpkg" }\n'
-        )
-        (py / "uv.lock").write_text(LOCK.format(python=_python()))
+        # The lock alone says where evilpkg comes from (`uv sync --frozen` reads only the
+        # lock); the rendered pyproject stays as `rb init` wrote it.
+        (root / "repro/python/uv.lock").write_text(LOCK.format(python=_python()))
 
     root = _committed(
         make_repo,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from reprobridge.audit.plan import default_reduced, plan_runs
+from reprobridge.audit.plan import plan_runs, select_experiments
 from reprobridge.errors import AuditError
 from reprobridge.manifest.schema import Manifest
 
@@ -28,14 +28,15 @@ def test_smoke_runs_only_the_main_experiment() -> None:
             "mnist": {"command": "python m.py", "tiers": SMOKE},
         }
     )
-    assert default_reduced(m, "smoke") == ["train"]
+    assert select_experiments(m, None, "smoke").ids == ("train",)
     assert [r.experiment for r in plan_runs(m, None, runs=1, tier="smoke")] == ["train"]
-    # The full tier and a named experiment are not narrowed.
-    assert [r.experiment for r in plan_runs(m, None, runs=1, tier="full")] == [
+    # The full tier too runs the main experiment; --all and a named one are not narrowed.
+    assert [r.experiment for r in plan_runs(m, None, runs=1, tier="full")] == ["train"]
+    assert select_experiments(m, None, "full", everything=True).ids == (
         "tutorial",
         "train",
         "mnist",
-    ]
+    )
     assert [r.experiment for r in plan_runs(m, ["mnist"], runs=1, tier="smoke")] == ["mnist"]
 
 
@@ -48,7 +49,7 @@ def test_without_main_every_experiment_with_the_tier_runs() -> None:
             "c": {"command": "python c.py", "tiers": SMOKE},
         }
     )
-    assert default_reduced(m, "smoke") == ["a", "c"]
+    assert select_experiments(m, None, "smoke").ids == ("a", "c")
 
 
 def test_a_main_experiment_without_the_tier_does_not_hide_the_others() -> None:
@@ -58,10 +59,10 @@ def test_a_main_experiment_without_the_tier_does_not_hide_the_others() -> None:
             "b": {"command": "python b.py", "tiers": SMOKE},
         }
     )
-    assert default_reduced(m, "smoke") == ["b"]
+    assert select_experiments(m, None, "smoke").ids == ("b",)
 
 
 def test_no_experiment_with_the_tier_is_an_error() -> None:
     m = _manifest({"a": {"command": "python a.py", "main": True}})
     with pytest.raises(AuditError, match="no experiment has a smoke tier"):
-        default_reduced(m, "smoke")
+        select_experiments(m, None, "smoke")
