@@ -2,7 +2,7 @@
 
 Imported by :func:`reprobridge.settings.load_operator` only when there is something to
 validate (a config file, or an ``RB_*`` variable that sets or may reject a setting): with
-neither, every verb starts without pydantic (issue 14: it is most of a start).
+neither, every verb starts without pydantic (it is most of a start: benchmarks/log-2026-11.md).
 Contract: :func:`validated_settings` returns the config file's values under the
 variables', validated, or raises :class:`~reprobridge.errors.ConfigError` naming the file
 or variable and the key.

@@ -215,7 +215,7 @@ def load_operator(environ: Mapping[str, str] | None = None) -> Operator:
     Validation (pydantic, :mod:`reprobridge._config_schema`) runs only when there is
     something to validate: with no config file and no ``RB_*`` variable that sets or may
     reject a setting, the settings are the defaults and pydantic is not imported (it is
-    most of a verb's start, issue 14).
+    most of a verb's start: benchmarks/log-2026-11.md).
     """
     env = os.environ if environ is None else environ
     path = config_path(env)

@@ -101,7 +101,7 @@ class ArchiveResult:
         """The `rb archive --json` document (stable keys): the fields, ``path`` as a
         string and ``epoch`` as ``source_date_epoch``."""
         # Imported here: the record module (81 dataclasses, statistics) is ~50 ms of a
-        # small archive's start, and only --json needs it (issue 14).
+        # small archive's start, and only --json needs it.
         from reprobridge.evidence.records import jsonable
 
         doc: dict[str, Any] = jsonable(self)
@@ -261,9 +261,9 @@ def build_archive(root: Path, out: Path | None, opts: ArchiveOptions) -> Archive
 
 def manifest_json(doc: Mapping[str, Any], files: Sequence[FileRecord]) -> bytes:
     """``canonical_json`` of ``doc`` plus ``"files"``: one ``{"path", "sha256", "size"}``
-    object per record, in the order given. The same bytes (a unit test compares them),
-    written without a dict per file and a walk over it: 20k of them for a source tree
-    (issue 14)."""
+     object per record, in the order given. The same bytes (a unit test compares them),
+     written without a dict per file and a walk over it: 20k of them for a source tree
+    ."""
     text = canonical_json({**doc, "files": []})
     if not files:
         return text

@@ -45,7 +45,7 @@ from reprobridge.evidence.store import EvidenceStore
 
 if TYPE_CHECKING:
     # Imported where an audit is read: `rb archive --evidence none` needs no record types
-    # (about 50 ms of a small archive's start, issue 14).
+    # (about 50 ms of a small archive's start).
     from reprobridge.evidence.records import AuditSummary, Plan
 
 #: Top-level files of a bundle that are machinery, not evidence.

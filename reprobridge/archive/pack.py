@@ -105,7 +105,7 @@ class Entry(NamedTuple):
     """One member of an ordered stream (:func:`write_archive`'s ``ordered``: the entries of
     a ``git archive``), a directory or a file whose bytes are in ``data`` (small) or read
     once from ``stream`` (``size`` bytes). A tuple, not a :class:`Member`: a frozen
-    dataclass cost ~1 us to build, per file of a 20k-file source tree (issue 14)."""
+    dataclass cost ~1 us to build, per file of a 20k-file source tree."""
 
     path: str
     kind: Literal["file", "dir"]
@@ -319,7 +319,7 @@ class _Framer:
 
     A full batch is handed over as the bytearray itself and a new one started: copying it
     out (``bytes(buf)``) and clearing it made the allocator give back and fault in 1 MiB
-    per chunk, ~4 us per small file of a source tree (issue 14). The sink only reads it."""
+    per chunk, ~4 us per small file of a source tree. The sink only reads it."""
 
     def __init__(self, sink: _Sink) -> None:
         self._sink = sink
@@ -382,7 +382,7 @@ def _write_merged(
 
     One loop for the merge and the writing of ``ordered``'s small files (header, bytes,
     hash, record): on a source tree of 20k files the per-file Python is most of rb's own
-    time (issue 14), so nothing here is a call that need not be one."""
+    time (benchmarks/log-2026-11.md), so nothing here is a call that need not be one."""
     keys = [_sort_key(m.path, m.kind) for m in listed]
     i, n = 0, len(listed)
     prev = b""

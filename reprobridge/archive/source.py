@@ -4,7 +4,7 @@ Contract of :func:`source_stream`: a context whose value yields one
 :class:`~reprobridge.archive.pack.Entry` per directory and regular file of ``commit``,
 in ``git archive``'s order (which is the archive writer's order, see
 :func:`reprobridge.archive.pack._sort_key`), read from git's pipe as the writer asks for
-them: nothing is extracted to disk and re-read (issue 14 measured that at 38x ``tar czf``
+them: nothing is extracted to disk and re-read (measured at 38x ``tar czf``
 on 20k files, most of it in per-file system calls). A file's bytes are in the entry
 (``data``) when small, else a bounded reader over the pipe (``stream``) that the writer
 must consume before asking for the next member; what it leaves unread is skipped.
@@ -108,7 +108,7 @@ def parse_tar(pipe: IO[bytes]) -> Iterator[Entry]:
     next entry is asked for (what is left unread is skipped).
 
     The stream is read in chunks and parsed by offset: one read and a dozen slices per
-    header made this parser the largest part of packing a 20k-file tree (issue 14)."""
+    header made this parser the largest part of packing a 20k-file tree."""
     buf = b""
     pos = 0
     pax: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""Resolve within the date bound; relax it only for the packages that need it (issue 9).
+"""Resolve within the date bound; relax it only for the packages that need it.
 
 ``environment.exclude_newer`` (uv's ``exclude-newer``) makes a 2022 repository resolve 2022
 packages. It can leave a requirement with nothing to install: no release uploaded before the

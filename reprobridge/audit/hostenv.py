@@ -1,4 +1,4 @@
-"""What the host backend installs with uv, and with which interpreter (issue 9).
+"""What the host backend installs with uv, and with which interpreter.
 
 Contract:
 

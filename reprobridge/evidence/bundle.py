@@ -794,7 +794,7 @@ class Bundle:
         path is popped), read line by line: problems in line order, then the files it does
         not list.
 
-        Streaming is the point (issue 14): a parsed copy of 100,000 lines cost 54 MB and
+        Streaming is the point: a parsed copy of 100,000 lines cost 54 MB and
         1.6 s. The file rb writes is sorted, so a path listed twice is at most the line
         before; only a SHA256SUMS out of order (hand-edited) makes this remember the paths
         it has seen, from the first line out of order on.

@@ -14,7 +14,7 @@ writes, which is how every reprobridge.toml so far was laid out:
 * strings are basic strings with tomlkit's escapes (``\\b \\t \\n \\f \\r \\" \\\\``, other
   control characters as ``\\uXXXX``); a key is bare when it is ``[A-Za-z0-9_-]+``.
 
-Why: building the tomlkit items was 70-90 ms of a small repository's ``rb init`` (issue 14),
+Why: building the tomlkit items was 70-90 ms of a small repository's ``rb init`` (benchmarks/log-2026-11.md),
 and importing tomlkit another ~10 ms; a re-run still refreshes through tomlkit, which keeps
 comments. ``tests/unit/manifest/test_emit.py`` holds the byte equality against tomlkit.
 """

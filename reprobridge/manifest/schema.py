@@ -186,7 +186,7 @@ def _empty() -> list[Any]:
     """A new empty list, the default of a list field. Not ``default_factory=list``:
     pydantic takes the factory's ``inspect.signature``, which for the builtin ``list``
     parses its text signature with tokenize (~0.3 ms a field, ~6 ms of every start that
-    loads the manifest; issue 14)."""
+    loads the manifest; measured in benchmarks/log-2026-11.md)."""
     return []
 
 

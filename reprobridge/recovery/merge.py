@@ -252,7 +252,7 @@ def _project(
 def _longest_prefix_key(keys: Mapping[str, object], path: str) -> str | None:
     """The longest of ``keys`` that is ``path`` or a dotted prefix of it (``a.b`` of
     ``a.b.c``). Tries the path's own prefixes, longest first: a dict lookup each, instead of
-    sorting every key for every leaf (issue 14)."""
+    sorting every key for every leaf."""
     end = len(path)
     while end > 0:
         if path[:end] in keys:

@@ -3,8 +3,8 @@
 A library's trainer prints its loss only when asked: ``if self.verbose: print("Loss:",
 loss)``, with ``self.verbose = verbose`` set from ``Trainer(..., verbose=True)``'s
 parameter. An experiment that builds it as ``Trainer(model, opt, verbose=False)`` prints
-nothing, so a metric read from that print would never match its log (issue 9,
-augmented-neural-odes). Statically, never running anything:
+nothing, so a metric read from that print would never match its log
+(EmilienDupont/augmented-neural-odes). Statically, never running anything:
 
 * :func:`print_switch` finds the switch of the print at a line: the innermost ``if`` around
   it tests a bare parameter of the enclosing function (``if verbose:``), or ``self.<attr>``
