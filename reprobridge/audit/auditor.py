@@ -208,7 +208,8 @@ class AuditOptions:
     #: runs with no GPU visible, and one whose dataset check fails runs anyway, so that what
     #: the code does without them is evidence. Its verdicts are not an audit's.
     trial: bool = False
-    #: The longest any run may take, over its tier's timeout (the probe's time budget).
+    #: The longest any run, and any setup step of it, may take (the probe's time budget),
+    #: over the tier's timeout and the setup steps' own limit.
     max_timeout_s: float | None = None
     #: MiB the copies of one run's declared outputs may total in the bundle
     #: (:mod:`reprobridge.audit.collect`; the operator's ``max_output_mb``, never the
@@ -927,7 +928,15 @@ def _one_run(
             setup = backend.setup_run(state, workspace, ctx)
             try:
                 _run_setup_steps(
-                    setup, extra, workspace, run_dir, executor, opts.max_processes, run.key
+                    setup,
+                    extra,
+                    workspace,
+                    run_dir,
+                    executor,
+                    opts.max_processes,
+                    run.key,
+                    # The probe's budget bounds a source build as it bounds the run.
+                    min(SETUP_TIMEOUT, opts.max_timeout_s or SETUP_TIMEOUT),
                 )
             finally:
                 record = record.with_(built_from_source=_built_from_source(setup, run_dir))
@@ -1143,9 +1152,11 @@ def _run_setup_steps(
     executor: Executor,
     max_processes: int | None,
     key: str,
+    timeout_s: float = SETUP_TIMEOUT,
 ) -> None:
-    """Run the backend's setup steps in the run's sandbox; their logs are evidence of the
-    run (``setup-<i>.stdout.log``). When a step fails and has a ``fallback``, the fallback's
+    """Run the backend's setup steps in the run's sandbox, each within ``timeout_s`` (a step
+    past it, a source build most often, fails saying so); their logs are evidence of the run
+    (``setup-<i>.stdout.log``). When a step fails and has a ``fallback``, the fallback's
     steps run instead (``setup-<i>.retry-<j>.*.log``). AuditError (an environment failure)
     when a step, or its fallback, fails, unless it is optional (its log then says it failed
     and the run goes on)."""
@@ -1161,7 +1172,7 @@ def _run_setup_steps(
                 env={**step.env, "RB_RUN_MARKER": marker},
                 stdout_path=run_dir / f"{stem}.stdout.log",
                 stderr_path=run_dir / f"{stem}.stderr.log",
-                timeout_s=SETUP_TIMEOUT,
+                timeout_s=timeout_s,
                 marker=marker,
                 redactor=Redactor(secrets_from_env(os.environ)),
                 network=step.network,
@@ -1174,6 +1185,11 @@ def _run_setup_steps(
             return None
         tail = done.stderr.path.read_bytes()[-2000:].decode("utf-8", "replace")
         lines = [ln.strip() for ln in tail.splitlines() if ln.strip()][-3:]
+        if done.termination.kind == "timeout":
+            return (
+                f"{step.what} did not finish within {timeout_s:g}s in the sandbox (a package "
+                f"built from source takes longest; its log: {stem}.stderr.log)"
+            )
         return f"{step.what} failed in the sandbox ({done.termination.description})" + (
             f": {' | '.join(lines)}" if lines else ""
         )

@@ -47,6 +47,10 @@ from reprobridge.evidence.records import AuditSummary, RecordError, RunStatus
 
 Progress = Callable[[str, str], None]
 
+#: The share of a repository's time limit `rb init`'s probe may take (unless the operator
+#: set RB_PROBE_BUDGET): the rest is the lock, static recovery and the smoke audit.
+PROBE_SHARE = 0.4
+
 #: How long a child gets between TERM and KILL when the time limit is reached (rb audit
 #: uses it to stop its own run and seal the bundle).
 GRACE_S = 20.0
@@ -197,6 +201,10 @@ def _bench_one(
     if opts.reuse is None:
         say(entry.name, "rb init")
         argv = [*opts.rb_argv, "init", str(work), "--json", "--agent", opts.agent]
+        if not os.environ.get("RB_PROBE_BUDGET"):
+            # The time limit covers init and audit: the probe gets its share of it, so
+            # the audit that follows has time to run (the operator's budget wins).
+            argv += ["--probe-budget", f"{max(60.0, PROBE_SHARE * opts.time_limit_s):.0f}"]
         done = _child(argv, work, logs / "init", deadline, stop)
         rec.init_exit, rec.init_s = done.termination.returncode, done.wall_s
         if (late := _past_limit(done, opts, "rb init")) is not None:

@@ -159,6 +159,11 @@ _NO_FILE = re.compile(
 )
 _OS_NOT_FOUND = re.compile(r"OSError: ([^\s:]+) not found\.")
 _CANT_OPEN = re.compile(r"can't open file '([^']+)': \[Errno 2\]")
+#: Lines in which uv says why an environment cannot be had.
+_UV_VERDICT = re.compile(
+    r"no version of|only .+ is available|has no (?:usable )?wheels|not found in the package "
+    r"registry|requirements are unsatisfiable|Failed to build|did not finish within"
+)
 _UNRECOGNIZED = re.compile(r"error: unrecognized arguments: (.+)$", re.MULTILINE)
 
 
@@ -180,8 +185,15 @@ def classify(obs: Observation) -> Failure:
             return Failure("hardware-missing", line=obs.reason[:300])
         if obs.reason.startswith("dataset "):
             return Failure("dataset-missing", line=obs.reason[:300])
-        lines = [ln.strip() for ln in obs.setup_log.splitlines() if ln.strip()]
-        return Failure("environment", line=(lines or [obs.reason])[-1][:300])
+        # uv's own verdict, not rb's notes about retrying (gae-pytorch's trial named the
+        # retry note and hid `there is no version of torch==0.4.1`).
+        lines = [
+            ln.strip()
+            for ln in f"{obs.setup_log}\n{obs.reason}".splitlines()
+            if ln.strip() and not ln.strip().startswith("rb:")
+        ]
+        told = [ln for ln in lines if _UV_VERDICT.search(ln)]
+        return Failure("environment", line=((told or lines) or [obs.reason])[-1][:300])
     if obs.outcome == "ok":
         return Failure("ok" if obs.metrics else "no-metric")
     log = obs.log

@@ -381,6 +381,14 @@ def _module_missing(f: Failure, obs: Observation, ctx: Context) -> list[Decision
     ]
 
 
+def _environment_pins(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
+    """The lock's rules on the trial's install log: a pin the run's install could not have
+    (the lock may have failed for another reason first, an index out of reach)."""
+    if f.kind != "environment":
+        return []
+    return lock_repairs(f"{obs.setup_log}\n{obs.reason}", ctx.manifest)
+
+
 # -- metrics -----------------------------------------------------------------------------
 
 
@@ -403,6 +411,11 @@ def _metrics_from_output(f: Failure, obs: Observation, ctx: Context) -> list[Dec
 
 
 REPAIRS: tuple[Repair, ...] = (
+    Repair(
+        "pin-relaxed",
+        ("zfjsail/gae-pytorch (torch==0.4.1)", "cure-lab/LTSF-Linear"),
+        _environment_pins,
+    ),
     Repair("gpu-not-needed", ("tkipf/pygcn", "ethanfetaya/NRI"), _gpu_not_needed),
     Repair(
         "gpu-needed",
@@ -463,6 +476,21 @@ _PIN_BLOCKED = (
 _NOT_FOUND = re.compile(r"because ([A-Za-z0-9_.-]+) was not found in the package registry", re.I)
 
 
+def _same_major(req: str, name: str) -> str:
+    """``name`` bounded below its pin's next major version (``tensorflow==1.15.0`` ->
+    ``tensorflow<2``): jsyoon0823/TimeGAN's and amiratag/DataShapley's TF 1 code stops on
+    TF 2. A 0.x pin may move to 1.x (``torch==0.4.1`` -> ``torch<2``): 0.x promises nothing
+    and the 1.0 releases kept most of 0.4's API."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        spec = next(iter(Requirement(req).specifier))
+        major = int(spec.version.split(".")[0])
+    except (InvalidRequirement, StopIteration, ValueError):
+        return name
+    return f"{name}<{max(major + 1, 2)}"
+
+
 def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
     """Decisions for a lock uv could not make, from its message: an exact pin no release
     satisfies for this Python loses its version (the date bound then picks the newest
@@ -477,14 +505,17 @@ def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
         # uv writes names as required, any case, `_` or `-`: match the canonical spelling.
         spelled = re.escape(name).replace("\\-", "[-_.]")
         if any(re.search(p.format(name=spelled), text) for p in _PIN_BLOCKED):
+            within = _same_major(req, name)
             out.append(
                 Decision(
                     repair="pin-relaxed",
                     target="environment.python_requirements",
                     op="replace-requirement",
-                    value={"name": name, "with": name},
+                    value={"name": name, "with": within},
                     why=f"`{req}` cannot be installed for this Python (no such release, or no "
-                    "wheel for it): the newest release at the date bound is used instead",
+                    f"wheel for it): `{within}`, the newest release at the date bound that "
+                    "keeps its major version (code for one major version seldom runs on the "
+                    "next)",
                     evidence=line,
                 )
             )

@@ -240,7 +240,10 @@ class _EnvFile:
                     note="conda package",
                 )
             )
-        elif conda_name in CONDA_NOT_PYTHON or conda_name.startswith(("magma-cuda", "r-")):
+        # A leading `_`: conda's own bookkeeping packages (`_libgcc_mutex`, `_openmp_mutex`,
+        # `_tflow_select` in aamini/evidential-deep-learning's export): never a
+        # distribution, and no valid PyPI name.
+        elif conda_name in CONDA_NOT_PYTHON or conda_name.startswith(("magma-cuda", "r-", "_")):
             return
         elif conda_name.startswith("lib") and conda_name not in CONDA_TO_PYPI:
             self.ctx.warn(
@@ -277,7 +280,11 @@ class _EnvFile:
             req = Requirement(f"{pypi}{version}")
         except InvalidRequirement:
             # conda versions need not be PEP 440 (e.g. "1.1.1k"); keep the package.
-            req = Requirement(pypi)
+            try:
+                req = Requirement(pypi)
+            except InvalidRequirement:
+                # A conda name PyPI cannot spell is no Python distribution to install.
+                return
             confidence = "medium"
             note = f"conda version of {spec!r} is not PEP 440; dropped"
         self.findings.append(

@@ -100,3 +100,14 @@ def test_cuda_and_gcc_packages_give_their_versions(make_repo) -> None:
     ]
     cuda, gcc = ctx.findings[0].value, ctx.findings[1].value
     assert (cuda.version, gcc.version) == ("11.3", "9")
+
+
+def test_conda_bookkeeping_packages_are_no_requirements(make_repo) -> None:
+    """`conda env export` lists `_libgcc_mutex`, `_openmp_mutex`, `_tflow_select`
+    (aamini/evidential-deep-learning): no PyPI name, and rb init crashed on them."""
+    env = (
+        "dependencies:\n  - _libgcc_mutex=0.1=main\n  - _tflow_select=2.3.0=mkl\n"
+        "  - _openmp_mutex=4.5\n  - numpy=1.19.2\n"
+    )
+    ctx = run(make_repo, env)
+    assert [f.value.requirement for f in ctx.of_kind("python_requirement")] == ["numpy==1.19.2.*"]

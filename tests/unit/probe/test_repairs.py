@@ -134,11 +134,11 @@ def test_lock_repairs_read_uv_messages() -> None:
     )
     got = lock_repairs(message, m)
     assert [(d.op, d.value) for d in got] == [
-        ("replace-requirement", {"name": "torch", "with": "torch"}),
+        ("replace-requirement", {"name": "torch", "with": "torch<2"}),
         ("drop-requirement", "brotli-python"),
     ]
     merged = apply_decisions(MergeResult(m), tuple(got))
-    assert merged.manifest.environment.python_requirements == ["torch", "numpy"]
+    assert merged.manifest.environment.python_requirements == ["torch<2", "numpy"]
 
 
 def test_decisions_apply_with_provenance_and_never_beyond_the_keys_a_run_settles() -> None:
@@ -223,17 +223,44 @@ def test_a_bad_probe_file_is_one_error_naming_the_field(tmp_path: Path) -> None:
             "ignite==0.4.4.*",
         ),
         ("Because there is no version of Torch==0.4.1.post2 and ...", "torch==0.4.1.post2"),
+        # TimeGAN: TF 1 code; the relaxed pin must not cross to TF 2
+        (
+            "Because tensorflow==1.15.0 has no wheels with a matching Python ABI tag and you "
+            "require tensorflow==1.15.0, we can conclude that your requirements are unsatisfiable.",
+            "tensorflow==1.15.0",
+        ),
     ],
 )
-def test_a_pin_uv_says_cannot_be_had_is_relaxed(message: str, pin: str) -> None:
+def test_a_pin_uv_says_cannot_be_had_is_relaxed_within_its_major(message: str, pin: str) -> None:
     m = _manifest(reqs=[pin, "numpy==1.21.0"])
     got = lock_repairs(message, m)
     name = pin.split("==")[0].lower()
-    assert [(d.repair, d.value) for d in got] == [("pin-relaxed", {"name": name, "with": name})]
+    major = int(pin.split("==")[1].split(".")[0])
+    within = f"{name}<{max(major + 1, 2)}"
+    assert [(d.repair, d.value) for d in got] == [("pin-relaxed", {"name": name, "with": within})]
     # a pin the message does not blame stays
     assert apply_decisions(MergeResult(m), tuple(got)).manifest.environment.python_requirements == [
-        name,
+        within,
         "numpy==1.21.0",
+    ]
+
+
+def test_a_trial_s_install_log_relaxes_a_pin_the_lock_never_reached() -> None:
+    """gae-pytorch: the lock failed first on an index out of reach; the trial's install said
+    `there is no version of torch==0.4.1`, under rb's own retry note."""
+    m = _manifest(reqs=["torch==0.4.1", "networkx"])
+    setup = (
+        "  x No solution found when resolving dependencies:\n"
+        "  Because there is no version of torch==0.4.1 and you require torch==0.4.1, we can "
+        "conclude that your requirements are unsatisfiable.\n"
+        "rb: uv (building packages without a wheel) failed; retrying: building networkx\n"
+    )
+    obs = Observation("train", "not-started", "uv failed", "", {}, setup_log=setup)
+    failure = classify(obs)
+    assert failure.kind == "environment" and "no version of torch==0.4.1" in failure.line
+    got = repairs_for(failure, obs, _ctx(m, {"train.py"}))
+    assert [(d.repair, d.value) for d in got] == [
+        ("pin-relaxed", {"name": "torch", "with": "torch<2"})
     ]
 
 
