@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,36 @@ def test_progress_names_each_phase_and_verbose_streams_events(
     assert any(
         ln.startswith("rb: setup-step ") and "what=a setup step" in ln for ln in err.splitlines()
     )
+
+
+def test_a_setup_step_past_the_trial_s_cap_stops_and_says_so(
+    many: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A probe trial's budget bounds a source build as it bounds the run (PPO-PyTorch's
+    trial compiled pybullet past every limit); the failure says the step ran out of time."""
+    setup_run = backends.HostBackend.setup_run
+
+    def with_a_slow_step(self: Any, *args: Any) -> backends.RunSetup:
+        got = setup_run(self, *args)
+        step = backends.SetupStep(what="a slow build", argv=("sleep", "30"), env={}, network=False)
+        return backends.RunSetup(got.env, got.ro_binds, steps=(step,))
+
+    monkeypatch.setattr(backends.HostBackend, "setup_run", with_a_slow_step)
+    started = time.monotonic()
+    result = run_audit(
+        many,
+        AuditOptions(
+            experiments=["train"],
+            runs=1,
+            backend="host",
+            sandbox="off",
+            trial=True,
+            max_timeout_s=2,
+            evidence_root=many / ".reprobridge" / "probe",
+            grace=1,
+        ),
+    )
+    assert time.monotonic() - started < 25
+    status = json.loads((result.path / "runs/train/0/status.json").read_text())
+    reason = status["record"]["not_started"]["reason"]
+    assert reason.startswith("a slow build did not finish within 2s in the sandbox"), reason
