@@ -2,8 +2,9 @@
 
 Contract:
 
-* Self-contained: inline CSS and inline SVG only; no script, no font, no image, no link to
-  anything outside the file. A Content-Security-Policy meta tag (``default-src 'none';
+* Self-contained: inline CSS, inline SVG charts and the runs' image outputs as ``data:``
+  URIs (:mod:`~reprobridge.report.images`: bounded; an SVG output only ever as an
+  ``<img>``, never as markup); no script, no font, no link to anything outside the file. A Content-Security-Policy meta tag (``default-src 'none';
   style-src 'unsafe-inline'; img-src data:``) makes the browser refuse anything else, so a
   hostile string that slipped through could not load or run anything either.
 * Every string from a bundle is untrusted and escaped: cells are plain ``str`` (escaped on
@@ -17,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from reprobridge.audit.claims import references
 from reprobridge.audit.dirty import listed, rb_own
+from reprobridge.errors import ReproBridgeError
 from reprobridge.evidence.records import LEVELS, ClaimResult
 from reprobridge.report.compare import Comparison, RunDifferences, run_differences
 from reprobridge.report.load import (
@@ -29,9 +32,24 @@ from reprobridge.report.load import (
     flatten,
     package_sets,
 )
-from reprobridge.report.numbers import fmt_ci, fmt_delta, fmt_opt, fmt_value, round_numbers
+from reprobridge.report.numbers import (
+    fmt_bytes,
+    fmt_ci,
+    fmt_delta,
+    fmt_opt,
+    fmt_value,
+    round_numbers,
+)
 from reprobridge.report.states import PASS_NOT_HERMETIC, label, overall_state, shown_status
-from reprobridge.report.svg import esc, fmt_bytes, metric_plot, resource_charts
+from reprobridge.report.svg import (
+    ClaimSide,
+    Series,
+    claim_plot,
+    curve_chart,
+    esc,
+    metric_plot,
+    resource_charts,
+)
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: Verdict words that have a colour; anything else a bundle says is shown as ``unknown``.
@@ -114,7 +132,7 @@ def render_html(audit: AuditData, comparison: Comparison | None = None) -> str:
         _nav(audit, exp_anchor, comparison is not None),
         "<main>",
         _summary(audit, exp_anchor),
-        _claims(audit.claims),
+        _claims(audit),
         _warnings(audit),
     ]
     if comparison is not None:
@@ -245,7 +263,8 @@ def _summary(audit: AuditData, anchors: dict[str, str]) -> str:
     )
 
 
-def _claims(claims: Sequence[ClaimResult]) -> str:
+def _claims(audit: AuditData) -> str:
+    claims = audit.claims
     if not claims:
         return '<section id="claims"><h2>Claims</h2><p class="muted">The manifest states no claims.</p></section>'
     rows = [
@@ -259,10 +278,49 @@ def _claims(claims: Sequence[ClaimResult]) -> str:
         for c in claims
     ]
     table = _table(["Claim", "Result", "With measured values", "Reason", "Source"], rows)
+    figures = "".join(_claim_figure(c, audit) for c in claims)
     return (
         '<section id="claims"><h2>Claims</h2><p class="lead">Comparisons the paper makes, '
         "evaluated on the measured values of runs whose procedure passed.</p>"
-        f"{table}</section>"
+        f'{table}<div class="charts">{figures}</div></section>'
+    )
+
+
+def _claim_sides(expr: str, audit: AuditData) -> list[ClaimSide]:
+    """The metrics ``expr`` names, in the order it names them, each with the values of the
+    runs a claim counts; [] when the expression does not parse (a hostile bundle's)."""
+    try:
+        refs = references(expr)
+    except ReproBridgeError:
+        return []
+    metrics = {(e.id, m.name): m for e in audit.experiments for m in e.metrics}
+    sides = []
+    for exp_id, name in sorted(refs, key=lambda r: (expr.find(f"{r[0]}.{r[1]}"), r)):
+        m = metrics.get((exp_id, name))
+        values = [
+            v
+            for i, v in enumerate(m.values if m is not None else [])
+            if v is not None and (m is None or i >= len(m.counted) or m.counted[i])
+        ]
+        sides.append(ClaimSide(f"{exp_id}.{name}", values))
+    return sides
+
+
+def _claim_figure(c: ClaimResult, audit: AuditData) -> str:
+    """A claim as a picture: each side's run values and mean, the outcome as caption."""
+    sides = _claim_sides(c.expr, audit)
+    if not sides:
+        return ""
+    outcome = {
+        "holds": "holds",
+        "holds-not-significant": "holds on the means, not significant",
+        "does-not-hold": "does not hold",
+        "undecided": "undecided",
+    }.get(c.outcome, "holds" if c.holds else "does not hold" if c.holds is False else "—")
+    caption = f"{c.expr}: {outcome}" + (f" ({c.test})" if c.test else "")
+    return (
+        f"<figure><figcaption>{esc(round_numbers(caption))}</figcaption>"
+        f"{claim_plot(f'claim {c.expr}: the values of each side', sides)}</figure>"
     )
 
 
@@ -341,9 +399,62 @@ def _experiment(e: ExperimentData, anchor: str, audit: AuditData) -> str:
         f'<div class="levels">{levels}</div>'
         f"<h3>Metrics</h3>{legend}{metrics}"
         f"<h3>Runs</h3>{_runs_table(e)}"
+        f"{_curves(e)}{_images(e.runs)}"
         f'<h3>Resources</h3><div class="charts">{charts}</div>{gpu_note}'
         f"{_logs(e.runs)}</section>"
     )
+
+
+def _curves(e: ExperimentData) -> str:
+    """Each regex metric printed more than once in some run, as a line per run over the
+    order the log printed its values (a single run's curve is a line, not one dot)."""
+    names = sorted({n for r in e.runs for n, c in r.curves.items() if c.count > 1})
+    if not names:
+        return ""
+    figures = []
+    for name in names:
+        series = [
+            Series(r.label, [(float(x), v) for x, v in r.curves[name].points])
+            if name in r.curves
+            else Series(r.label, [])
+            for r in e.runs
+        ]
+        counts = "; ".join(
+            f"{r.label}: {r.curves[name].describe()}" for r in e.runs if name in r.curves
+        )
+        figures.append(
+            f"<figure><figcaption>{esc(f'{name} as printed over each run ({counts})')}"
+            f"</figcaption>{curve_chart(f'{name} over each run', series)}</figure>"
+        )
+    return f'<h3>Metric curves</h3><div class="charts">{"".join(figures)}</div>'
+
+
+def _images(runs: Sequence[RunData]) -> str:
+    """The image outputs of each run: embedded as data: URIs (an SVG too: as an image it
+    runs nothing), or named with the reason it is not."""
+    out = []
+    for r in runs:
+        if not r.images:
+            continue
+        seed = f" (seed {r.seed})" if r.seed is not None else ""
+        items = []
+        for img in r.images:
+            caption = f"{img.path}, {fmt_bytes(img.size)}"
+            if img.data_uri is None:
+                items.append(f'<li class="muted">{esc(caption)}: {esc(img.reason)}</li>')
+            else:
+                items.append(
+                    f'<figure class="image"><img src="{esc(img.data_uri)}" alt="{esc(img.path)}">'
+                    f"<figcaption>{esc(caption)}</figcaption></figure>"
+                )
+        shown = "".join(i for i in items if i.startswith("<figure"))
+        named = "".join(i for i in items if i.startswith("<li"))
+        out.append(
+            f"<h4>{esc(r.label + seed)}</h4>"
+            + (f'<div class="images">{shown}</div>' if shown else "")
+            + (f'<ul class="images">{named}</ul>' if named else "")
+        )
+    return ("<h3>Image outputs</h3>" + "".join(out)) if out else ""
 
 
 def _all_status(e: ExperimentData) -> str:
@@ -793,6 +904,9 @@ pre{background:var(--head);border:1px solid var(--line);border-radius:6px;paddin
 max-height:320px;overflow:auto;white-space:pre-wrap;overflow-wrap:anywhere}
 .cols{display:grid;grid-template-columns:repeat(auto-fit,minmax(420px,1fr));gap:0 24px}
 table.packages{max-width:560px}
+.images{display:flex;flex-wrap:wrap;gap:10px;margin:4px 0}figure.image img{display:block;max-width:260px;
+max-height:260px;border:1px solid var(--line);border-radius:4px;background:#fff}
+ul.images{display:block;padding-left:20px}
 table.diff td{overflow-wrap:anywhere;word-break:break-all}table.diff td:nth-child(-n+2){word-break:normal}
 footer{max-width:1180px;margin:0 auto 28px;padding:0 40px;color:var(--muted);font-size:12.5px}
 @media print{nav{position:static}section{break-inside:avoid-page}}

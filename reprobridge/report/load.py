@@ -54,6 +54,10 @@ from reprobridge.evidence.records import (
     failed_level,
 )
 from reprobridge.evidence.store import EvidenceStore
+from reprobridge.report.curves import Curve, run_curves, thin
+from reprobridge.report.images import ImageBudget, ImageFile, run_images
+
+__all__ = ["Curve", "ImageFile", "thin"]
 
 #: Timeline samples kept per run (evenly thinned beyond this; peaks come from status.json).
 MAX_TIMELINE_POINTS = 400
@@ -182,6 +186,10 @@ class RunData:
     stdout_bytes: int | None
     stderr_bytes: int | None
     sandbox: str
+    #: Image outputs the experiment declares, from the run's copies (:mod:`.images`).
+    images: list[ImageFile] = field(default_factory=list)
+    #: Each regex metric's values in log order (:mod:`.curves`).
+    curves: dict[str, Curve] = field(default_factory=dict)
 
     @property
     def label(self) -> str:
@@ -287,14 +295,17 @@ def load_audit(path: Path) -> AuditData:
         plan = None
     manifest = _manifest(path / "inputs" / "reprobridge.toml")
     tier = summary.tier or (plan.tier if plan else "") or "full"
+    manifest_exps = _dict(manifest.get("experiments"))
     runs_by_exp: dict[str, list[RunData]] = {}
     runs_root = path / RUNS_DIR
+    budget = ImageBudget()
     for exp_dir in sorted(runs_root.iterdir() if runs_root.is_dir() else []):
         if not exp_dir.is_dir():
             continue
+        spec = _dict(manifest_exps.get(exp_dir.name))
+        products = _Products(_regexes(spec, tier), _outputs(spec), budget)
         ks = sorted((int(p.name), p) for p in exp_dir.iterdir() if p.is_dir() and p.name.isdigit())
-        runs_by_exp[exp_dir.name] = [_load_run(exp_dir.name, k, p) for k, p in ks]
-    manifest_exps = _dict(manifest.get("experiments"))
+        runs_by_exp[exp_dir.name] = [_load_run(exp_dir.name, k, p, products) for k, p in ks]
     experiments = []
     for exp_id, verdict in sorted(_dict(summary.judged.get("experiments")).items()):
         experiments.append(
@@ -413,7 +424,36 @@ def band_of(spec: Mapping[str, Any], applied: bool = True) -> Band | None:
     return Band(target, half, direction, low, high, applied)
 
 
-def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
+@dataclass(frozen=True)
+class _Products:
+    """What a run produced that the report shows: the regex of each metric (for curves),
+    the declared output paths (for images) and the page's image budget."""
+
+    regexes: dict[str, str]
+    outputs: list[str]
+    budget: ImageBudget
+
+
+def _regexes(spec: dict[str, Any], tier: str) -> dict[str, str]:
+    """The regex of each metric of ``tier`` read from the log (the manifest's)."""
+    try:
+        specs, _ = tier_metrics(spec, tier)
+    except (AttributeError, TypeError):  # a malformed manifest table: no curves
+        return {}
+    out = {}
+    for name, mspec in _dict(specs).items():
+        regex = _dict(_dict(mspec).get("source")).get("regex")
+        if isinstance(regex, str):
+            out[name] = regex
+    return out
+
+
+def _outputs(spec: dict[str, Any]) -> list[str]:
+    """The paths an experiment declares in ``outputs``."""
+    return [_str(_dict(o).get("path")) for o in _list(spec.get("outputs"))]
+
+
+def _load_run(experiment: str, k: int, run_dir: Path, products: _Products) -> RunData:
     sealed = False
     try:
         status = RunStatus.from_json(_json(run_dir / STATUS_FILE))
@@ -454,6 +494,8 @@ def _load_run(experiment: str, k: int, run_dir: Path) -> RunData:
         stdout_bytes=record.stdout.total_bytes if record.stdout else None,
         stderr_bytes=record.stderr.total_bytes if record.stderr else None,
         sandbox=record.sandbox,
+        images=run_images(run_dir / "files", products.outputs, products.budget),
+        curves=run_curves(products.regexes, run_dir),
     )
 
 
@@ -485,14 +527,6 @@ def _timeline(path: Path) -> list[Sample]:
                 gpus.append((index, util, mem))
         samples.append(Sample(t, cpu, rss, tuple(gpus)))
     return thin(samples, MAX_TIMELINE_POINTS)
-
-
-def thin(samples: Sequence[Sample], limit: int) -> list[Sample]:
-    """At most ``limit`` samples, evenly spaced, always keeping the first and the last."""
-    if len(samples) <= limit:
-        return list(samples)
-    step = (len(samples) - 1) / (limit - 1)
-    return [samples[round(i * step)] for i in range(limit)]
 
 
 def _tail(path: Path) -> str:

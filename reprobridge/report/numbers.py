@@ -20,6 +20,14 @@ SIG_DIGITS = 4
 _NUMBER = re.compile(r"(?<![\w.])-?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?(?![\w.])")
 
 
+def fmt_bytes(value: float) -> str:
+    """Bytes in binary units (``19.1 MiB``, ``20 MiB``)."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if abs(value) >= size:
+            return f"{value / size:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{value:.0f} B"
+
+
 def fmt_value(value: float, digits: int = SIG_DIGITS) -> str:
     """``value`` with ``digits`` significant digits (``0.8803``, ``1.234e+06``, ``0``)."""
     if value == 0:

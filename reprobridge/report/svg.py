@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from reprobridge.report.load import Band, MetricData, RunData
-from reprobridge.report.numbers import fmt_ci, fmt_value
+from reprobridge.report.numbers import fmt_bytes, fmt_ci, fmt_value
 
 #: Series colour classes (s0..s7), reused cyclically.
 SERIES = 8
@@ -31,14 +31,6 @@ def num(value: float) -> str:
     """A coordinate: one decimal, no ``-0.0`` (so equal inputs give equal bytes)."""
     text = f"{value:.1f}"
     return "0.0" if text == "-0.0" else text
-
-
-def fmt_bytes(value: float) -> str:
-    """Bytes in binary units (``19.1 MiB``, ``20 MiB``)."""
-    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if abs(value) >= size:
-            return f"{value / size:.1f}".removesuffix(".0") + f" {unit}"
-    return f"{value:.0f} B"
 
 
 def byte_unit(value: float) -> float:
@@ -242,48 +234,119 @@ def timeline_chart(
     y gridlines labelled with ``fmt``, one polyline per series (class ``s<i>``). A series
     with one sample is drawn as a dot. ``y_max`` fixes the top (e.g. 100 for a utilisation
     %) unless the data go higher; ``scale`` is the unit ticks are rounded in (e.g. 1 MiB)."""
-    width, left, right, legend_h, bottom = WIDTH, 62, 12, 20, 30
-    height = 180
-    top = legend_h + 8
-    plot_b = height - bottom
     xs = [t for s in series for t, _ in s.points]
     ys = [v for s in series for _, v in s.points]
-    body: list[str] = []
     if not xs:
-        body.append(
-            f'<text class="note" x="{width // 2}" y="{height // 2}" text-anchor="middle">'
-            "no samples recorded</text>"
-        )
-        return _svg(width, height, title, body)
+        return _no_points(title, "no samples recorded")
     t_hi = max(xs) or 1.0
     v_hi = max([*ys, y_max or 0.0]) / scale or 1.0
     y_ticks = nice_ticks(0.0, v_hi, 4)
     if len(y_ticks) > 1 and y_ticks[-1] < v_hi:  # end the axis on a labelled tick
         y_ticks.append(round(2 * y_ticks[-1] - y_ticks[-2], 12))
     v_top = max(v_hi, y_ticks[-1]) * scale
-    y_ticks = [t * scale for t in y_ticks]
-    x = _Scale(0.0, t_hi, left, width - right)
-    y = _Scale(0.0, v_top, plot_b, top)
-    for tick in y_ticks:
+    frame = _Frame(
+        x=_Scale(0.0, t_hi, _LEFT, WIDTH - _RIGHT),
+        y=_Scale(0.0, v_top, _PLOT_B, _TOP),
+        y_ticks=[t * scale for t in y_ticks],
+        x_ticks=nice_ticks(0.0, t_hi, 6),
+        x_unit=" s",
+        x_label="time since run start",
+    )
+
+    def tip(s: Series) -> str:
+        return f"{s.label}: peak {fmt(max(v for _, v in s.points))}"
+
+    return _line_chart(title, series, fmt, frame, tip)
+
+
+def curve_chart(title: str, series: Sequence[Series], *, label: str = "") -> str:
+    """A metric's values over one log per series, in the order printed: x is each value's
+    position (1 = the first printed), y spans the values (not from zero: a loss that
+    falls from 0.52 to 0.48 is the curve to see). A series with one value is a dot."""
+    xs = [t for s in series for t, _ in s.points]
+    ys = [v for s in series for _, v in s.points]
+    if not xs:
+        return _no_points(title, "no values printed")
+    lo, hi = _domain(ys)
+    y_ticks = [t for t in nice_ticks(lo, hi, 4) if lo <= t <= hi]
+    x_hi = max(xs)
+    frame = _Frame(
+        x=_Scale(1.0, max(x_hi, 2.0), _LEFT, WIDTH - _RIGHT),
+        y=_Scale(lo, hi, _PLOT_B, _TOP),
+        y_ticks=y_ticks,
+        x_ticks=[t for t in nice_ticks(1.0, max(x_hi, 2.0), 6) if t == int(t) and t >= 1],
+        x_unit="",
+        x_label=label or "value number, in the order the log printed them",
+    )
+
+    def tip(s: Series) -> str:
+        last = s.points[-1]
+        return f"{s.label}: {last[0]:g} values, last {fmt_value(last[1])}"
+
+    return _line_chart(title, series, fmt_value, frame, tip)
+
+
+_LEFT, _RIGHT, _LEGEND_H, _BOTTOM, _HEIGHT = 62, 12, 20, 30, 180
+_TOP = _LEGEND_H + 8
+_PLOT_B = _HEIGHT - _BOTTOM
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """A line chart's axes: the scales, the ticks and how the x axis is labelled."""
+
+    x: _Scale
+    y: _Scale
+    y_ticks: Sequence[float]
+    x_ticks: Sequence[float]
+    x_unit: str
+    x_label: str
+
+
+def _no_points(title: str, note: str) -> str:
+    return _svg(
+        WIDTH,
+        _HEIGHT,
+        title,
+        [
+            f'<text class="note" x="{WIDTH // 2}" y="{_HEIGHT // 2}" text-anchor="middle">'
+            f"{esc(note)}</text>"
+        ],
+    )
+
+
+def _line_chart(
+    title: str,
+    series: Sequence[Series],
+    fmt: Callable[[float], str],
+    frame: _Frame,
+    tip: Callable[[Series], str],
+) -> str:
+    """The axes of ``frame`` (y gridlines labelled with ``fmt``), a legend row, and one
+    polyline per series (class ``s<i>``, its tooltip ``tip``); one point is a dot."""
+    width, left, right, plot_b = WIDTH, _LEFT, _RIGHT, _PLOT_B
+    x, y = frame.x, frame.y
+    body: list[str] = []
+    for tick in frame.y_ticks:
         py = num(y(tick))
         body.append(f'<line class="grid" x1="{left}" y1="{py}" x2="{width - right}" y2="{py}"/>')
         body.append(
             f'<text class="axis" x="{left - 5}" y="{num(y(tick) + 3.5)}" text-anchor="end">'
             f"{esc(fmt(tick))}</text>"
         )
-    for tick in nice_ticks(0.0, t_hi, 6):
+    for tick in frame.x_ticks:
         px = num(x(tick))
         body.append(f'<line class="tick" x1="{px}" y1="{plot_b}" x2="{px}" y2="{plot_b + 4}"/>')
         body.append(
             f'<text class="axis" x="{px}" y="{plot_b + 15}" text-anchor="middle">'
-            f"{esc(f'{tick:g}')} s</text>"
+            f"{esc(f'{tick:g}')}{frame.x_unit}</text>"
         )
     body.append(
         f'<line class="axisline" x1="{left}" y1="{plot_b}" x2="{width - right}" y2="{plot_b}"/>'
     )
     body.append(
-        f'<text class="axis" x="{width - right}" y="{height - 2}" text-anchor="end">'
-        "time since run start</text>"
+        f'<text class="axis" x="{width - right}" y="{_HEIGHT - 2}" text-anchor="end">'
+        f"{esc(frame.x_label)}</text>"
     )
     lx = left
     for i, s in enumerate(series):
@@ -300,12 +363,11 @@ def timeline_chart(
             body.append(f'<circle class="pt {cls}" cx="{num(x(t))}" cy="{num(y(v))}" r="2.5"/>')
             continue
         coords = " ".join(f"{num(x(t))},{num(y(v))}" for t, v in s.points)
-        peak = max(v for _, v in s.points)
         body.append(
             f'<polyline class="line {cls}" points="{coords}">'
-            f"<title>{esc(f'{s.label}: peak {fmt(peak)}')}</title></polyline>"
+            f"<title>{esc(tip(s))}</title></polyline>"
         )
-    return _svg(width, height, title, body)
+    return _svg(width, _HEIGHT, title, body)
 
 
 def percent(value: float) -> str:
@@ -351,3 +413,70 @@ def resource_charts(runs: Sequence[RunData]) -> list[tuple[str, str]]:
             )
         )
     return out
+
+
+# -- a claim's two sides --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ClaimSide:
+    """One metric a claim compares: its label (``experiment.metric``) and the values of the
+    runs the claim counts (those whose procedure passed)."""
+
+    label: str
+    values: Sequence[float]
+
+
+def claim_plot(title: str, sides: Sequence[ClaimSide]) -> str:
+    """Each side of a claim on one shared horizontal axis: a row per metric with a dot per
+    run and its mean as a bar (labelled), so the reader sees the two distributions the
+    claim's test compared. A side without values says so in its row."""
+    label_w, row_h, top = 150, 30, 8
+    axis_y = top + row_h * max(1, len(sides)) + 4
+    height = axis_y + 22
+    numbers = [v for side in sides for v in side.values]
+    if not numbers:
+        return _no_points(title, "no values to compare")
+    lo, hi = _domain(numbers)
+    x = _Scale(lo, hi, label_w, WIDTH - 16)
+    body: list[str] = []
+    for tick in nice_ticks(lo, hi):
+        px = num(x(tick))
+        body.append(f'<line class="grid" x1="{px}" y1="{top}" x2="{px}" y2="{axis_y}"/>')
+        body.append(
+            f'<text class="axis" x="{px}" y="{axis_y + 15}" text-anchor="middle">'
+            f"{esc(fmt_value(tick))}</text>"
+        )
+    body.append(
+        f'<line class="axisline" x1="{label_w}" y1="{axis_y}" x2="{WIDTH - 16}" y2="{axis_y}"/>'
+    )
+    for i, side in enumerate(sides):
+        cy = top + i * row_h + row_h / 2
+        cls = f"s{i % SERIES}"
+        body.append(
+            f'<text class="legend" x="{label_w - 8}" y="{num(cy + 4)}" text-anchor="end">'
+            f"{esc(side.label)}</text>"
+        )
+        if not side.values:
+            body.append(f'<text class="note" x="{label_w + 4}" y="{num(cy + 4)}">no values</text>')
+            continue
+        for k, value in enumerate(side.values):
+            body.append(
+                f'<circle class="pt {cls}" cx="{num(x(value))}" cy="{num(cy)}" r="4">'
+                f"<title>{esc(f'{side.label}, value {k + 1}: {fmt_value(value)}')}</title>"
+                "</circle>"
+            )
+        mean = sum(side.values) / len(side.values)
+        mx = x(mean)
+        tip = f"{side.label}: mean {fmt_value(mean)} of {len(side.values)} value(s)"
+        body.append(
+            f'<g class="mean"><title>{esc(tip)}</title><rect x="{num(mx - 1.5)}" '
+            f'y="{num(cy - 10)}" width="3" height="20"/></g>'
+        )
+        text = f"mean {fmt_value(mean)}"
+        right = mx + 6 + 7 * len(text) < WIDTH
+        body.append(
+            f'<text class="meanlabel" x="{num(mx + 6 if right else mx - 6)}" y="{num(cy - 6)}" '
+            f'text-anchor="{"start" if right else "end"}">{esc(text)}</text>'
+        )
+    return _svg(WIDTH, height, title, body)

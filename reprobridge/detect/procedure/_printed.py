@@ -12,7 +12,10 @@ Formats: f-strings, ``%`` with a tuple, a dict or one value, ``str.format`` with
 positional, numbered or keyword fields. A message built into a variable first
 (``log_message = 'Iter {:04d} | Loss {:.6f}'.format(itr, loss)`` then
 ``logger.info(log_message)``) prints the format it was last given before the call, in
-the same function (:func:`message_formats`).
+the same function (:func:`message_formats`); so does the dict a progress bar's postfix
+shows (``logs = {"loss": l, "step": s}`` then ``pbar.set_postfix(**logs)``, the loop of
+diffusers-style training scripts), besides ``set_postfix(loss=l)`` and
+``set_postfix({"loss": l})``.
 
 :func:`line_metrics` finds the metrics of one printed line, of two strengths:
 
@@ -265,26 +268,66 @@ def message_formats(tree: ast.Module) -> dict[int, ast.expr]:
     scopes += [f.body for f in nodes_of(tree, ast.FunctionDef, ast.AsyncFunctionDef)]
     for body in scopes:
         built: dict[str, list[tuple[int, ast.expr]]] = {}
+        dicts: dict[str, list[tuple[int, ast.expr]]] = {}
         calls: list[ast.Call] = []
         for node in walk_shallow(body):
             if (
                 isinstance(node, ast.Assign)
                 and len(node.targets) == 1
                 and isinstance(node.targets[0], ast.Name)
-                and _is_format(node.value)
             ):
-                built.setdefault(node.targets[0].id, []).append((node.lineno, node.value))
+                name = node.targets[0].id
+                if _is_format(node.value):
+                    built.setdefault(name, []).append((node.lineno, node.value))
+                elif _dict_items(node.value) is not None:
+                    dicts.setdefault(name, []).append((node.lineno, node.value))
             elif isinstance(node, ast.Call):
                 calls.append(node)
-        if not built:
-            continue
         for call in calls:
-            for arg in call.args:
-                if isinstance(arg, ast.Name) and arg.id in built:
-                    before = [(line, v) for line, v in built[arg.id] if line < call.lineno]
+            # A dict is what a progress bar's postfix shows: ``set_postfix(**logs)``.
+            postfix = isinstance(call.func, ast.Attribute) and call.func.attr == "set_postfix"
+            named = [(a, built) for a in call.args]
+            named += [(a, dicts) for a in call.args[:1] if postfix]
+            named += [(k.value, dicts) for k in call.keywords if k.arg is None and postfix]
+            for arg, assigned in named:
+                if isinstance(arg, ast.Name) and arg.id in assigned:
+                    before = [(line, v) for line, v in assigned[arg.id] if line < call.lineno]
                     if before:
                         found[id(arg)] = max(before, key=lambda b: b[0])[1]
     return found
+
+
+def _dict_items(node: ast.expr) -> list[tuple[str, ast.expr]] | None:
+    """The string keys and values of a dict built in place (``{"loss": l}``,
+    ``dict(loss=l)``); None for anything else. Keys that are not literal strings are left
+    out (``{**other}``, ``{k: v}``)."""
+    if isinstance(node, ast.Dict):
+        return [
+            (key, value)
+            for k, value in zip(node.keys, node.values, strict=True)
+            if k is not None and isinstance(key := literal(k), str)
+        ]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "dict":
+        return [(k.arg, k.value) for k in node.keywords if k.arg is not None]
+    return None
+
+
+def _postfix(call: ast.Call) -> Printed | None:
+    """What a progress bar's ``set_postfix`` shows: ``key=value`` pairs joined by ", ",
+    from its keywords (``refresh`` is its own), a dict as its first argument and ``**``
+    of a dict (:func:`message_formats` puts a variable's dict in place)."""
+    items: list[tuple[str, ast.expr]] = []
+    for node in call.args[:1]:
+        items += _dict_items(node) or []
+    for kw in call.keywords:
+        if kw.arg is None:
+            items += _dict_items(kw.value) or []
+        elif kw.arg != "refresh":
+            items.append((kw.arg, kw.value))
+    tokens: list[Token] = []
+    for key, value in items:
+        tokens += [Token((", " if tokens else "") + f"{key}="), Token(None, value)]
+    return Printed(tuple(_merge(tokens)), False, False, call.lineno) if tokens else None
 
 
 #: Levels below the root logger's default (WARNING): what they log is dropped unless the
@@ -344,10 +387,14 @@ def printed_line(
     (the ``logging`` module's own functions) print nothing."""
     if messages:
         args = [messages.get(id(a), a) for a in call.args]
-        if any(a is not b for a, b in zip(args, call.args, strict=True)):
-            call = ast.copy_location(
-                ast.Call(func=call.func, args=args, keywords=call.keywords), call
-            )
+        keywords = [
+            ast.keyword(arg=k.arg, value=messages[id(k.value)]) if id(k.value) in messages else k
+            for k in call.keywords
+        ]
+        if any(a is not b for a, b in zip(args, call.args, strict=True)) or any(
+            a is not b for a, b in zip(keywords, call.keywords, strict=True)
+        ):
+            call = ast.copy_location(ast.Call(func=call.func, args=args, keywords=keywords), call)
     name = call_name(call, imports) or ""
     func = call.func
     attr = func.attr if isinstance(func, ast.Attribute) else ""
@@ -368,11 +415,7 @@ def printed_line(
     if attr in _BAR_TEXT and call.args:
         return Printed(tuple(_merge(_tokens(call.args[0]))), False, False, call.lineno)
     if attr == "set_postfix":
-        tokens = []
-        for kw in call.keywords:
-            if kw.arg:
-                tokens += [Token((", " if tokens else "") + f"{kw.arg}="), Token(None, kw.value)]
-        return Printed(tuple(_merge(tokens)), False, False, call.lineno) if tokens else None
+        return _postfix(call)
     if attr in _LOG_METHODS and isinstance(func, ast.Attribute):
         owner = func.value.func if isinstance(func.value, ast.Call) else func.value
         if "log" not in (dotted(owner) or "").lower() or not call.args:

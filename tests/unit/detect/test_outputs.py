@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 
+import pytest
+
+from reprobridge.artifacts import check
 from reprobridge.detect import detect_repo
 from reprobridge.detect.index import RepoIndex
 from reprobridge.detect.procedure._printed import line_metrics, printed_line
@@ -92,3 +97,63 @@ def test_unparsable_and_test_files_are_skipped(make_repo) -> None:
         {"bad.py": "print(f'acc: {a}'\n", "tests/test_x.py": "print(f'acc: {a}')\n"},
     )
     assert ctx.findings == []
+
+
+#: tqdm's postfix as tqdm writes it (``set_postfix`` formats a number with ``{:.3g}`` and
+#: joins ``key=value`` with ", " after the bar, on a line ended by ``\r``): a stand-in,
+#: since tqdm is not a test dependency.
+_TQDM = (
+    "import sys\n"
+    "class tqdm:\n"
+    "    def __init__(self, total=None):\n"
+    "        self.n = 0\n"
+    "    def update(self, n=1):\n"
+    "        self.n += n\n"
+    "    def set_description(self, desc):\n"
+    "        self.desc = desc\n"
+    "    def set_postfix(self, ordered_dict=None, refresh=True, **kwargs):\n"
+    "        items = dict(ordered_dict or {}, **kwargs)\n"
+    "        shown = ', '.join(\n"
+    "            f'{k}={v:.3g}' if isinstance(v, float) else f'{k}={v}' for k, v in items.items()\n"
+    "        )\n"
+    "        sys.stderr.write(f'\\r{self.desc}: {self.n}it [00:00, 9.99it/s, {shown}]')\n"
+)
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        "progress_bar.set_postfix(**logs)",
+        'progress_bar.set_postfix({"loss": loss, "step": global_step})',
+        "progress_bar.set_postfix(dict(loss=loss, step=global_step), refresh=False)",
+    ],
+)
+def test_a_progress_bar_postfix_of_a_dict_is_a_metric(make_repo, tmp_path, call: str) -> None:
+    """tiny-diffusion's loop: the loss reaches the log only through ``set_postfix(**logs)``."""
+    program = (
+        "from tqdm import tqdm\n"
+        "def train():\n"
+        "    global_step = 0\n"
+        "    for epoch in range(2):\n"
+        "        progress_bar = tqdm(total=5)\n"
+        '        progress_bar.set_description(f"Epoch {epoch}")\n'
+        "        for step in range(5):\n"
+        "            loss = 1.0 / (global_step + 3)\n"
+        "            progress_bar.update(1)\n"
+        '            logs = {"loss": loss, "step": global_step}\n'
+        f"            {call}\n"
+        "            global_step += 1\n"
+        "        progress_bar.close = None\n"
+        "train()\n"
+    )
+    found = run(make_repo, {"ddpm.py": program, "tqdm.py": _TQDM})
+    metrics = {f.key: f.value for f in found.findings if f.kind == "metric"}
+    assert "step" not in metrics  # a counter, never a metric
+    source = metrics["loss"].source
+    (tmp_path / "ddpm.py").write_text(program)
+    (tmp_path / "tqdm.py").write_text(_TQDM)
+    done = subprocess.run(
+        [sys.executable, "ddpm.py"], cwd=tmp_path, capture_output=True, text=True, check=True
+    )
+    value = check.extract_metric({"regex": source.regex}, done.stderr, str(tmp_path))
+    assert value == pytest.approx(1.0 / 12, rel=1e-2)  # the last loss, as tqdm printed it

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,3 +40,30 @@ def hostile_bundle(bundle: Path) -> None:
     host = json.loads((bundle / "fingerprint" / "host.json").read_text())
     host["cpu"]["model"] = HOSTILE
     (bundle / "fingerprint" / "host.json").write_text(json.dumps(host))
+
+
+#: What a console error, a refused load or a failed request looks like in the log.
+PROBLEMS = re.compile(r":CONSOLE|Uncaught|Refused to|violates the following|net::ERR_")
+
+
+def chromium(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    """Run headless Chromium on ``page`` (``extra``: --screenshot=..., --dump-dom) with
+    every console message on stderr (see PROBLEMS)."""
+    argv = [
+        shutil.which("chromium") or "chromium",
+        "--headless=new",
+        "--no-sandbox",  # root in CI and containers
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        "--hide-scrollbars",
+        "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing could reach a network anyway
+        f"--user-data-dir={tmp / 'profile'}",
+        "--enable-logging=stderr",
+        "--log-level=0",
+        *extra,
+        page.as_uri(),
+    ]
+    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)

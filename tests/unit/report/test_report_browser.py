@@ -11,49 +11,22 @@ channel reports violations on this machine, so silence on the report means somet
 
 from __future__ import annotations
 
-import re
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
-from report_helpers import Audits
+from report_helpers import PROBLEMS, Audits, chromium
 
 from reprobridge.report.html import render_html
 from reprobridge.report.load import load_audit
 
-CHROMIUM = shutil.which("chromium")
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.skipif(
-        CHROMIUM is None,
+        shutil.which("chromium") is None,
         reason="chromium is not installed (apt-get install chromium; .ci/run does)",
     ),
 ]
-#: What a console error, a refused load or a failed request looks like in the log.
-PROBLEMS = re.compile(r":CONSOLE|Uncaught|Refused to|violates the following|net::ERR_")
-
-
-def _chromium(page: Path, tmp: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    assert CHROMIUM is not None
-    argv = [
-        CHROMIUM,
-        "--headless=new",
-        "--no-sandbox",  # root in CI and containers
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--hide-scrollbars",
-        "--host-resolver-rules=MAP * ~NOTFOUND",  # nothing could reach a network anyway
-        f"--user-data-dir={tmp / 'profile'}",
-        "--enable-logging=stderr",
-        "--log-level=0",
-        *extra,
-        page.as_uri(),
-    ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
 
 
 def test_report_loads_clean_and_shows_every_experiment(audits: Audits, tmp_path: Path) -> None:
@@ -61,14 +34,14 @@ def test_report_loads_clean_and_shows_every_experiment(audits: Audits, tmp_path:
     page = tmp_path / "report.html"
     page.write_text(render_html(data, None))
     shot = tmp_path / "shot.png"
-    got = _chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1200,1600")
+    got = chromium(page, tmp_path, f"--screenshot={shot}", "--window-size=1200,1600")
     assert got.returncode == 0, got.stderr[-2000:]
     assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert shot.stat().st_size > 20_000  # a rendered page, not a blank one
     problems = [line for line in got.stderr.splitlines() if PROBLEMS.search(line)]
     assert problems == [], problems
 
-    dom = _chromium(page, tmp_path, "--dump-dom")
+    dom = chromium(page, tmp_path, "--dump-dom")
     assert dom.returncode == 0, dom.stderr[-2000:]
     assert '<div class="verdict" id="overall">FAIL</div>' in dom.stdout
     for exp in data.experiments:
@@ -86,7 +59,7 @@ def test_the_check_sees_a_page_that_loads_or_runs_something(audits: Audits, tmp_
     )
     page = tmp_path / "bad.html"
     page.write_text(html)
-    got = _chromium(page, tmp_path, "--dump-dom")
+    got = chromium(page, tmp_path, "--dump-dom")
     assert got.returncode == 0, got.stderr[-2000:]
     problems = [line for line in got.stderr.splitlines() if PROBLEMS.search(line)]
     assert any("example.invalid" in line for line in problems), got.stderr[-3000:]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from reprobridge.report.load import Band, MetricData, RunData, Sample, band_of, thin
+from reprobridge.report.numbers import fmt_bytes
 from reprobridge.report.svg import (
     Series,
-    fmt_bytes,
     metric_plot,
     nice_ticks,
     resource_charts,
