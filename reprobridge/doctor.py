@@ -17,7 +17,7 @@ import dataclasses
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -114,6 +114,10 @@ class Probes:
     driver_libraries: Callable[[], tuple[str, ...]] = lambda: sandbox.gpu_binds().libraries
     #: NixOS's driver directory (:data:`reprobridge.sandbox.OPENGL_DRIVER`).
     opengl_driver: Path = Path(sandbox.OPENGL_DRIVER)
+    #: Who asks Nix to sandbox its builds, and with which ``NIX_REMOTE``
+    #: (:func:`~reprobridge.audit.nixcalls.sandbox_problem`).
+    uid: int = field(default_factory=os.geteuid)
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
@@ -332,7 +336,7 @@ def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
     rows.append(_nix_store_check(p, version))
     if isinstance(config, dict) and "sandbox" in config:
         sandbox = config["sandbox"]
-        problem = sandbox_problem(config)
+        problem = sandbox_problem(config, uid=p.uid, environ=p.environ)
         if sandbox == "true":
             rows.append(Check("nix-sandbox", "ok", "sandbox = true", None, {"sandbox": sandbox}))
         elif problem is not None:
