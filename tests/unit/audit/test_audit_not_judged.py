@@ -65,12 +65,11 @@ def _without_python(version: str, tmp_path: Path) -> dict[str, str]:
     path = os.environ.get("PATH", "")
     kept = [d for d in path.split(":") if d and not (Path(d) / f"python{version}").exists()]
     (tmp_path / "none").mkdir()
-    env = {
+    return {
         "PATH": ":".join(kept),
         "PYENV_ROOT": str(tmp_path / "none"),
         "UV_PYTHON_INSTALL_DIR": str(tmp_path / "none"),
     }
-    return env
 
 
 def test_a_gpu_experiment_on_a_machine_without_gpu_is_not_judged(
