@@ -17,7 +17,7 @@ import dataclasses
 import os
 import shutil
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,11 +34,26 @@ from reprobridge._machine import (
 )
 from reprobridge._machine import dotted as _dotted
 from reprobridge._machine import last_error_line as _err_line
+from reprobridge.audit.nixcalls import sandbox_problem
 
 Status = Literal["ok", "warn", "missing"]
 
 #: Checks whose absence makes ``rb doctor --strict`` fail: without them rb cannot do its job.
 REQUIRED: frozenset[str] = frozenset({"python", "nix", "git"})
+#: Each check's statuses that stop an audit (``rb doctor --strict`` fails on them too): a
+#: Nix too old for current pins (``nix`` warn), one that cannot evaluate flakes, reach its
+#: store or be made to build in its sandbox, no working bubblewrap (runs would not be
+#: isolated), no uv (the host backend cannot make an environment).
+BLOCKS_AUDIT: dict[str, frozenset[str]] = {
+    "python": frozenset({"missing"}),
+    "nix": frozenset({"missing", "warn"}),
+    "flakes": frozenset({"missing"}),
+    "nix-store": frozenset({"missing"}),
+    "nix-sandbox": frozenset({"missing"}),
+    "bubblewrap": frozenset({"missing", "warn"}),
+    "uv": frozenset({"missing"}),
+    "git": frozenset({"missing"}),
+}
 #: Below this much free space in the working directory a CUDA closure will not fit.
 MIN_FREE_DISK_BYTES = 10 * 10**9
 
@@ -99,6 +114,10 @@ class Probes:
     driver_libraries: Callable[[], tuple[str, ...]] = lambda: sandbox.gpu_binds().libraries
     #: NixOS's driver directory (:data:`reprobridge.sandbox.OPENGL_DRIVER`).
     opengl_driver: Path = Path(sandbox.OPENGL_DRIVER)
+    #: Who asks Nix to sandbox its builds, and with which ``NIX_REMOTE``
+    #: (:func:`~reprobridge.audit.nixcalls.sandbox_problem`).
+    uid: int = field(default_factory=os.geteuid)
+    environ: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
 
 
 def next_step_after_init(experiment: str, nix_checks: Sequence[Check]) -> str:
@@ -146,8 +165,14 @@ def run_checks(probes: Probes | None = None) -> list[Check]:
 
 
 def missing_required(checks: Sequence[Check]) -> list[Check]:
-    """The rows of :data:`REQUIRED` tools that are missing (what ``--strict`` fails on)."""
+    """The rows of :data:`REQUIRED` tools that are missing."""
     return [c for c in checks if c.name in REQUIRED and c.status == "missing"]
+
+
+def audit_blockers(checks: Sequence[Check]) -> list[Check]:
+    """The rows that would stop an audit here (:data:`BLOCKS_AUDIT`): what ``--strict``
+    fails on."""
+    return [c for c in checks if c.status in BLOCKS_AUDIT.get(c.name, frozenset())]
 
 
 # -- helpers --------------------------------------------------------------------------------
@@ -311,8 +336,21 @@ def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
     rows.append(_nix_store_check(p, version))
     if isinstance(config, dict) and "sandbox" in config:
         sandbox = config["sandbox"]
+        problem = sandbox_problem(config, uid=p.uid, environ=p.environ)
         if sandbox == "true":
             rows.append(Check("nix-sandbox", "ok", "sandbox = true", None, {"sandbox": sandbox}))
+        elif problem is not None:
+            # The nix backend refuses to build a repository's derivations here.
+            rows.append(
+                Check(
+                    "nix-sandbox",
+                    "missing",
+                    problem,
+                    "set `sandbox = true` in /etc/nix/nix.conf and restart the daemon, or "
+                    "audit with --backend host",
+                    {"sandbox": sandbox},
+                )
+            )
         else:
             rows.append(
                 Check(
@@ -326,8 +364,9 @@ def _nix_config_checks(p: Probes, version: tuple[int, ...]) -> list[Check]:
                 )
             )
     elif isinstance(config, str):
+        # The nix backend refuses when it cannot tell whether builds are sandboxed.
         rows.append(
-            Check("nix-sandbox", "warn", f"cannot read nix config: {config}", _NIX_UPGRADE_FIX)
+            Check("nix-sandbox", "missing", f"cannot read nix config: {config}", _NIX_UPGRADE_FIX)
         )
     return rows
 

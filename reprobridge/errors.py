@@ -29,7 +29,10 @@ and the exit code of the class::
 
 Exit codes 0 (success, an audit verdict PASS), 1 (an audit verdict FAIL), 2 (command-line
 usage, click's own) and 20 (an audit verdict INCOMPLETE: nothing failed, but something was
-not judged) are not errors of this tree (``EXIT_*`` below). Every error carries the ``path`` and ``field`` it is about
+not judged) are not errors of this tree (``EXIT_*`` below). An audit verdict NOT JUDGED (this
+machine could not judge the paper: Nix too old or offline for the pin, no GPU, not the
+manifest's Python) exits 11, MachineError's code, as a machine problem found before the
+bundle would. Every error carries the ``path`` and ``field`` it is about
 when there is one, so messages name the file and the key a person has to fix.
 """
 
@@ -44,7 +47,15 @@ EXIT_USAGE = 2
 #: Nothing failed, but not everything was judged (no metric, a metric without a threshold,
 #: a smoke tier without thresholds, an undecided claim). Outside the error band 3-13.
 EXIT_INCOMPLETE = 20
-VERDICT_EXIT = {"PASS": EXIT_PASS, "FAIL": EXIT_FAIL, "INCOMPLETE": EXIT_INCOMPLETE}
+#: This machine lacks something (MachineError's code): also the verdict NOT JUDGED, whose
+#: bundle says what this machine could not do, never anything about the paper.
+EXIT_MACHINE = 11
+VERDICT_EXIT = {
+    "PASS": EXIT_PASS,
+    "FAIL": EXIT_FAIL,
+    "INCOMPLETE": EXIT_INCOMPLETE,
+    "NOT JUDGED": EXIT_MACHINE,
+}
 
 
 class ReproBridgeError(Exception):
@@ -194,7 +205,7 @@ class ArchiveError(ReproBridgeError):
 class MachineError(ReproBridgeError):
     """This machine lacks a tool or resource the command needs."""
 
-    exit_code = 11
+    exit_code = EXIT_MACHINE
 
 
 class WriteError(ReproBridgeError):

@@ -75,7 +75,7 @@ from reprobridge.audit.offline import offline_requirements
 from reprobridge.audit.pkglisting import PackageListings
 from reprobridge.audit.plan import PlannedRun, Tier, plan_runs, select_experiments
 from reprobridge.audit.threads import THREAD_VARS, thread_env
-from reprobridge.audit.verdicts import rejudge_run, summarize
+from reprobridge.audit.verdicts import judgement_json, rejudge_run, summarize
 from reprobridge.audit.workspace import (
     Removal,
     SourceArchive,
@@ -215,11 +215,16 @@ class AuditOptions:
     #: (:mod:`reprobridge.audit.collect`; the operator's ``max_output_mb``, never the
     #: manifest's).
     max_output_mb: int = DEFAULT_MAX_OUTPUT_MB
+    #: Judge the runs under this rb's Python when the host lacks the manifest's (the
+    #: environment level is then ``incomplete`` and says so); otherwise such an audit is
+    #: NOT JUDGED.
+    python_mismatch_ok: bool = False
 
 
 @dataclass
 class AuditResult:
-    """Where the bundle is and what it concluded (``verdict``: PASS, FAIL or INCOMPLETE;
+    """Where the bundle is and what it concluded (``verdict``: PASS, FAIL, INCOMPLETE or
+    NOT JUDGED;
     ``passed`` only for PASS). A detached audit (runs left to a scheduler) has no summary
     yet: ``record`` is None, ``verdict`` DETACHED and ``detached_runs`` says how many."""
 
@@ -280,7 +285,8 @@ def choose_backend(
 ) -> tuple[AuditBackend, EnvironmentState]:
     """The backend and its prepared environment; ``auto`` falls back to the host when nix
     cannot materialize the devShell (and says why). ``sandbox_off`` is why runs are not
-    sandboxed (None when they are)."""
+    sandboxed (None when they are). What this machine lacks for the backend (nix, its
+    sandbox, uv: a MachineError of ``prepare``) is an environment that is not judged."""
     fetch = bool(manifest.environment.python_requirements)
     host = HostBackend(
         manifest.environment.python,
@@ -289,16 +295,18 @@ def choose_backend(
         install=HostInstall.from_manifest(manifest),
         offline=root / WHEELS_DIR if opts.offline else None,
         install_project=manifest.environment.install_project,
+        # A trial asks what the code does here, whatever Python this machine has.
+        python_mismatch_ok=opts.python_mismatch_ok or opts.trial,
     )
     if opts.offline:
         return _offline_host(opts, host, root)
     if opts.backend == "host":
-        return host, host.prepare(root)
+        return host, _prepared(host, root)
     version = nix_version(opts.nix_binary)
     if opts.backend == "auto" and (
         version is None or (version < MIN_NIX and not opts.nix_overrides)
     ):
-        state = host.prepare(root)
+        state = _prepared(host, root)
         why = (
             "nix is not installed"
             if version is None
@@ -307,14 +315,26 @@ def choose_backend(
         state.warnings.append(f"--backend auto chose the host: {why}")
         return host, state
     nix = NixBackend(overrides=opts.nix_overrides, nix=opts.nix_binary, fetch_packages=fetch)
-    state = nix.prepare(root)
+    state = _prepared(nix, root)
     if not state.ok and opts.backend == "auto":
-        fallback = host.prepare(root)
+        fallback = _prepared(host, root)
         fallback.warnings.append(
             f"--backend auto chose the host: the nix environment failed ({state.reason})"
         )
         return host, fallback
     return nix, state
+
+
+def _prepared(backend: AuditBackend, root: Path) -> EnvironmentState:
+    """``backend.prepare(root)``; a MachineError (nix or uv missing, a Nix sandbox rb cannot
+    require) is this machine's problem: an environment that is not judged, with the error
+    and its hint as the reason."""
+    try:
+        return backend.prepare(root)
+    except MachineError as exc:
+        reason = exc.message + (f" ({exc.hint})" if exc.hint else "")
+        state = EnvironmentState(backend.name, ok=False, reason="", hermetic=False)
+        return state.not_judged_because(reason)
 
 
 def _offline_host(
@@ -329,7 +349,7 @@ def _offline_host(
             "nix-cache/ is not wired into rb audit yet)",
             hint="use --backend host (or auto) with --offline",
         )
-    state = host.prepare(root)
+    state = _prepared(host, root)
     if opts.backend == "auto":
         state.warnings.append("--offline: the host backend, from the archive's wheels/")
     return host, state
@@ -470,13 +490,13 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
             emit("environment-start", backend=opts.backend)
             backend, state = choose_backend(opts, manifest, root, sandboxed)
             host, gpu, git = prints.result()
-        if _local(opts) and any(manifest.experiments[r.experiment].hardware.gpus for r in plan):
-            cuda_problem = fp.cuda_driver_problem(manifest.environment.cuda, gpu)
-            if cuda_problem:  # this machine's driver, not the repository: no verdict
-                raise MachineError(
-                    cuda_problem, hint="upgrade the driver, or audit on a machine with a newer one"
-                )
-        emit("environment", backend=backend.name, ok=state.ok, reason=state.reason)
+        emit(
+            "environment",
+            backend=backend.name,
+            ok=state.ok,
+            reason=state.reason,
+            not_judged=state.not_judged,
+        )
         bundle.write_json(ENVIRONMENT_FILE, jsonable(dataclasses.replace(state, base_env={})))
         bundle.write_json("fingerprint/host.json", host)
         bundle.write_json("fingerprint/gpu.json", gpu)
@@ -572,7 +592,8 @@ def run_audit(root: Path, opts: AuditOptions) -> AuditResult:
                 judgements,
                 environment_ok=state.ok,
                 environment_reason=state.reason,
-                environment_substituted=bool(state.substituted),
+                environment_substituted=bool(state.substituted or state.python_mismatch),
+                environment_not_judged=state.not_judged,
             ),
             audit_id=audit_id,
             rb_version=__version__,
@@ -894,14 +915,24 @@ def _one_run(
     )
     if not state.ok:
         return _seal_failure(
-            bundle, run, run_dir, record, "environment", state.reason, exp, opts.tier
+            bundle,
+            run,
+            run_dir,
+            record,
+            "environment",
+            state.reason,
+            exp,
+            opts.tier,
+            machine=state.not_judged,
         )
     # A scheduler's nodes, not this host, have the GPUs: the scheduler judges the request.
-    local = _local(opts)
-    missing = hardware_missing(exp.hardware, gpu) if local else None
+    missing = _machine_lacks(exp, manifest, gpu) if _local(opts) else None
     if missing is not None and not opts.trial:
-        # Never a pass on the wrong hardware: the run does not start.
-        return _seal_failure(bundle, run, run_dir, record, "procedure", missing, exp, opts.tier)
+        # Never a pass on the wrong hardware, never a failure of the paper: the run does
+        # not start, and this machine could not judge it.
+        return _seal_failure(
+            bundle, run, run_dir, record, "procedure", missing, exp, opts.tier, machine=True
+        )
 
     checks = check_datasets(manifest, run.experiment, root)
     bundle.write_json(f"{rel(run_dir)}/datasets.json", jsonable(checks))
@@ -1011,7 +1042,7 @@ def _one_run(
         peaks=jsonable(peaks),
     )
     judgement = rejudge_run(exp, opts.tier, run_dir, record)
-    bundle.write_json(f"{rel(run_dir)}/metrics.json", jsonable(judgement))
+    bundle.write_json(f"{rel(run_dir)}/metrics.json", judgement_json(judgement))
     bundle.seal_run(run.experiment, run.k, record)
     bundle.journal_append(
         {
@@ -1033,6 +1064,17 @@ def _one_run(
 def _local(opts: AuditOptions) -> bool:
     """Whether runs go to this machine (its GPUs count), not a scheduler's nodes."""
     return opts.executor is None or opts.executor.name == "local"
+
+
+def _machine_lacks(exp: Experiment, manifest: Manifest, gpu: Mapping[str, Any]) -> str | None:
+    """Why this machine cannot run ``exp`` (its GPUs, or a driver older than the pinned
+    CUDA of a GPU experiment), or None."""
+    missing = hardware_missing(exp.hardware, gpu)
+    if missing is None and exp.hardware.gpus > 0:
+        cuda = fp.cuda_driver_problem(manifest.environment.cuda, gpu)
+        if cuda:
+            missing = f"{cuda} (upgrade the driver, or audit on a machine with a newer one)"
+    return missing
 
 
 def hardware_missing(hardware: Hardware, gpu: Mapping[str, Any]) -> str | None:
@@ -1294,18 +1336,22 @@ def _seal_failure(
     reason: str,
     exp: Experiment,
     tier: str,
+    *,
+    machine: bool = False,
 ) -> RunJudgement:
-    """Seal a run that could not start, failing at ``level``."""
-    record = record.with_(not_started=NotStarted(level, reason))
+    """Seal a run that could not start, failing at ``level``; not judged at that level
+    instead when ``machine`` (this machine, not the repository, is why)."""
+    record = record.with_(not_started=NotStarted(level, reason, machine))
     judgement = rejudge_run(exp, tier, run_dir, record)
     bundle.write_json(
-        f"{run_dir.relative_to(bundle.path).as_posix()}/metrics.json", jsonable(judgement)
+        f"{run_dir.relative_to(bundle.path).as_posix()}/metrics.json", judgement_json(judgement)
     )
     bundle.seal_run(run.experiment, run.k, record)
     bundle.journal_append(
         {"event": "run-sealed", "run": run.key, "at": _now(), "not_started": level}
     )
-    emit("run-done", run=run.key, ok=False, termination=f"not started: {reason}")
+    why = "not judged" if machine else "not started"
+    emit("run-done", run=run.key, ok=False, termination=f"{why}: {reason}", not_judged=machine)
     return judgement
 
 

@@ -6,7 +6,8 @@ Contract of a backend:
   any sandbox, running no repository code (``nix print-dev-env`` evaluates and builds the
   pinned devShell; its ``shellHook`` is only read); it returns an :class:`EnvironmentState`
   whose ``ok``/``reason`` is the environment-level verdict (a gate that fails is a verdict,
-  not an exception);
+  not an exception; ``not_judged`` when it failed because of this machine: Nix too old or
+  offline for the pin, not the manifest's Python);
 * ``setup_run(state, workspace, ctx)`` says how the run's environment is made: the run's
   variables, the paths it reads, and the :class:`SetupStep` s that may run repository-chosen
   code (a devShell's ``shellHook``; a PEP 517 build). The auditor runs those steps *in the
@@ -57,6 +58,7 @@ from reprobridge.audit.nixcalls import (
     RESTRICTED_EVAL,
     SANDBOXED_BUILDS,
     error_line,
+    machine_cause,
     nix_env,
     require_sandbox,
 )
@@ -177,6 +179,17 @@ class EnvironmentState:
     #: Overridden flake inputs whose content is not the locked one (nix backend): the
     #: environment is then not the pinned one, never hermetic and never a pass.
     substituted: list[Substitution] = field(default_factory=list)
+    #: Not ``ok`` because of this machine, not the repository (Nix missing, too old or
+    #: offline for the pin; not the manifest's Python): the environment is not judged.
+    not_judged: bool = False
+    #: The Python the runs use when it is not the manifest's and the operator allowed it
+    #: (``--python-mismatch-ok``): judged, but not in the environment asked for.
+    python_mismatch: str = ""
+
+    def not_judged_because(self, reason: str) -> EnvironmentState:
+        """This state, not ok because this machine could not make it (``reason``)."""
+        self.ok, self.not_judged, self.reason = False, True, reason
+        return self
 
 
 class AuditBackend(Protocol):
@@ -358,6 +371,8 @@ class NixBackend:
         self.nix = nix
         #: Runs ``nix config show`` for the sandbox check (a test's stand-in, or the real one).
         self.run = run
+        #: Why the last :meth:`prepare` failed because of this machine ("" when it did not).
+        self._machine_cause = ""
         #: The shellHook gets the network (to fetch the Python packages) only when the
         #: manifest lists some.
         self.fetch_packages = fetch_packages
@@ -380,13 +395,31 @@ class NixBackend:
             )
         self.check_sandbox()
         state = EnvironmentState(self.name, ok=False, reason="", hermetic=True)
+        self._machine_cause = ""
+        state = self._materialize(root, state)
+        if not state.ok and self._machine_cause:
+            return state.not_judged_because(f"{self._machine_cause}: {state.reason}")
+        return state
+
+    def _nix_error(self, exc: CommandFailed) -> str:
+        """:func:`error_line` of a failed Nix command; when the failure is this machine's
+        (:func:`machine_cause`), the first such cause is kept for :meth:`prepare`."""
+        if not self._machine_cause:
+            self._machine_cause = machine_cause(exc, _machine.nix_version(self.nix)) or ""
+        return error_line(exc)
+
+    def _materialize(self, root: Path, state: EnvironmentState) -> EnvironmentState:
+        """The pinning gates and the devShell (see the module docstring)."""
         if self.overrides:
             state.warnings.append(
                 "inputs overridden by the auditor: "
                 + ", ".join(f"{k}={v}" for k, v in sorted(self.overrides.items()))
             )
         config = self.nix_config_problem(root) if (root / FLAKE_FILE).is_file() else None
-        problems = [*([config] if config else []), *pinning_problems(root)]
+        pinning = pinning_problems(root)
+        if pinning:
+            self._machine_cause = ""  # the pin itself is wrong, whatever this machine is
+        problems = [*([config] if config else []), *pinning]
         if problems:
             state.reason = "; ".join(problems)
             return state
@@ -404,7 +437,7 @@ class NixBackend:
                 timeout=SETUP_TIMEOUT,
             )
         except CommandFailed as exc:
-            state.reason = f"the devShell could not be built: {error_line(exc)}"
+            state.reason = f"the devShell could not be built: {self._nix_error(exc)}"
             return state
         if (root / FLAKE_LOCK_FILE).read_bytes() != lock_before:
             state.reason = f"{FLAKE_LOCK_FILE} changed during evaluation"
@@ -488,7 +521,7 @@ class NixBackend:
             out = _proc.run(argv, cwd=root, env=nix_env(), timeout=SETUP_TIMEOUT)
             names: object = json.loads(out.stdout)
         except CommandFailed as exc:
-            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {error_line(exc)}"
+            return f"{FLAKE_FILE} could not be evaluated to check for nixConfig: {self._nix_error(exc)}"
         except ValueError as exc:
             return f"unexpected `nix eval` output for {FLAKE_FILE} ({exc})"
         if not isinstance(names, list) or "nixConfig" in names:
@@ -519,7 +552,7 @@ class NixBackend:
             if not isinstance(resolved, dict):
                 raise TypeError("locks is not an object")
         except CommandFailed as exc:
-            return f"the flake's inputs could not be resolved: {error_line(exc)}", {}
+            return f"the flake's inputs could not be resolved: {self._nix_error(exc)}", {}
         except (ValueError, KeyError, TypeError) as exc:
             return f"unexpected `nix flake metadata --json` output ({exc})", {}
         drift = lock_drift(json.loads(lock_bytes), resolved, self.overrides)
@@ -635,8 +668,12 @@ class HostBackend:
         install: HostInstall | None = None,
         offline: Path | None = None,
         install_project: bool = False,
+        python_mismatch_ok: bool = False,
     ) -> None:
         self.python_version = python_version
+        #: Use this rb's own Python when the host has none of the manifest's version
+        #: (``--python-mismatch-ok``); otherwise the environment is not judged.
+        self.python_mismatch_ok = python_mismatch_ok
         self.has_requirements = has_requirements
         self.builds = builds
         #: environment.install_project: install the repository's project in each run's
@@ -666,9 +703,17 @@ class HostBackend:
             state.warnings.append(f"{candidate} is not used: {probe.problem}")
         mine = f"{sys.version_info.major}.{sys.version_info.minor}"
         if mine != self.python_version:
-            state.warnings.append(
-                f"the manifest asks for Python {self.python_version}; the host has {mine}: runs use {mine}"
+            mismatch = (
+                f"the manifest asks for Python {self.python_version}; this machine has {mine} only"
             )
+            if not self.python_mismatch_ok:
+                state.not_judged_because(
+                    f"{mismatch} (install Python {self.python_version}, or pass "
+                    "--python-mismatch-ok to judge the runs under another Python)"
+                )
+            else:
+                state.python_mismatch = f"{mismatch}: runs use {mine} (--python-mismatch-ok)"
+                state.warnings.append(state.python_mismatch)
         return os.path.realpath(sys.executable)
 
     def _uv(self) -> list[str]:
@@ -683,6 +728,8 @@ class HostBackend:
     def prepare(self, root: Path) -> EnvironmentState:
         state = EnvironmentState(self.name, ok=True, reason="", hermetic=False)
         python = self._python(state)
+        if state.not_judged:
+            return state  # nothing to install for a Python the runs cannot have
         state.base_env = {"PATH": f"{Path(python).parent}:/usr/local/bin:/usr/bin:/bin"}
         locked = (root / PYTHON_DIR / "uv.lock").is_file()
         index = choose_index(self.install) if self.has_requirements and not locked else None
@@ -730,7 +777,7 @@ class HostBackend:
             state.fingerprint["offline_wheels"] = str(self.offline)
         state.reason = (
             "host environment (not hermetic: no Nix pin for Python, libraries or compilers)"
-        )
+        ) + (f"; {state.python_mismatch}" if state.python_mismatch else "")
         state.warnings.append(
             "not hermetic: the host backend pins only the Python packages (uv.lock)"
         )

@@ -37,7 +37,7 @@ from reprobridge.manifest.schema import SPREAD_FACTOR, Experiment
 from reprobridge.stats import summarize
 
 MetricStatus = Literal["ok", "missing", "invalid", "ambiguous", "out-of-band"]
-VerdictStatus = Literal["pass", "fail", "incomplete", "skipped", "not-applicable"]
+VerdictStatus = Literal["pass", "fail", "incomplete", "skipped", "not-applicable", "not-judged"]
 
 #: How statuses read in reasons (reliability.md's vocabulary: ``metric-missing`` ...).
 STATUS_LABEL: dict[str, str] = {
@@ -92,7 +92,10 @@ class RunJudgement:
     tag nor the output's ``raises``: check.py's :func:`~reprobridge.artifacts.check.unexpected_raises`); such a run may
     pass its procedure (a notebook run past its errors exits 0) but the procedure level
     is then ``incomplete``, never ``pass``. ``cells_marked``: the same for the cells that
-    raised as marked, named in the procedure's reason for the record.
+    raised as marked, named in the procedure's reason for the record. ``not_judged``: why
+    this machine could not run it (no GPU for a GPU experiment, a driver older than the
+    pinned CUDA; "" otherwise): such a run is evidence about the machine, never a failed
+    procedure.
     """
 
     procedure_ok: bool
@@ -101,6 +104,7 @@ class RunJudgement:
     outputs: dict[str, dict[str, Any]]
     cells_raised: tuple[str, ...] = ()
     cells_marked: tuple[str, ...] = ()
+    not_judged: str = ""
 
 
 def _spec(exp: Experiment) -> dict[str, Any]:
@@ -254,6 +258,7 @@ def judge_run(
     log_text: str,
     workdir: Path,
     refused: Mapping[str, str] | None = None,
+    not_judged: str = "",
 ) -> RunJudgement:
     """Judge one run from its evidence.
 
@@ -265,7 +270,8 @@ def judge_run(
     not copy out of the workspace (a symlink on its path) to why; it is reported as the
     output's reason. Metrics are extracted whatever the procedure's
     outcome: a crashed run's numbers are evidence too, but :func:`judge_experiment` does not
-    count them as passing.
+    count them as passing. ``not_judged`` is why this machine could not run it (carried,
+    see :class:`RunJudgement`).
     """
     metrics = extract_run_metrics(exp, tier, log_text, workdir)
     outputs: dict[str, dict[str, Any]] = {}
@@ -295,6 +301,7 @@ def judge_run(
         cells_marked=tuple(
             f"{r}: {'; '.join(cell.describe() for cell in c)}" for r, c in marked.items() if c
         ),
+        not_judged=not_judged,
     )
 
 
@@ -305,7 +312,9 @@ def judge_run(
 class Verdict:
     """One level's verdict: ``pass``, ``fail``, ``incomplete`` (nothing failed, but some
     values were compared with no threshold: never a pass), ``skipped`` (not reached: nothing
-    ran) or ``not-applicable`` (nothing to judge, e.g. no metrics declared: never a pass)."""
+    ran), ``not-applicable`` (nothing to judge, e.g. no metrics declared: never a pass) or
+    ``not-judged`` (this machine could not judge it: Nix too old or offline for the pin, no
+    GPU, not the manifest's Python; never a pass, never a fail)."""
 
     status: VerdictStatus
     reason: str
@@ -409,6 +418,7 @@ def judge_experiment(
     environment_reason: str,
     experiment_id: str = "",
     environment_substituted: bool = False,
+    environment_not_judged: bool = False,
 ) -> ExperimentVerdict:
     """Judge one experiment's runs under its stability policy.
 
@@ -416,9 +426,13 @@ def judge_experiment(
 
     - environment: ``pass`` or ``fail`` as the caller says (``environment_reason``);
       ``incomplete`` instead of ``pass`` when ``environment_substituted`` (the auditor
-      overrode a locked input with other content: the runs are judged, but not in the
-      pinned environment).
+      overrode a locked input with other content, or ran another Python than the
+      manifest's with the operator's leave: the runs are judged, but not in the pinned
+      environment); ``not-judged`` when ``environment_not_judged`` (this machine could not
+      make the environment: procedure and metric are then ``skipped``).
     - With no runs, procedure and metric are ``skipped`` (nothing ran).
+    - A run this machine could not run (:attr:`RunJudgement.not_judged`) makes the
+      procedure ``not-judged`` (with the first such reason) and the metric ``skipped``.
     - procedure: policies ``all`` and ``mean_within`` need every run to pass its procedure
       (exit 0 in time, declared outputs in order); ``k_of_n`` needs at least ``k``. Then
       ``incomplete`` instead of ``pass`` when a passing run's executed notebook has cells
@@ -455,10 +469,14 @@ def judge_experiment(
     """
     _check_tier(exp, tier)
     n = len(runs)
-    environment = Verdict(
-        ("incomplete" if environment_substituted else "pass") if environment_ok else "fail",
-        environment_reason,
-    )
+    env_status: VerdictStatus = "pass"
+    if environment_not_judged:
+        env_status = "not-judged"
+    elif not environment_ok:
+        env_status = "fail"
+    elif environment_substituted:
+        env_status = "incomplete"
+    environment = Verdict(env_status, environment_reason)
     metric_specs, judged = check.tier_metrics(_spec(exp), tier)
     names = sorted(metric_specs)
     sources: dict[str, str | None] = {}
@@ -502,11 +520,21 @@ def judge_experiment(
             "reason": "no runs",
         }
 
+    if environment_not_judged:
+        why = "not run: this machine could not make the environment"
+        skipped = Verdict("skipped", why)
+        return ExperimentVerdict(experiment_id, environment, skipped, skipped, per_metric, n)
     if n == 0:
         why = "not run" + ("" if environment_ok else ": the environment failed")
         procedure = Verdict("skipped", why)
         metric = _not_applicable(exp, tier) if not names else Verdict("skipped", why)
         return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, 0)
+    machine = next((r.not_judged for r in runs if r.not_judged), "")
+    if machine:
+        # Not the paper's failure: the runs did not start on this machine.
+        procedure = Verdict("not-judged", machine)
+        metric = Verdict("skipped", "not run: this machine could not run the experiment")
+        return ExperimentVerdict(experiment_id, environment, procedure, metric, per_metric, n)
 
     procedure = _procedure_verdict(exp, runs)
     if not names:

@@ -14,7 +14,10 @@ Contract:
   backend then refuses as a machine problem instead of building on the host;
 * :func:`error_line` is what of a failed Nix command may enter the evidence: its first
   ``error:`` line, redacted and at most :data:`ERROR_LINE_MAX` characters (Nix prints the
-  code around an error, and a ``throw`` can carry any text the evaluation could read).
+  code around an error, and a ``throw`` can carry any text the evaluation could read);
+* :func:`machine_cause` says when a failed Nix command failed because of this machine (no
+  network to fetch the pin, a Nix older than :data:`~reprobridge._machine.MIN_NIX`) rather
+  than because of the repository's pin: the environment is then not judged, never failed.
 """
 
 from __future__ import annotations
@@ -79,6 +82,20 @@ RESTRICTED_EVAL = (
 SANDBOXED_BUILDS = ("--option", "sandbox", "true", "--option", "sandbox-fallback", "false")
 #: Most characters of a Nix error that enter the evidence.
 ERROR_LINE_MAX = 200
+#: What curl and git say when the network is not there (not when the server answers: an
+#: HTTP 404 for a pinned URL is the pin's problem, not this machine's).
+NETWORK_ERRORS = (
+    "couldn't resolve host",
+    "could not resolve host",
+    "couldn't resolve proxy",
+    "temporary failure in name resolution",
+    "couldn't connect to server",
+    "could not connect to server",
+    "failed to connect to",
+    "network is unreachable",
+    "timeout was reached",
+    "connection timed out",
+)
 
 
 def nix_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -115,6 +132,23 @@ def error_line(exc: CommandFailed, environ: Mapping[str, str] | None = None) -> 
     source = os.environ if environ is None else environ
     text = Redactor(secrets_from_env(source)).redact_text(" ".join(line.split()))
     return text if len(text) <= ERROR_LINE_MAX else text[: ERROR_LINE_MAX - 1] + "…"
+
+
+def machine_cause(exc: CommandFailed, version: tuple[int, int] | None) -> str | None:
+    """Why a failed Nix command (``exc``) is this machine's problem, or None when it may be
+    the repository's: no network to fetch what the pin names, or a Nix (``version``, as
+    :func:`~reprobridge._machine.nix_version` reads it) older than
+    :data:`~reprobridge._machine.MIN_NIX`, which current pins do not evaluate with (what it
+    does not evaluate says nothing about the pin)."""
+    text = exc.stderr_tail.lower()
+    if any(sign in text for sign in NETWORK_ERRORS):
+        return "no network to fetch the pinned inputs"
+    if version is not None and version < _machine.MIN_NIX:
+        return (
+            f"nix {_machine.dotted(version)} is older than {_machine.dotted(_machine.MIN_NIX)} "
+            "and could not evaluate the pin"
+        )
+    return None
 
 
 def require_sandbox(run: Runner, nix: str, hint: str) -> None:

@@ -1,9 +1,14 @@
-"""The overall verdict of an audit: PASS, FAIL or INCOMPLETE, and what is missing.
+"""The overall verdict of an audit: PASS, FAIL, NOT JUDGED or INCOMPLETE, and what is missing.
 
 Contract (``design.md``, "Verdict levels"; ``docs/audit.md``):
 
 * ``FAIL`` when any experiment failed at any level (environment, procedure, metric) or
   an evaluated claim does not hold;
+* otherwise ``NOT JUDGED`` when a level of some experiment is ``not-judged``: this machine
+  could not judge it (Nix too old or offline for the pin, no GPU for a GPU experiment, a
+  driver older than the pinned CUDA, not the manifest's Python). It says nothing about the
+  paper; ``rb audit`` exits with the machine code (11). A failure found elsewhere in the
+  same audit is still a FAIL: it was judged;
 * otherwise ``INCOMPLETE`` when anything that should have been judged was not: an
   experiment whose metric level is not ``pass`` (no metrics: ``not-applicable``; a metric
   without a threshold, or a smoke tier without thresholds of its own: ``incomplete``;
@@ -29,12 +34,13 @@ from typing import Literal
 from reprobridge.audit.judge import ExperimentVerdict
 from reprobridge.evidence.records import ClaimResult
 
-Overall = Literal["PASS", "FAIL", "INCOMPLETE"]
+Overall = Literal["PASS", "FAIL", "INCOMPLETE", "NOT JUDGED"]
 
 
 @dataclass(frozen=True)
 class OverallVerdict:
-    """``verdict`` and, for INCOMPLETE, one line per gap (``incomplete``)."""
+    """``verdict`` and, for INCOMPLETE and NOT JUDGED, one line per gap (``incomplete``;
+    a level this machine could not judge reads ``<exp>: <level> not-judged: <reason>``)."""
 
     verdict: Overall
     incomplete: list[str] = field(default_factory=list)
@@ -54,7 +60,11 @@ def overall_verdict(
     )
     gaps: list[str] = []
     for exp_id, exp in experiments.items():
+        machine = False
         for level, verdict in exp.levels.items():
+            if machine and verdict.status == "skipped":
+                continue  # not reached because of the machine, which is said once
+            machine = machine or verdict.status == "not-judged"
             if verdict.status not in {"pass", "fail"}:
                 gaps.append(f"{exp_id}: {level} {verdict.status}: {verdict.reason}")
     for claim in claims:
@@ -70,6 +80,8 @@ def overall_verdict(
             )
     if failed:
         return OverallVerdict("FAIL", gaps)
+    if any(v.status == "not-judged" for exp in experiments.values() for v in exp.levels.values()):
+        return OverallVerdict("NOT JUDGED", gaps)
     if gaps or not experiments:
         return OverallVerdict("INCOMPLETE", gaps or ["no experiment was judged"])
     return OverallVerdict("PASS")

@@ -30,20 +30,22 @@ from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.records import ClaimResult, RunRecord, jsonable
 from reprobridge.manifest.schema import Experiment, Manifest
 
-__all__ = ["rejudge_run", "summarize"]
+__all__ = ["judgement_json", "rejudge_run", "summarize"]
 
 
 def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) -> RunJudgement:
     """The RunJudgement of a run from its stored evidence alone (``run_dir``'s logs and
     ``files/``, and its record)."""
     if record.not_started is not None:
+        missing = record.not_started
         return judge_run(
             exp,
             tier,
             termination_ok=False,
-            termination_description=f"not started: {record.not_started.reason}",
+            termination_description=f"not started: {missing.reason}",
             log_text="",
             workdir=run_dir / "files",
+            not_judged=missing.reason if missing.machine else "",
         )
     term = record.termination
     # Regex metrics take the last value printed: that is defined only on both streams in
@@ -64,6 +66,15 @@ def rejudge_run(exp: Experiment, tier: str, run_dir: Path, record: RunRecord) ->
     )
 
 
+def judgement_json(judgement: RunJudgement) -> dict[str, Any]:
+    """A run's ``metrics.json``: its judgement as JSON, ``not_judged`` only when set (a run
+    this machine could not run), so that bundles from before it verify as they are."""
+    out: dict[str, Any] = jsonable(judgement)
+    if not judgement.not_judged:
+        del out["not_judged"]
+    return out
+
+
 def _log_bytes(path: Path) -> bytes:
     """The bytes of the log at ``path``; empty when it is absent or not a regular file."""
     try:
@@ -80,11 +91,14 @@ def summarize(
     environment_ok: bool,
     environment_reason: str,
     environment_substituted: bool = False,
+    environment_not_judged: bool = False,
 ) -> dict[str, Any]:
     """Per-experiment verdicts at each level, claims, and the overall verdict
-    (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict`` PASS/FAIL/INCOMPLETE,
-    ``incomplete`` lines, and ``passed``, true for PASS only), as the JSON that is the
-    judged part of ``audit.json`` (:class:`~reprobridge.evidence.records.AuditSummary`)."""
+    (:func:`reprobridge.audit.verdict.overall_verdict`: ``verdict``
+    PASS/FAIL/INCOMPLETE/NOT JUDGED, ``incomplete`` lines, and ``passed``, true for PASS
+    only), as the JSON that is the judged part of ``audit.json``
+    (:class:`~reprobridge.evidence.records.AuditSummary`). ``environment_not_judged``: this
+    machine could not make the environment (``environment_reason`` says why)."""
     verdicts: dict[str, ExperimentVerdict] = {}
     values: dict[str, dict[str, list[float]]] = {}
     seeds: dict[str, dict[str, list[int]]] = {}
@@ -98,6 +112,7 @@ def summarize(
             environment_reason=environment_reason,
             experiment_id=exp_id,
             environment_substituted=environment_substituted,
+            environment_not_judged=environment_not_judged,
         )
         # Claims use values of runs whose procedure passed only.
         values[exp_id] = claim_values(runs)

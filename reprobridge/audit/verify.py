@@ -20,11 +20,11 @@ from typing import Any
 
 from reprobridge._fs import read_regular
 from reprobridge.audit.judge import RunJudgement
-from reprobridge.audit.verdicts import rejudge_run, summarize
+from reprobridge.audit.verdicts import judgement_json, rejudge_run, summarize
 from reprobridge.errors import AuditError, ManifestError
 from reprobridge.evidence.layout import AUDIT_FILE, ENVIRONMENT_FILE, PLAN_FILE, STATUS_FILE
 from reprobridge.evidence.provenance import provenance
-from reprobridge.evidence.records import Plan, RecordError, RunRecord, jsonable
+from reprobridge.evidence.records import Plan, RecordError, RunRecord
 from reprobridge.evidence.store import bundle_state
 from reprobridge.evidence.verify import VerifyResult, verify_bundle
 from reprobridge.manifest.io import parse_document, validate_document
@@ -37,7 +37,8 @@ class VerifyOutcome(VerifyResult):
 
     runs: dict[str, str] = field(default_factory=dict)
     passed: bool | None = None
-    #: The re-derived overall verdict (PASS, FAIL, INCOMPLETE) and its gaps; None unknown.
+    #: The re-derived overall verdict (PASS, FAIL, INCOMPLETE, NOT JUDGED) and its gaps;
+    #: None unknown.
     verdict: str | None = None
     incomplete: list[str] = field(default_factory=list)
     #: Whose bundle this is (:class:`~reprobridge.evidence.provenance.Provenance`'s label):
@@ -106,6 +107,7 @@ class _Records:
     environment_ok: bool
     environment_reason: str
     environment_substituted: bool = False
+    environment_not_judged: bool = False
 
 
 def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
@@ -163,7 +165,8 @@ def _read_records(path: Path, out: VerifyOutcome) -> _Records | None:
         docs[AUDIT_FILE],
         bool(env.get("ok")),
         str(env.get("reason", "")),
-        bool(env.get("substituted")),
+        bool(env.get("substituted") or env.get("python_mismatch")),
+        env.get("not_judged") is True,
     )
 
 
@@ -243,7 +246,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
             )
             complete = False
             continue
-        again: object = jsonable(judgement)
+        again: object = judgement_json(judgement)
         stored: object
         try:
             stored = json.loads(read_regular(run_dir / "metrics.json"))
@@ -270,6 +273,7 @@ def verify_audit(path: Path, public_key: Path | None = None) -> VerifyOutcome:
                 environment_ok=records.environment_ok,
                 environment_reason=records.environment_reason,
                 environment_substituted=records.environment_substituted,
+                environment_not_judged=records.environment_not_judged,
             )
         )
     )

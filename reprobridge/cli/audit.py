@@ -85,7 +85,7 @@ class _Progress:
             self._start_ticker("setting up", None)
         elif event == "environment":
             self._stop_ticker()
-            mark = "ok" if fields["ok"] else "FAILED"
+            mark = "ok" if fields["ok"] else "NOT JUDGED" if fields.get("not_judged") else "FAILED"
             say(f"environment ({fields['backend']}): {mark}: {fields['reason']}")
         elif event in {"run-start", "run-reused"}:
             self.done += event == "run-reused"
@@ -132,7 +132,7 @@ class _Progress:
         elif event == "run-done":
             self._stop_ticker()
             self.done += 1
-            state = "ok" if fields["ok"] else "FAILED"
+            state = "ok" if fields["ok"] else "NOT JUDGED" if fields.get("not_judged") else "FAILED"
             say(f"[{self.done}/{self.total}] {fields['run']}: {state} ({fields['termination']})")
 
     def _phase_line(self, fields: Mapping[str, object], phase: str, extra: str = "") -> None:
@@ -200,7 +200,13 @@ def _duration(s: float) -> str:
 
 
 #: Terminal colour of each display state (reprobridge.report.states).
-_COLOUR = {"pass": "green", "pass-not-hermetic": "yellow", "fail": "red", "incomplete": "yellow"}
+_COLOUR = {
+    "pass": "green",
+    "pass-not-hermetic": "yellow",
+    "fail": "red",
+    "incomplete": "yellow",
+    "not-judged": "magenta",
+}
 
 
 def _state(state: str) -> str:
@@ -296,8 +302,8 @@ def run_and_render(
     extra: dict[str, Any] | None = None,
 ) -> None:
     """Run the audit with progress on stderr, print the verdicts (``extra`` keys join the
-    JSON document); exit with the overall verdict's status (0 PASS, 1 FAIL, 20 INCOMPLETE:
-    reprobridge.errors.VERDICT_EXIT)."""
+    JSON document); exit with the overall verdict's status (0 PASS, 1 FAIL, 20 INCOMPLETE,
+    11 NOT JUDGED: reprobridge.errors.VERDICT_EXIT)."""
     from reprobridge.audit.auditor import run_audit
     from reprobridge.audit.preview import recorded_wall_times
     from reprobridge.errors import VERDICT_EXIT
@@ -370,6 +376,13 @@ _common = [
     threads_option("RB_THREADS, else `threads` in the user config, else not set."),
     max_output_option(),
     click.option(
+        "--python-mismatch-ok",
+        is_flag=True,
+        help="Judge the runs under this rb's Python when the host lacks the manifest's "
+        "(the environment level is then incomplete and says so; without it such an audit "
+        "is NOT JUDGED, exit 11).",
+    ),
+    click.option(
         "--allow-build",
         is_flag=True,
         hidden=True,
@@ -397,6 +410,7 @@ class _Shared(TypedDict):
     allow_dirty: bool
     threads: int | None
     max_output_mb: int | None
+    python_mismatch_ok: bool
     allow_build: bool
 
 
@@ -525,7 +539,9 @@ def audit_command(
 
     Exit 0 (PASS) only when every experiment had metrics with thresholds and all held; 1
     (FAIL) when a verdict fails; 20 (INCOMPLETE) when nothing failed but something was not
-    judged (each gap is listed with the manifest key to add); 130/143 when interrupted;
+    judged (each gap is listed with the manifest key to add); 11 (NOT JUDGED) when this
+    machine could not judge it (Nix too old or offline for the pin, no GPU, not the
+    manifest's Python), which says nothing about the paper; 130/143 when interrupted;
     0 after --detach (submitted, nothing judged yet).
     """
     from reprobridge.audit.auditor import scheduler_jobs
@@ -677,4 +693,5 @@ def _audit_options(
         allow_dirty=shared["allow_dirty"],
         threads=state().operator.threads(shared["threads"]),
         max_output_mb=state().operator.max_output_mb(shared["max_output_mb"]),
+        python_mismatch_ok=shared["python_mismatch_ok"],
     )

@@ -1,8 +1,10 @@
 """`rb doctor`: say what this machine can do (nix, flakes, bubblewrap, uv, git, GPUs, disk).
 
 Exit status: 0 whenever the report was made, missing pieces included (the doctor reports,
-it does not judge), except with ``--strict``, where a missing required piece (python, nix, git)
-exits 11, the :class:`~reprobridge.errors.MachineError` code.
+it does not judge), except with ``--strict``, where any row that would stop an audit
+(:data:`reprobridge.doctor.BLOCKS_AUDIT`: python, nix, git or uv missing, a Nix too old for
+current pins or that cannot evaluate flakes, reach its store or build in its sandbox, no
+working bubblewrap) exits 11, the :class:`~reprobridge.errors.MachineError` code.
 """
 
 from __future__ import annotations
@@ -30,26 +32,29 @@ def render_table(checks: list[doctor.Check]) -> str:
 @click.option(
     "--strict",
     is_flag=True,
-    help="Exit 11 when a required piece (python, nix, git) is missing.",
+    help="Exit 11 when anything here would stop an audit (a missing tool, a Nix too old "
+    "for current pins or without its sandbox, no working bubblewrap).",
 )
 @common_options
 def doctor_command(strict: bool, as_json: bool) -> None:
     """Say what this machine can do: nix, flakes, bubblewrap, uv, git, GPUs, disk."""
     checks = doctor.run_checks()
     missing = doctor.missing_required(checks)
+    blockers = doctor.audit_blockers(checks)
     if as_json:
         payload = {
             "checks": [c.to_json() for c in checks],
             "missing_required": [c.name for c in missing],
+            "blocks_audit": [c.name for c in blockers],
         }
         print_json(payload)
     else:
         click.echo(render_table(checks))
-    if strict and missing:
+    if strict and blockers:
         from reprobridge.errors import MachineError
 
-        names = ", ".join(c.name for c in missing)
+        names = ", ".join(c.name for c in blockers)
         raise MachineError(
-            f"required tools missing: {names}",
+            f"this machine cannot audit as it is: {names} (see the table's fixes)",
             hint="run `rb doctor` for the fix of each",
         )

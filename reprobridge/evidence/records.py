@@ -267,15 +267,25 @@ class Plan:
 
 @dataclass(frozen=True)
 class NotStarted:
-    """Why a run did not start, and the level that fails for it."""
+    """Why a run did not start, and the level that fails for it; ``machine`` when the
+    reason is this machine (no GPU, Nix too old or offline for the pin): that level is then
+    not judged, never failed."""
 
     level: str
     reason: str
+    machine: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        """As status.json holds it: ``machine`` only when true (older records lack it)."""
+        out: dict[str, Any] = {"level": self.level, "reason": self.reason}
+        if self.machine:
+            out["machine"] = True
+        return out
 
     @classmethod
     def from_json(cls, raw: object, where: str) -> NotStarted:
         f = _Fields(raw, where)
-        return cls(f.str_("level", ""), f.str_("reason"))
+        return cls(f.str_("level", ""), f.str_("reason"), f.opt_bool("machine") is True)
 
 
 @dataclass(frozen=True)
@@ -442,7 +452,7 @@ class RunRecord:
         if self.built_from_source is not None:
             out["built_from_source"] = self.built_from_source
         if self.not_started is not None:
-            out["not_started"] = dataclasses.asdict(self.not_started)
+            out["not_started"] = self.not_started.to_json()
         if self.executor is not None:
             out["executor"] = self.executor
         if self.placement is not None:
@@ -700,10 +710,10 @@ class AuditSummary:
 
     @property
     def verdict(self) -> str:
-        """PASS, FAIL, INCOMPLETE; from ``passed`` for a bundle from before INCOMPLETE,
-        UNKNOWN when neither says."""
+        """PASS, FAIL, INCOMPLETE, NOT JUDGED; from ``passed`` for a bundle from before
+        INCOMPLETE, UNKNOWN when neither says."""
         word = self.judged.get("verdict")
-        if word in {"PASS", "FAIL", "INCOMPLETE"}:
+        if word in {"PASS", "FAIL", "INCOMPLETE", "NOT JUDGED"}:
             return str(word)
         return {True: "PASS", False: "FAIL", None: "UNKNOWN"}[self.passed]
 

@@ -54,7 +54,7 @@ from reprobridge.report.svg import (
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 #: Verdict words that have a colour; anything else a bundle says is shown as ``unknown``.
 KNOWN_STATUS = frozenset(
-    {"pass", PASS_NOT_HERMETIC, "fail", "incomplete", "skipped", "not-applicable"}
+    {"pass", PASS_NOT_HERMETIC, "fail", "incomplete", "skipped", "not-applicable", "not-judged"}
 )
 
 
@@ -183,7 +183,9 @@ def _banner(audit: AuditData, comparison: Comparison | None) -> str:
             )
         if audit.claims and held < len(audit.claims):
             bits.append(f"{len(audit.claims) - held} of {len(audit.claims)} claim(s) do not hold")
-        if audit.verdict == "INCOMPLETE":
+        if audit.verdict == "NOT JUDGED":
+            bits.append("this machine could not judge the audit; nothing failed")
+        if audit.verdict in {"INCOMPLETE", "NOT JUDGED"}:
             bits += [f"not judged: {gap}" for gap in audit.summary.incomplete]
         line = "; ".join(bits) + "." if bits else "The audit did not pass."
     facts = [
@@ -465,6 +467,9 @@ def _all_status(e: ExperimentData) -> str:
 def _exp_badge(e: ExperimentData, hermetic: bool | None) -> Raw:
     if e.failed_level:
         return _badge("fail", f"fails at {e.failed_level}")
+    machine = next((n for n in LEVELS if e.levels[n].status == "not-judged"), None)
+    if machine:
+        return _badge("not-judged", f"not judged at {machine} (this machine)")
     status = _all_status(e)
     if status != "pass":
         return _badge(status, "incomplete")
@@ -839,7 +844,8 @@ background:var(--skip-bg);color:var(--skip);min-width:124px;text-align:center}
 .banner.pass-not-hermetic{border-top-color:var(--warn-line)}
 .banner.pass-not-hermetic .verdict{background:var(--warn-bg);color:var(--warn);font-size:20px}
 .banner.fail .verdict{background:var(--fail-bg);color:var(--fail)}
-.banner.incomplete{border-top-color:var(--na)}.banner.incomplete .verdict{background:var(--na-bg);color:var(--na)}
+.banner.incomplete,.banner.not-judged{border-top-color:var(--na)}
+.banner.incomplete .verdict,.banner.not-judged .verdict{background:var(--na-bg);color:var(--na)}
 .headline{flex:1;min-width:0}.kicker{margin:0;color:var(--muted);font-size:12px;text-transform:uppercase;
 letter-spacing:.08em}h1{margin:2px 0 2px;font-size:24px}.paper{margin:0;color:var(--muted)}
 .line{margin:8px 0 10px;font-weight:600}
@@ -860,7 +866,7 @@ table.kv td,table.kv th{padding:4px 8px;overflow-wrap:anywhere}
 .badge{display:inline-block;padding:1px 9px;border-radius:999px;font-size:12px;font-weight:700;
 background:var(--skip-bg);color:var(--skip);white-space:nowrap;vertical-align:middle}
 .badge.pass{background:var(--pass-bg);color:var(--pass)}.badge.fail{background:var(--fail-bg);color:var(--fail)}
-.badge.not-applicable,.badge.incomplete{background:var(--na-bg);color:var(--na)}
+.badge.not-applicable,.badge.incomplete,.badge.not-judged{background:var(--na-bg);color:var(--na)}
 .badge.pass-not-hermetic{background:var(--warn-bg);color:var(--warn)}
 .plan-warning{background:var(--warn-bg);color:var(--warn);border:1px solid var(--warn-line);
 border-radius:8px;padding:8px 12px;margin:8px 0;font-weight:600}

@@ -28,12 +28,14 @@ _ICON = {
     "incomplete": "⚠️ incomplete",
     "skipped": "⏭️ skipped",
     "not-applicable": "➖ n/a",
+    "not-judged": "🖥️ not judged",
 }
 _OVERALL = {
     "pass": "✅ PASS",
     PASS_NOT_HERMETIC: "🟡 PASS, NOT HERMETIC",
     "fail": "❌ FAIL",
     "incomplete": "⚠️ INCOMPLETE",
+    "not-judged": "🖥️ NOT JUDGED (this machine)",
 }
 _ESCAPE = str.maketrans(
     {

@@ -1,7 +1,8 @@
 """How a verdict reads to people: one vocabulary for the terminal, Markdown and HTML.
 
 Contract: a bundle's statuses (``pass``, ``fail``, ``skipped``, ``not-applicable``,
-``incomplete``) are shown as they are, except that a ``pass`` of an audit whose
+``incomplete``, ``not-judged``) are shown as they are (the overall NOT JUDGED as
+``not-judged``), except that a ``pass`` of an audit whose
 environment was not hermetic (the host backend: Python packages pinned, the system not)
 shows as :data:`PASS_NOT_HERMETIC`, in amber rather than green. Such a pass means the
 numbers held on this machine; it does not say what the environment was made of. Only the
@@ -20,6 +21,7 @@ LABELS = {
     "incomplete": "incomplete",
     "skipped": "skipped",
     "not-applicable": "n/a",
+    "not-judged": "not judged",
 }
 
 
@@ -30,10 +32,10 @@ def shown_status(status: str | None, hermetic: bool | None) -> str | None:
 
 
 def overall_state(passed: bool | None, hermetic: bool | None, verdict: str | None = None) -> str:
-    """The overall display state: ``verdict`` when the bundle states one (``incomplete``),
-    else from ``passed``; ``unknown`` without either."""
+    """The overall display state: ``verdict`` when the bundle states one (``incomplete``,
+    ``not-judged``), else from ``passed``; ``unknown`` without either."""
     if verdict:
-        status: str | None = verdict.lower()
+        status: str | None = verdict.lower().replace(" ", "-")
     else:
         status = "pass" if passed is True else "fail" if passed is False else None
     return shown_status(status, hermetic) or "unknown"

@@ -70,7 +70,9 @@ H100 = ("NVIDIA H100 80GB HBM3", 80 * 2**30, (9, 0), "GPU-0000-aaaa")
 A10 = ("NVIDIA A10G", 24 * 2**30, (8, 6), "GPU-1111-bbbb")
 
 
-def probes(tmp_path: Path, answers=None, *, which=None, nvml=None, free=50 * 10**9, bwrap=True):
+def probes(
+    tmp_path: Path, answers=None, *, which=None, nvml=None, free=50 * 10**9, bwrap=True, uid=0
+):
     on_path = {"nix": "/usr/bin/nix", "uv": "/usr/bin/uv", "git": "/usr/bin/git"}
     if which is not None:
         on_path = which
@@ -86,6 +88,8 @@ def probes(tmp_path: Path, answers=None, *, which=None, nvml=None, free=50 * 10*
         uv_package=lambda: None,
         driver_libraries=lambda: (),
         opengl_driver=tmp_path / "no-opengl-driver",
+        uid=uid,
+        environ={},
     )
 
 
@@ -153,8 +157,10 @@ def test_nix_timeout_and_unreachable_store_do_not_raise(tmp_path):
     assert "unknown feature" in checks["flakes"].detail
     assert checks["nix-store"].status == "missing"
     assert "cannot connect" in checks["nix-store"].detail
+    # The nix backend refuses to build where it cannot tell whether Nix sandboxes builds.
     assert (
-        checks["nix-sandbox"].status == "warn" and "did not finish" in checks["nix-sandbox"].detail
+        checks["nix-sandbox"].status == "missing"
+        and "did not finish" in checks["nix-sandbox"].detail
     )
 
 
@@ -322,7 +328,7 @@ def test_cli_strict_exits_11_when_nix_missing(monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         main(["doctor", "--strict"])
     assert exc.value.code == 11
-    assert "required tools missing: nix" in capsys.readouterr().err
+    assert "this machine cannot audit as it is: nix" in capsys.readouterr().err
 
 
 def test_cli_strict_exits_zero_when_required_present(monkeypatch):
@@ -437,3 +443,26 @@ def test_no_driver_for_nix_is_said_not_an_error(tmp_path):
     row = by_name(checks)["nix-gpu-driver"]
     assert row.status == "missing" and "CPU only" in row.detail
     assert row not in doctor.missing_required(checks)
+
+
+def test_strict_fails_on_what_would_stop_an_audit(tmp_path, monkeypatch, capsys):
+    """Debian 12's Nix 2.8 cannot evaluate current pins: `rb doctor --strict` said so and
+    exited 0. Now every row that would stop an audit fails it (exit 11), naming the rows."""
+    from reprobridge.cli import cli, main
+
+    # As a user the daemon does not trust, `sandbox = false` stops the nix backend too.
+    user = by_name(doctor.run_checks(probes(tmp_path, uid=54321)))
+    assert user["nix-sandbox"].status == "missing"
+    assert "does not let this user turn it on" in user["nix-sandbox"].detail
+    # No working bubblewrap: runs would not be isolated.
+    no_bwrap = doctor.run_checks(probes(tmp_path, bwrap=False))
+    assert "bubblewrap" in [c.name for c in doctor.audit_blockers(no_bwrap)]
+    checks = doctor.run_checks(probes(tmp_path))
+    assert [c.name for c in doctor.audit_blockers(checks)] == ["nix"]
+    _fake_run_checks(monkeypatch, checks)
+    with pytest.raises(SystemExit) as exc:
+        main(["doctor", "--strict"])
+    assert exc.value.code == 11
+    assert "cannot audit as it is: nix" in capsys.readouterr().err
+    out = CliRunner().invoke(cli, ["doctor", "--json"])
+    assert json.loads(out.output)["blocks_audit"] == ["nix"]

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 from artifacts_helpers import NixRunner, host_python, nix_env
 
+from reprobridge._machine import nix_version
 from reprobridge.audit.auditor import AuditOptions, AuditResult, run_audit
 from reprobridge.audit.verify import verify_audit
+from reprobridge.errors import VERDICT_EXIT
 from reprobridge.examples import copy_example
 from reprobridge.initializer import init_repository
 
@@ -164,3 +166,69 @@ def test_shellhook_runs_in_the_runs_sandbox(
     run = result.path / "runs/baseline/0"
     assert (run / "setup-0.stdout.log").is_file()
     assert "HOOK_EXPORTED" in json.loads((run / "env.json").read_text())
+
+
+def _audit_pinned(nix: NixRunner, example: Path, **overrides: str) -> AuditResult:
+    """One run of the example's baseline on the nix backend, nixpkgs as pinned (never
+    fetched here: the tests' Nix is offline) unless ``overrides`` say otherwise."""
+    return run_audit(
+        example,
+        AuditOptions(
+            runs=1,
+            backend="nix",
+            nix_binary=nix.binary,
+            experiments=["baseline"],
+            nix_overrides=dict(overrides),
+        ),
+    )
+
+
+def test_no_network_for_the_pin_is_not_judged(
+    nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pinned nixpkgs cannot be downloaded (the tests' Nix is offline, as a reviewer's
+    machine without network): on the old main `verdict: FAIL` at all three levels, exit 1."""
+    _use_nix(nix, monkeypatch)
+    result = _audit_pinned(nix, example)
+    v = result.summary["experiments"]["baseline"]
+    assert result.verdict == "NOT JUDGED", json.dumps(result.summary, indent=1)
+    assert VERDICT_EXIT[result.verdict] == 11
+    assert v["environment"]["status"] == "not-judged"
+    assert v["environment"]["reason"].startswith("no network to fetch the pinned inputs: ")
+    assert (v["procedure"]["status"], v["metric"]["status"]) == ("skipped", "skipped")
+    again = verify_audit(result.path)
+    assert again.ok and again.verdict == "NOT JUDGED", again.problems
+
+
+#: A nixpkgs that, as nixpkgs 25.11 does (lib/minver.nix), refuses a Nix older than 2.18.
+_NEW_NIXPKGS = """{
+  outputs = { self }:
+    if builtins.compareVersions builtins.nixVersion "2.18" < 0
+    then throw "this version of Nixpkgs requires Nix >= 2.18, please upgrade"
+    else { };
+}
+"""
+
+
+def test_a_nix_too_old_for_the_pin_is_not_judged(
+    nix: NixRunner, example: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Debian 12's Nix 2.8 cannot evaluate a current nixpkgs: not judged. A Nix new enough
+    that still cannot build the devShell (this stand-in has no packages) is the pin's
+    failure, judged as before."""
+    _use_nix(nix, monkeypatch)
+    fake = tmp_path / "nixpkgs"
+    fake.mkdir()
+    (fake / "flake.nix").write_text(_NEW_NIXPKGS)
+    result = _audit_pinned(nix, example, nixpkgs=f"path:{fake}")
+    env = result.summary["experiments"]["baseline"]["environment"]
+    version = nix_version(nix.binary)
+    assert version is not None
+    if version < (2, 18):
+        assert result.verdict == "NOT JUDGED", json.dumps(result.summary, indent=1)
+        assert env["status"] == "not-judged"
+        assert "is older than 2.18 and could not evaluate the pin" in env["reason"]
+        assert "requires Nix >= 2.18" in env["reason"]
+    else:
+        assert (result.verdict, env["status"]) == ("FAIL", "fail"), env
+    assert verify_audit(result.path).ok

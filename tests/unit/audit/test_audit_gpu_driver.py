@@ -5,6 +5,7 @@ audited end to end in real bubblewrap."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,8 @@ from reprobridge import sandbox
 from reprobridge.audit import auditor
 from reprobridge.audit import fingerprint as fp
 from reprobridge.audit.auditor import AuditOptions, run_audit
-from reprobridge.errors import MachineError
+from reprobridge.audit.verify import verify_audit
+from reprobridge.errors import VERDICT_EXIT, MachineError
 
 pytestmark = pytest.mark.skipif(
     sandbox.sandbox_unusable() is not None, reason=str(sandbox.sandbox_unusable())
@@ -101,11 +103,15 @@ def test_a_cuda_pin_newer_than_the_driver_is_a_machine_problem(
     tiny_repo, fake_driver: Path
 ) -> None:
     """The fake driver supports CUDA 12.4 (NVML): a GPU experiment pinned to 12.8 cannot run
-    here, which says nothing about the repository (exit 11, no verdict)."""
+    here, which says nothing about the repository: NOT JUDGED (exit 11), never FAIL."""
     root = _gpu_repo(tiny_repo, "echo acc=0.9\n", cuda="12.8")
-    with pytest.raises(MachineError, match=r"supports CUDA up to 12\.4, but .*\.cuda = \"12\.8\""):
-        run_audit(root, AuditOptions(runs=1, backend="host"))
-    assert MachineError.exit_code == 11
+    result = run_audit(root, AuditOptions(runs=1, backend="host"))
+    procedure = result.summary["experiments"]["main"]["procedure"]
+    assert result.verdict == "NOT JUDGED", result.summary
+    assert procedure["status"] == "not-judged"
+    assert re.search(r"supports CUDA up to 12\.4, but .*\.cuda = \"12\.8\"", procedure["reason"])
+    assert VERDICT_EXIT[result.verdict] == MachineError.exit_code == 11
+    assert verify_audit(result.path).verdict == "NOT JUDGED"
 
 
 @pytest.mark.parametrize(("cuda", "gpus"), [("12.1", 1), ("12.8", 0)])
