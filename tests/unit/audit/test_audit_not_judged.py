@@ -27,15 +27,19 @@ from reprobridge.audit.nixcalls import machine_cause
 from reprobridge.audit.verdict import overall_verdict
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import EXIT_MACHINE, CommandFailed, MachineError
+from reprobridge.initializer import init_repository
 
 
 def _edit(root: Path, old: str, new: str) -> None:
-    """Replace ``old`` by ``new`` in the manifest and commit it."""
+    """Replace ``old`` by ``new`` in the manifest, render the artifacts from it again (an
+    audit refuses stale ones), and commit."""
     manifest = root / "reprobridge.toml"
     text = manifest.read_text()
     assert old in text
     manifest.write_text(text.replace(old, new, 1))
-    subprocess.run(["git", "-C", str(root), "commit", "-qam", "edit"], check=True)
+    init_repository(root, lock="never")
+    subprocess.run(["git", "-C", str(root), "add", "-A"], check=True)
+    subprocess.run(["git", "-C", str(root), "commit", "-qm", "edit"], check=True)
 
 
 def _audit_cli(
