@@ -69,6 +69,7 @@ from reprobridge.manifest.schema import Derivation, Environment, Manifest
 from reprobridge.probe.apply import apply_decisions
 from reprobridge.probe.record import Decision, load_decisions
 from reprobridge.recovery.drift import with_drift_ceilings, with_drift_edits
+from reprobridge.recovery.gpuneed import manifest_gpu_need
 from reprobridge.recovery.merge import MergeResult, merge_findings, retarget
 from reprobridge.recovery.paperfile import (
     PaperChoice,
@@ -356,7 +357,8 @@ def init_repository(
     # rebuilt without it.
     expect_lock = lock in ("auto", "always") or _kept_lock(root) is not None
     repo_name, name_sources = _project_name(root, current)
-    static = merge_findings(
+    merge = partial(
+        merge_findings,
         ctx,
         repo_name=repo_name,
         repo_name_sources=name_sources,
@@ -365,6 +367,7 @@ def init_repository(
         paper_sha256=chosen.sha256,
         paper_label=label_of(chosen),
     )
+    static = merge()
     agent_result, agent_fallback = _run_agent(root, static, paper_rel, agent)
     # What an earlier probe learned by running (repro/probe.toml) applies to every draft,
     # so the artifacts stay as the probe left them without running anything again.
@@ -372,6 +375,15 @@ def init_repository(
     merged = _with_decisions(
         replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
     )
+    need = manifest_gpu_need(merged.manifest)
+    if need.needed != static.gpu_need.needed:
+        # The agent or a probe's run changed whether a GPU is needed: the CUDA toolkit, and
+        # the nixpkgs release that must carry it, follow the final values, so the draft is
+        # merged again with that need and the same proposals and decisions applied.
+        static = merge(gpu_need=need)
+        merged = _with_decisions(
+            replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
+        )
     # Packages whose removed names or keywords the code calls where no rename fixes them
     # get an upper bound below the removal, so the lock resolves a release that has them.
     # A kept lock (rb check, --no-lock) says which bounds held when it was made; without

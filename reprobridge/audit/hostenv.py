@@ -98,14 +98,18 @@ def pip_inputs(
     return its flags. ``exclude`` names requirements left out (canonical names); ``routed``
     routes the torch family to :attr:`HostInstall.routing`'s index."""
     skip = set(exclude)
-    deps = [r for r in install.requirements if requirement_name(r) not in skip]
+    routing = install.routing if routed else None
+    deps = [
+        routing.requirement(r) if routing else r
+        for r in install.requirements
+        if requirement_name(r) not in skip
+    ]
     lines = [
         "[project]",
         'name = "rb-run-environment"',
         'version = "0"',
         "dependencies = [" + ", ".join(json.dumps(d) for d in deps) + "]",
     ]
-    routing = install.routing if routed else None
     if routing is not None:
         lines += [
             "",

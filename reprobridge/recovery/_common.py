@@ -10,6 +10,7 @@ from reprobridge.detect.base import Finding, rank_of
 from reprobridge.detect.findings import FindingValue
 from reprobridge.manifest.notes import RecoveryNotes
 from reprobridge.manifest.schema import Manifest
+from reprobridge.recovery.gpuneed import GpuNeed
 
 V = TypeVar("V", bound=FindingValue)
 
@@ -20,6 +21,8 @@ class MergeResult:
 
     manifest: Manifest
     notes: RecoveryNotes = field(default_factory=RecoveryNotes)
+    #: Whether the CUDA toolkit was installed for the experiments' need, and why.
+    gpu_need: GpuNeed = field(default_factory=lambda: GpuNeed(False, "no experiment needs a GPU"))
 
 
 class Builder:

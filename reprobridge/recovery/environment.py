@@ -7,6 +7,7 @@ import re
 import time
 import tomllib
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -36,6 +37,7 @@ from reprobridge.manifest.schema import NIX_ATTR_PATTERN
 from reprobridge.recovery import pins
 from reprobridge.recovery._common import Builder, best
 from reprobridge.recovery.dating import EnvironmentDate, python_of_date, year_before
+from reprobridge.recovery.gpuneed import GpuNeed
 from reprobridge.recovery.pins import version_key
 
 _REQ_PRIORITY = {
@@ -613,8 +615,17 @@ def _cuda_version(raw: str) -> tuple[str, str | None]:
     )
 
 
-def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNotes) -> str | None:
-    """The CUDA ``X.Y`` (highest-confidence source), or None for CPU only."""
+@dataclass(frozen=True)
+class NamedCuda:
+    """The CUDA version the packages name (``X.Y``), with its sources and confidence."""
+
+    version: str
+    sources: tuple[str, ...]
+    confidence: str
+
+
+def merge_cuda(by_kind: dict[str, list[Finding]], notes: RecoveryNotes) -> NamedCuda | None:
+    """The CUDA ``X.Y`` the packages name (highest-confidence source), or None."""
     found = best(of_type(by_kind, CudaValue), {})
     if not found:
         return None
@@ -634,8 +645,23 @@ def merge_cuda(b: Builder, by_kind: dict[str, list[Finding]], notes: RecoveryNot
                 "the highest-confidence source wins",
             )
         )
-    b.put("environment.cuda", version, top.sources(), "low" if note else top.confidence)
-    return version
+    return NamedCuda(version, tuple(top.sources()), "low" if note else top.confidence)
+
+
+def decide_cuda(
+    b: Builder, named: NamedCuda | None, need: GpuNeed, notes: RecoveryNotes
+) -> str | None:
+    """``environment.cuda``: the named version where CUDA code is compiled or an experiment
+    needs a GPU, else None (CPU only), the decision and its evidence stated either way."""
+    if named is None:
+        return None
+    where = ", ".join(named.sources)
+    if not need.needed:
+        notes.decisions.append(f"CUDA {named.version} named by {where}, not installed: {need.why}")
+        return None
+    b.put("environment.cuda", named.version, list(named.sources), named.confidence)
+    notes.decisions.append(f"CUDA {named.version} named by {where}, installed: {need.why}")
+    return named.version
 
 
 def merge_environment(

@@ -225,7 +225,6 @@ def merge_experiments(
     b: Builder,
     by_kind: dict[str, list[Finding]],
     datasets: dict[str, Finding[DatasetValue]],
-    cuda: str | None,
     notes: RecoveryNotes,
 ) -> None:
     """Experiments from the candidates, deduplicated and folded (see the merge rules)."""
@@ -353,7 +352,7 @@ def merge_experiments(
                 f"what the experiment reads, and {sources[0]} runs it before"
             )
         _one_experiment(
-            b, by_kind, entries, exp_id, f, cmd, entry, datasets, cuda, notes, smoke.get(entry)
+            b, by_kind, entries, exp_id, f, cmd, entry, datasets, notes, smoke.get(entry)
         )
 
 
@@ -587,7 +586,6 @@ def _one_experiment(
     cmd: str,
     entry: str,
     datasets: dict[str, Finding[DatasetValue]],
-    cuda: str | None,
     notes: RecoveryNotes,
     smoke: tuple[str, Any, list[str]] | None = None,
 ) -> None:

@@ -20,10 +20,13 @@ Rules (each decision is recorded with its sources in ``Manifest.derived``):
   wins; otherwise the newest version that every specifier (``requires-python``, syntax
   used, framework pins) admits, capped at 3.12 for wheel availability; default 3.11. An
   exact version that violates a specifier is kept and reported.
-* **CUDA**: the highest-confidence finding; disagreeing findings are reported. A CUDA
-  version says which wheels were built for it, not that a run needs a GPU: an experiment
-  needs one only on evidence in its code (``hardware`` findings: a launcher's process count,
-  CUDA use without a CPU fallback, compiled CUDA sources).
+* **CUDA**: the highest-confidence finding names the version; disagreeing findings are
+  reported. A CUDA version says which wheels were built for it, not that a run needs a GPU:
+  an experiment needs one only on evidence in its code (``hardware`` findings: a launcher's
+  process count, CUDA use without a CPU fallback, compiled CUDA sources). The version becomes
+  ``environment.cuda`` (the toolkit, and a nixpkgs release that carries it) only when CUDA
+  sources are compiled or an experiment needs a GPU (:mod:`reprobridge.recovery.gpuneed`);
+  either way a decision says so, with the evidence.
 * **Date bound**: ``environment.exclude_newer`` is the end of the day of the last commit
   that changed what the chosen experiments run or declare their environment in (HEAD's
   committer date when that cannot be known; :mod:`reprobridge.recovery.dating`), so the
@@ -56,7 +59,7 @@ from dataclasses import replace
 
 from reprobridge.detect.base import DetectContext, Finding
 from reprobridge.detect.envscope import env_scope
-from reprobridge.detect.findings import ExperimentValue, ProjectValue, of_type
+from reprobridge.detect.findings import ExperimentValue, NvccValue, ProjectValue, of_type
 from reprobridge.manifest.io import digest, flatten, manifest_data
 from reprobridge.manifest.notes import Conflict, RecoveryNotes
 from reprobridge.manifest.schema import Derivation, Manifest
@@ -65,6 +68,7 @@ from reprobridge.recovery._common import Builder, MergeResult, best
 from reprobridge.recovery.dating import CodeDate, code_date, environment_date
 from reprobridge.recovery.environment import (
     add_run_tooling,
+    decide_cuda,
     merge_cuda,
     merge_environment,
     merge_exclude_newer,
@@ -75,6 +79,7 @@ from reprobridge.recovery.environment import (
     merge_requirements,
 )
 from reprobridge.recovery.experiments import MAIN_DECISION, merge_datasets, merge_experiments
+from reprobridge.recovery.gpuneed import GpuNeed, gpu_need
 from reprobridge.recovery.paper import merge_paper
 from reprobridge.recovery.paperfile import PAPER_SOURCE, hash_sources
 from reprobridge.recovery.scope import (
@@ -99,9 +104,12 @@ def merge_findings(
     paper_sha256: str | None = None,
     paper_label: str | None = None,
     repo_name_sources: tuple[str, ...] = ("repository directory name",),
+    gpu_need: GpuNeed | None = None,
 ) -> MergeResult:
     """Apply the module's rules to ``ctx.findings``; return a validated manifest.
 
+    ``gpu_need`` replaces the need the draft's own values show (the final manifest's, after
+    the agent's proposals and the probe's decisions: :mod:`reprobridge.recovery.gpuneed`).
     Raises RenderError when no known nixpkgs release can carry the environment even after
     the documented fallbacks.
     """
@@ -119,19 +127,35 @@ def merge_findings(
     requirements = merge_requirements(b, by_kind, notes, dated)
     merge_optional_imports(b, by_kind, requirements, notes)
     python = merge_python(b, by_kind, requirements, notes, dated)
-    cuda = merge_cuda(b, by_kind, notes)
+    named = merge_cuda(by_kind, notes)
+    # The experiments first: whether one needs a GPU decides the CUDA toolkit, and with it
+    # the nixpkgs release (one that carries that toolkit).
+    datasets = merge_datasets(b, by_kind, ctx.index)
+    merge_experiments(b, by_kind, datasets, notes)
+    need = gpu_need if gpu_need is not None else _draft_gpu_need(b, by_kind)
+    cuda = decide_cuda(b, named, need, notes)
     merge_environment(b, by_kind, python, cuda, python_lock, notes)
     merge_exclude_newer(b, dated, notes)
     merge_metadata_floors(b, notes)
     merge_pythonpath(b, ctx.index, notes)
-    datasets = merge_datasets(b, by_kind, ctx.index)
-    merge_experiments(b, by_kind, datasets, cuda, notes)
     add_run_tooling(b, notes)
     merge_paper(b, by_kind, notes)
     notes.warnings.extend(
         w.message if not w.path else f"{w.path}: {w.message}" for w in ctx.warnings
     )
-    return MergeResult(_finalize(b), notes)
+    return MergeResult(_finalize(b), notes, need)
+
+
+def _draft_gpu_need(b: Builder, by_kind: dict[str, list[Finding]]) -> GpuNeed:
+    """The need the builder's experiments and the nvcc findings show."""
+    experiments = b.data.get("experiments", {})
+    gpus = {i: int(e.get("hardware", {}).get("gpus", 0)) for i, e in experiments.items()}
+    nvcc = of_type(by_kind, NvccValue)
+    return gpu_need(
+        gpus,
+        sorted({s for f in nvcc for s in f.sources()}) if nvcc else None,
+        lambda key: b.prov.get(key, ([], ""))[0],
+    )
 
 
 def _scope_environment(
@@ -171,7 +195,7 @@ def _chosen_experiments(
     """The experiment findings the merge rules keep, the main one first, and the merge's
     decision that says why the main one is main ("" when none)."""
     scratch, scratch_notes = Builder(), RecoveryNotes()
-    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), None, scratch_notes)
+    merge_experiments(scratch, by_kind, merge_datasets(scratch, by_kind), scratch_notes)
     # An experiment's command carries its finding's evidence as provenance.
     experiments = of_type(by_kind, ExperimentValue)
     chosen: list[Finding[ExperimentValue]] = []

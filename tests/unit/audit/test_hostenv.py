@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 import tomllib
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -41,6 +42,17 @@ def test_pip_inputs_carry_the_date_bound_the_constraints_and_the_routing(tmp_pat
     assert project["project"]["dependencies"] == ["torch", "numpy>=1.20", "gym==0.26.2"]
     assert project["tool"]["uv"]["sources"] == {"torch": {"index": "pytorch-cpu"}}
     assert project["tool"]["uv"]["index"][0]["explicit"] is True
+
+
+def test_routed_cpu_wheels_replace_the_repositorys_cuda_build(tmp_path: Path) -> None:
+    """A ``+cu121`` pin routed to the CPU index loses its label (``==2.1.0`` matches
+    ``2.1.0+cpu``); unrouted (the index unreachable), the repository's build stands."""
+    routing = replace(CPU, drops_local=True)
+    install = _install(requirements=("torch==2.1.0+cu121", "numpy==1.26.4"), routing=routing)
+    for routed, torch in ((True, "torch==2.1.0"), (False, "torch==2.1.0+cu121")):
+        flags = pip_inputs(install, tmp_path / str(routed), routed=routed)
+        project = tomllib.loads(Path(flags[flags.index("-r") + 1]).read_text())
+        assert project["project"]["dependencies"] == [torch, "numpy==1.26.4"]
 
 
 def test_pip_inputs_move_the_date_bound_for_the_packages_the_manifest_names(
