@@ -1,12 +1,14 @@
 """Static recovery (index + detectors) against only reading every file, and its memory.
 
 Usage:
-    python benchmarks/init_static.py [--files 5000,10000,20000] [--transformers 4.44.2 | --no-transformers]
+    python benchmarks/init_static.py [--files 5000,10000,20000] [--shape library,entries]
+                                     [--transformers 4.44.2 | --no-transformers]
                                      [--per-detector] [--keep DIR]
 
 For each repository -- a generated one of N files (a realistic mix: library modules with
 imports, a few argparse scripts, YAML/JSON configs, requirements, a README, a Makefile)
-for each N in ``--files``, and the ``transformers`` sdist (``pip download``; skipped with a
+for each N in ``--files`` (``--shape entries``: hundreds of entry scripts and notebooks
+importing one package instead, see :func:`generate_entries_repo`), and the ``transformers`` sdist (``pip download``; skipped with a
 message when the registry cannot be reached) -- a fresh worker process measures, in one run:
 
 * baseline: wall time to read every file's bytes (the same file list), page cache warm;
@@ -580,6 +582,9 @@ def report(rows: list[tuple[str, dict[str, Any]]]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="5000,10000,20000", help="comma-separated sizes")
+    parser.add_argument(
+        "--shape", default="library", help=f"generated shapes, comma-separated: {SHAPES}"
+    )
     parser.add_argument("--transformers", default="4.44.2", help="sdist version to measure")
     parser.add_argument("--no-transformers", action="store_true", help="skip the sdist")
     parser.add_argument("--per-detector", action="store_true", help="also time each detector")
@@ -597,11 +602,13 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         rows: list[tuple[str, dict[str, Any]]] = []
         for n in sizes:
-            root = work / f"generated-{n}"
-            if not root.exists():
-                root.mkdir()
-                generate_repo(root, n)
-            rows.append((f"generated-{n}", measure(root, args.per_detector)))
+            for shape in [s.strip() for s in args.shape.split(",") if s.strip()]:
+                name = f"{'generated' if shape == 'library' else shape}-{n}"
+                root = work / name
+                if not root.exists():
+                    root.mkdir()
+                    generate(root, n, shape)
+                rows.append((name, measure(root, args.per_detector)))
         if not args.no_transformers:
             src = fetch_transformers(args.transformers, work)
             if src is not None:
