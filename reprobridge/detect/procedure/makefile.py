@@ -106,7 +106,7 @@ def parsed_makefile(ctx: DetectContext, path: str, text: str) -> Makefile:
     parsed = memo.get(path)
     if parsed is None:
         parsed = memo[path] = parse_makefile(text)
-    return parsed  # type: ignore[no-any-return]
+    return parsed
 
 
 def parse_makefile(text: str) -> Makefile:
