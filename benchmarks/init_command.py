@@ -1,16 +1,20 @@
 """`rb init` as users run it, against the ast-parse floor and pipreqs, in the same run.
 
 Usage:
-    python benchmarks/init_command.py [--files 5000,20000,50000] [--corpus DIR[,DIR...]]
-                                      [--runs 3] [--pipreqs PATH] [--keep DIR]
+    python benchmarks/init_command.py [--files 5000,20000,50000] [--shape library,entries]
+                                      [--corpus DIR[,DIR...]] [--runs 3] [--pipreqs PATH]
+                                      [--baseline PYTHONPATH] [--keep DIR]
 
 ``benchmarks/init_static.py`` times detection inside one process; this script times the
-whole command a user types, ``python -m reprobridge init --agent static --no-lock -q ROOT``,
-in a subprocess: the interpreter, imports, the index, every detector, merging, rendering and
+whole command a user types,
+``python -m reprobridge init --agent static --no-lock --no-probe -q ROOT``, in a subprocess: the interpreter, imports, the index, every detector, merging, rendering and
 writing reprobridge.toml, flake.nix, repro/ and REPRODUCE.md, ``git add -N``. (``--no-lock``:
 locking asks PyPI, which measures the network.) Each repository is a fresh git clone:
 
-* generated repositories of N files (``init_static.generate_repo``, committed), and
+* generated repositories of N files (``init_static.generate``, committed), of each
+  ``--shape``: ``library`` (``generated-N``: library modules, ~1% entry scripts) and
+  ``entries`` (``entries-N``: hundreds of entry scripts and notebooks importing one
+  package, many Makefile targets, like pykan's), and
 * real repositories given with ``--corpus`` (e.g. ``/work/corpus/PyTorch-Tutorial``:
   scripts plus many notebooks), cloned with ``git clone --local``.
 
@@ -22,6 +26,9 @@ child and what it reaped, peak RSS = the largest ``ru_maxrss`` among them):
   dropped): what any static recovery must at least pay;
 * **first** -- ``rb init`` on the clean clone (``git clean``/``reset`` before it);
 * **re-run** -- ``rb init`` again on its own output (reads and merges the manifest);
+* **base-first**, **base-re-run** -- with ``--baseline DIR``, the same two commands with
+  ``PYTHONPATH=DIR`` (another ``reprobridge``, e.g. ``git archive main reprobridge``
+  unpacked there), in the same rounds: before/after figures measured interleaved;
 * **pipreqs** -- ``pipreqs --print --mode no-pin --use-local ROOT`` (its default: ``.py``
   files only), and **pipreqs-nb**, the same with ``--scan-notebooks`` where the repository
   has notebooks (pipreqs then imports nbconvert), run from pipreqs' own virtual
@@ -46,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from init_static import generate_repo
+from init_static import SHAPES, generate
 
 #: A fresh interpreter that parses what static recovery must read (argv[1]: the repository).
 FLOOR = r"""
@@ -85,11 +92,15 @@ class Run:
     rss_mb: float
 
 
-def run(argv: list[str], cwd: Path) -> Run:
-    """Run ``argv`` to the end (output discarded); fail loudly on a non-zero exit."""
+def run(argv: list[str], cwd: Path, pythonpath: str | None = None) -> Run:
+    """Run ``argv`` to the end (output discarded); fail loudly on a non-zero exit.
+    ``pythonpath``: the PYTHONPATH it runs with (another ``reprobridge``)."""
+    env = _env()
+    if pythonpath is not None:
+        env["PYTHONPATH"] = pythonpath
     start = time.perf_counter()
     proc = subprocess.Popen(
-        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=_env()
+        argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env
     )
     assert proc.stderr is not None
     err = proc.stderr.read()
@@ -116,10 +127,16 @@ def _git(root: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, env=_env())
 
 
-def make_generated(workdir: Path, n_files: int) -> Path:
-    root = workdir / f"generated-{n_files}"
+def generated_name(shape: str, n_files: int) -> str:
+    """``generated-N`` for the ``library`` shape (the rows before shapes existed),
+    ``entries-N`` for the ``entries`` shape."""
+    return f"{'generated' if shape == 'library' else shape}-{n_files}"
+
+
+def make_generated(workdir: Path, n_files: int, shape: str = "library") -> Path:
+    root = workdir / generated_name(shape, n_files)
     root.mkdir()
-    generate_repo(root, n_files)
+    generate(root, n_files, shape)
     _git(root, "init", "-q")
     _git(root, "add", "-A")
     _git(root, "commit", "-qm", "generated")
@@ -154,14 +171,21 @@ def pipreqs_argvs(exe: str, root: Path) -> dict[str, list[str]]:
     return out
 
 
-def measure(root: Path, runs: int, pipreqs: str | None) -> dict[str, list[Run]]:
-    rb = [sys.executable, "-m", "reprobridge", "init", "--agent", "static", "--no-lock", "-q"]
+def measure(
+    root: Path, runs: int, pipreqs: str | None, baseline: str | None = None
+) -> dict[str, list[Run]]:
+    # --no-probe: the probe runs the chosen experiments (installs, a sandbox): what is
+    # measured here is static recovery.
+    rb = [
+        *(sys.executable, "-m", "reprobridge", "init"),
+        *("--agent", "static", "--no-lock", "--no-probe", "-q"),
+    ]
     floor = [sys.executable, "-c", FLOOR, str(root)]
     others = pipreqs_argvs(pipreqs, root) if pipreqs else {}
     # cwd outside any checkout: `python -m` puts the cwd first on sys.path, and PYTHONPATH
     # (not the cwd) must say which reprobridge is measured.
     cwd = root.parent
-    out: dict[str, list[Run]] = {k: [] for k in ("floor", "first", "re-run", *PIPREQS)}
+    out: dict[str, list[Run]] = {k: [] for k in ("floor", "first", "re-run", *PIPREQS, *BASE)}
     reset(root)
     run(floor, cwd)  # warm the page cache and .pyc files; not counted
     for argv in others.values():
@@ -171,12 +195,18 @@ def measure(root: Path, runs: int, pipreqs: str | None) -> dict[str, list[Run]]:
         reset(root)
         out["first"].append(run([*rb, str(root)], cwd))
         out["re-run"].append(run([*rb, str(root)], cwd))
+        if baseline is not None:
+            reset(root)
+            out["base-first"].append(run([*rb, str(root)], cwd, baseline))
+            out["base-re-run"].append(run([*rb, str(root)], cwd, baseline))
         for key, argv in others.items():
             out[key].append(run(argv, cwd))
     return out
 
 
 PIPREQS = ("pipreqs", "pipreqs-nb")
+#: ``--baseline``'s runs: the same two commands with another ``reprobridge``.
+BASE = ("base-first", "base-re-run")
 
 
 def _median_ratio(num: list[Run], den: list[Run]) -> float:
@@ -197,6 +227,13 @@ def report(name: str, files: int, runs: dict[str, list[Run]]) -> list[str]:
             cells.append(f"{_median_ratio(runs[rb], runs[key]):.2f}x" if runs[key] else "—")
     cells.append(f"{max(r.rss_mb for r in runs['first'] + runs['re-run']):.0f}")
     cells.append(f"{med('floor', 'rss_mb'):.0f}")
+    if runs["base-first"]:
+        for key in BASE:
+            cells.append(f"{med(key, 'cpu'):.2f} / {med(key, 'wall'):.2f}")
+        cells.append(f"{_median_ratio(runs['base-first'], runs['floor']):.2f}x")
+        cells.append(f"{_median_ratio(runs['first'], runs['base-first']):.2f}x")
+        cells.append(f"{_median_ratio(runs['re-run'], runs['base-re-run']):.2f}x")
+        cells.append(f"{max(r.rss_mb for r in runs['base-first'] + runs['base-re-run']):.0f}")
     return cells
 
 
@@ -217,27 +254,53 @@ HEADER = [
     "rb peak RSS MB",
     "floor RSS MB",
 ]
+#: Columns added with ``--baseline``.
+BASE_HEADER = [
+    "baseline first CPU/wall s",
+    "baseline re-run CPU/wall s",
+    "baseline first/floor",
+    "first/baseline first",
+    "re-run/baseline re-run",
+    "baseline peak RSS MB",
+]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="5000,20000,50000", help="generated sizes ('' none)")
+    parser.add_argument(
+        "--shape", default="library", help=f"generated shapes, comma-separated: {SHAPES}"
+    )
     parser.add_argument("--corpus", default="", help="real repositories (git), comma-separated")
     parser.add_argument("--runs", type=int, default=3, help="interleaved rounds (medians)")
     parser.add_argument("--pipreqs", default=None, help="pipreqs executable (its own venv)")
     parser.add_argument("--keep", type=Path, default=None, help="work here and keep it")
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="PYTHONPATH of another reprobridge (a `git archive` of a commit), timed in the "
+        "same rounds",
+    )
     args = parser.parse_args(argv)
 
     if args.pipreqs and not shutil.which(args.pipreqs):
         raise SystemExit(f"--pipreqs {args.pipreqs}: not an executable")
     sizes = [int(n) for n in args.files.split(",") if n.strip()]
     corpus = [Path(p) for p in args.corpus.split(",") if p.strip()]
-    print("| " + " | ".join(HEADER) + " |")
-    print("|" + "---|" * len(HEADER))
+    header = HEADER + (BASE_HEADER if args.baseline else [])
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
     with tempfile.TemporaryDirectory(prefix="rb-init-bench-") as tmp:
         workdir = args.keep or Path(tmp)
         workdir.mkdir(parents=True, exist_ok=True)
-        repos = [(f"generated-{n}", n, lambda n=n: make_generated(workdir, n)) for n in sizes]
+        shapes = [s.strip() for s in args.shape.split(",") if s.strip()]
+        if unknown := set(shapes) - set(SHAPES):
+            raise SystemExit(f"--shape: unknown {', '.join(sorted(unknown))} (one of {SHAPES})")
+        repos = [
+            (generated_name(shape, n), n, lambda n=n, s=shape: make_generated(workdir, n, s))
+            for n in sizes
+            for shape in shapes
+        ]
         repos += [(p.name, 0, lambda p=p: make_clone(workdir, p)) for p in corpus]
         for name, files, make in repos:
             root = make()
@@ -250,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
                         check=True,
                     ).stdout.splitlines()
                 )
-            runs = measure(root, args.runs, args.pipreqs)
+            runs = measure(root, args.runs, args.pipreqs, args.baseline)
             print("| " + " | ".join(report(name, files, runs)) + " |", flush=True)
             if args.keep is None:
                 shutil.rmtree(root)

@@ -1,12 +1,14 @@
 """Static recovery (index + detectors) against only reading every file, and its memory.
 
 Usage:
-    python benchmarks/init_static.py [--files 5000,10000,20000] [--transformers 4.44.2 | --no-transformers]
+    python benchmarks/init_static.py [--files 5000,10000,20000] [--shape library,entries]
+                                     [--transformers 4.44.2 | --no-transformers]
                                      [--per-detector] [--keep DIR]
 
 For each repository -- a generated one of N files (a realistic mix: library modules with
 imports, a few argparse scripts, YAML/JSON configs, requirements, a README, a Makefile)
-for each N in ``--files``, and the ``transformers`` sdist (``pip download``; skipped with a
+for each N in ``--files`` (``--shape entries``: hundreds of entry scripts and notebooks
+importing one package instead, see :func:`generate_entries_repo`), and the ``transformers`` sdist (``pip download``; skipped with a
 message when the registry cannot be reached) -- a fresh worker process measures, in one run:
 
 * baseline: wall time to read every file's bytes (the same file list), page cache warm;
@@ -174,6 +176,163 @@ def generate_repo(root: Path, n_files: int, seed: int = 0) -> int:
         sub = (idx // 40) % 5
         files[f"src/pkg{pkg}/sub{sub}/mod{idx}.py"] = _module(rng, idx)
         idx += 1
+    return _write(root, files)
+
+
+#: Repository shapes :func:`generate` writes: ``library`` (mostly library modules, ~1% entry
+#: scripts) and ``entries`` (pykan-like, scaled: hundreds of entry scripts and notebooks
+#: importing one package, many Makefile targets).
+SHAPES = ("library", "entries")
+
+_ENTRY_SCRIPT = """\"\"\"Experiment {i}.\"\"\"
+import argparse
+
+import numpy as np
+import torch
+{extra_imports}
+from lib.pkg{pa} import mod{ma}
+from lib.pkg{pb} import mod{mb}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default={steps})
+    parser.add_argument("--seed", type=int, default={i})
+    args = parser.parse_args()
+    torch.manual_seed(args.seed)
+{body}
+    model = mod{ma}.Model{ma}()
+    for step in range(args.steps):
+        loss = mod{mb}.helper_{mb}_0([step, 1.0])
+        print(f"step={{step}} loss={{loss}}")
+    np.save("outputs/run_{i}.npy", np.zeros(3))
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+_ENTRY_BODIES = [
+    "    device = torch.device('cuda')\n    x = torch.zeros(3).cuda()",
+    "    data = load_dataset('imdb')",
+    "    ds = torchvision.datasets.MNIST('data', download=True)",
+    "    table = np.load('cache/table_{i}.npy')",
+    "    arr = np.zeros(3, dtype=np.float)",
+    "    pass",
+]
+_ENTRY_EXTRA = [
+    "",
+    "from datasets import load_dataset",
+    "import torchvision",
+    "",
+    "",
+    "",
+]
+
+
+def _lib_module(rng: random.Random, idx: int, per_pkg: int) -> str:
+    """A module of the ``lib`` package: :func:`_module`'s body plus absolute imports of
+    earlier modules (a closure several levels deep, as in pykan's ``kan/``)."""
+    text = _module(rng, idx)
+    links = []
+    for _ in range(rng.randint(0, 3) if idx else 0):
+        j = rng.randrange(idx)
+        links.append(f"from lib.pkg{j // per_pkg} import mod{j}")
+    extra = ""
+    if rng.random() < 0.1:
+        extra = "\n\ndef to_device(x):\n    return x.cuda()\n"
+    elif rng.random() < 0.1:
+        extra = "\n\ndef legacy(x):\n    return np.asarray(x, dtype=np.float)\n"
+    return "\n".join(links) + ("\n" if links else "") + "import numpy as np\n" + text + extra
+
+
+def _notebook(i: int, mods: list[tuple[int, int]]) -> str:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": [f"# Tutorial {i}\n"]},
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": ["import numpy as np\n", "import torch\n"]
+            + [f"from lib.pkg{p} import mod{m}\n" for p, m in mods],
+        },
+        {
+            "cell_type": "code",
+            "execution_count": None,
+            "metadata": {},
+            "outputs": [],
+            "source": [
+                f"model = mod{mods[0][1]}.Model{mods[0][1]}()\n",
+                "x = torch.zeros(3)\n",
+                "print(np.float(1))\n" if i % 7 == 0 else "print(x.sum())\n",
+            ],
+        },
+    ]
+    return json.dumps(
+        {"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1
+    )
+
+
+def generate_entries_repo(root: Path, n_files: int, seed: int = 0) -> int:
+    """The ``entries`` shape: ``n_files`` files, ~5% entry scripts under ``experiments/``,
+    ~2% notebooks under ``tutorials/``, ~1% configs, a Makefile with a target per 20
+    scripts and a README running a few; the rest ``lib/pkgK/modM.py`` modules importing
+    each other. Returns total bytes."""
+    rng = random.Random(seed)
+    n_scripts = max(1, n_files // 20)
+    n_notebooks = max(1, n_files // 50)
+    n_configs = max(1, n_files // 100)
+    n_targets = max(1, n_scripts // 20)
+    n_mods = max(2, n_files - n_scripts - n_notebooks - n_configs - 4)
+    per_pkg = 100
+    make = [".PHONY: all\n", "all: t0\n"]
+    for t in range(n_targets):
+        make.append(f"t{t}:\n\tpython experiments/run_{t * 20}.py --steps 1\n")
+    files: dict[str, str] = {
+        "README.md": "# Bench (entries)\n\n```bash\npip install -r requirements.txt\n"
+        + "".join(f"python experiments/run_{i}.py\n" for i in range(min(5, n_scripts)))
+        + "```\n",
+        "requirements.txt": "torch==2.1.2\nnumpy>=1.24\ntorchvision\ndatasets\n",
+        "Makefile": "\n".join(make),
+        "setup.py": "from setuptools import setup, find_packages\n"
+        "setup(name='bench', packages=find_packages(), python_requires='>=3.10')\n",
+    }
+    for i in range(n_scripts):
+        k = i % len(_ENTRY_BODIES)
+        ma, mb = rng.randrange(n_mods), rng.randrange(n_mods)
+        files[f"experiments/run_{i}.py"] = _ENTRY_SCRIPT.format(
+            i=i,
+            pa=ma // per_pkg,
+            ma=ma,
+            pb=mb // per_pkg,
+            mb=mb,
+            steps=rng.randint(1, 50),
+            body=_ENTRY_BODIES[k].format(i=i),
+            extra_imports=_ENTRY_EXTRA[k],
+        )
+    for i in range(n_notebooks):
+        mods = [(m // per_pkg, m) for m in (rng.randrange(n_mods) for _ in range(2))]
+        files[f"tutorials/tutorial_{i}.ipynb"] = _notebook(i, mods)
+    for i in range(n_configs):
+        files[f"configs/exp{i}.yaml"] = f"train:\n  lr: {rng.random() / 100:.5f}\n  seed: {i}\n"
+    idx = 0
+    while len(files) < n_files:
+        files[f"lib/pkg{idx // per_pkg}/mod{idx}.py"] = _lib_module(rng, idx, per_pkg)
+        idx += 1
+    return _write(root, files)
+
+
+def generate(root: Path, n_files: int, shape: str = "library", seed: int = 0) -> int:
+    """Write a repository of ``shape`` (:data:`SHAPES`) of exactly ``n_files`` files."""
+    if shape == "entries":
+        return generate_entries_repo(root, n_files, seed)
+    if shape != "library":
+        raise ValueError(f"unknown shape {shape!r} (one of {', '.join(SHAPES)})")
+    return generate_repo(root, n_files, seed)
+
+
+def _write(root: Path, files: dict[str, str]) -> int:
     total = 0
     for rel, text in files.items():
         path = root / rel
@@ -423,6 +582,9 @@ def report(rows: list[tuple[str, dict[str, Any]]]) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", default="5000,10000,20000", help="comma-separated sizes")
+    parser.add_argument(
+        "--shape", default="library", help=f"generated shapes, comma-separated: {SHAPES}"
+    )
     parser.add_argument("--transformers", default="4.44.2", help="sdist version to measure")
     parser.add_argument("--no-transformers", action="store_true", help="skip the sdist")
     parser.add_argument("--per-detector", action="store_true", help="also time each detector")
@@ -440,11 +602,13 @@ def main(argv: list[str] | None = None) -> int:
         work.mkdir(parents=True, exist_ok=True)
         rows: list[tuple[str, dict[str, Any]]] = []
         for n in sizes:
-            root = work / f"generated-{n}"
-            if not root.exists():
-                root.mkdir()
-                generate_repo(root, n)
-            rows.append((f"generated-{n}", measure(root, args.per_detector)))
+            for shape in [s.strip() for s in args.shape.split(",") if s.strip()]:
+                name = f"{'generated' if shape == 'library' else shape}-{n}"
+                root = work / name
+                if not root.exists():
+                    root.mkdir()
+                    generate(root, n, shape)
+                rows.append((name, measure(root, args.per_detector)))
         if not args.no_transformers:
             src = fetch_transformers(args.transformers, work)
             if src is not None:

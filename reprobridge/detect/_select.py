@@ -68,44 +68,92 @@ def resolve_import(
     return found
 
 
-#: ``index.memo`` key: (the repository paths imports resolve against) -> path -> the
-#: repository files that path's imports load, in statement order.
-_EDGES = "_select.import_edges"
+#: ``index.memo`` key: (which repository paths imports resolve against) -> the
+#: :class:`_ImportGraph` over them.
+_GRAPHS = "_select.import_graphs"
+#: The key of the graph over the scannable Python files (``index.py_scan()``).
+_SCANNED = "scanned"
 
 
-def import_closure(
-    ctx: DetectContext, entry: str, py_paths: set[str], limit: int
-) -> Iterator[tuple[str, str]]:
-    """(path, code) of ``entry`` (a script, or a notebook's code cells) and then of the
-    repository modules it imports, transitively, breadth first, at most ``limit`` files;
-    a file that cannot be read is skipped. A caller may stop early (it is a generator).
-    Each file's imports are resolved once per index and set of paths (several detectors,
-    and many entries sharing modules, walk the same files)."""
-    memo = ctx.index.memo.setdefault(_EDGES, {})
-    assert isinstance(memo, dict)
-    edges: dict[str, list[str]] = memo.setdefault(frozenset(py_paths), {})
-    queue, seen = [entry], {entry}
-    while queue and len(seen) <= limit:
-        path = queue.pop(0)
-        code = ctx.index.try_read_text(path)
-        if code is not None and path.endswith(".ipynb"):
-            code = notebook_code(code)
-        if code is None:
-            continue
-        yield path, code
-        if path not in edges:
-            edges[path] = [
-                found
+class _ImportGraph:
+    """The repository files each file's imports load, and each entry's closure, against
+    one set of paths: computed once per file and once per (entry, limit), for every
+    detector and every entry that shares the file."""
+
+    def __init__(self, paths: AbstractSet[str]) -> None:
+        self.paths = paths
+        self.edges: dict[str, list[str]] = {}
+        self.closures: dict[tuple[str, int], list[str]] = {}
+
+    def targets(self, path: str, code: str) -> list[str]:
+        """The files ``path``'s imports load (``code`` its text), in statement order."""
+        found = self.edges.get(path)
+        if found is None:
+            found = self.edges[path] = [
+                hit
                 for frm, names in import_statements(code.encode("utf-8", "surrogateescape"))
                 for module, imported in (
                     [(n, ()) for n in names] if frm is None else [(frm, tuple(names))]
                 )
-                for found in sorted(resolve_import(py_paths, path, module, imported))
+                for hit in sorted(resolve_import(self.paths, path, module, imported))
             ]
-        for found in edges[path]:
-            if found not in seen:
-                seen.add(found)
-                queue.append(found)
+        return found
+
+
+def _graph(ctx: DetectContext, py_paths: AbstractSet[str] | None) -> _ImportGraph:
+    memo = ctx.index.memo.setdefault(_GRAPHS, {})
+    assert isinstance(memo, dict)
+    # The scanned files' graph is keyed by name: building a key from the file set on each
+    # call made every closure cost as much as the repository has files.
+    key: object = _SCANNED if py_paths is None else frozenset(py_paths)
+    graph = memo.get(key)
+    if graph is None:
+        paths = ctx.index.py_scan().keys() if py_paths is None else key
+        assert isinstance(paths, AbstractSet)
+        graph = memo[key] = _ImportGraph(paths)
+    assert isinstance(graph, _ImportGraph)
+    return graph
+
+
+def _code(ctx: DetectContext, path: str) -> str | None:
+    code = ctx.index.try_read_text(path)
+    if code is not None and path.endswith(".ipynb"):
+        code = notebook_code(code)
+    return code
+
+
+def import_closure(
+    ctx: DetectContext, entry: str, py_paths: AbstractSet[str] | None = None, limit: int = 60
+) -> Iterator[tuple[str, str]]:
+    """(path, code) of ``entry`` (a script, or a notebook's code cells) and then of the
+    repository modules it imports, transitively, breadth first, at most ``limit`` files;
+    a file that cannot be read is skipped. Imports resolve against ``py_paths`` (default:
+    the scannable Python files, ``index.py_scan()``). A caller may stop early (it is a
+    generator).
+
+    Each file's imports are resolved once per index and set of paths, and each entry's
+    closure is walked once per limit (several detectors, and many entries sharing
+    modules, walk the same files); only the texts are read again (the index's cache)."""
+    graph = _graph(ctx, py_paths)
+    walked = graph.closures.get((entry, limit))
+    if walked is None:
+        walked = []
+        queue, seen = [entry], {entry}
+        while queue and len(seen) <= limit:
+            path = queue.pop(0)
+            code = _code(ctx, path)
+            if code is None:
+                continue
+            walked.append(path)
+            for found in graph.targets(path, code):
+                if found not in seen:
+                    seen.add(found)
+                    queue.append(found)
+        graph.closures[(entry, limit)] = walked
+    for path in walked:
+        code = _code(ctx, path)
+        if code is not None:
+            yield path, code
 
 
 def ranked_files(ctx: DetectContext) -> tuple[list[str], bool]:

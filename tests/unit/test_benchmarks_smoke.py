@@ -37,6 +37,12 @@ def test_generated_repo_has_exactly_n_files(tmp_path):
         sys.path.remove(str(BENCH))
     init_static.generate_repo(tmp_path, 150)
     assert sum(1 for p in tmp_path.rglob("*") if p.is_file()) == 150
+    # The shape with many entry scripts and notebooks (pykan-like) too.
+    init_static.generate(tmp_path / "entries", 400, "entries")
+    files = [p for p in (tmp_path / "entries").rglob("*") if p.is_file()]
+    assert len(files) == 400
+    assert sum(p.suffix == ".ipynb" for p in files) == 8
+    assert sum(p.parent.name == "experiments" for p in files) == 20
 
 
 def test_manifest_render_smoke():

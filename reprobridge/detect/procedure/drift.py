@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import re
 from collections.abc import Iterator
 from functools import cache
@@ -495,8 +496,9 @@ class DriftDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         findings: list[Finding] = []
-        parsed: dict[str, tuple[str, ast.Module, dict[str, str]] | None] = {}
-        py_paths = set(ctx.index.py_scan())
+        # Each module's references, found once with no entry and given each entry that
+        # imports it: entries share their modules (a package, many notebooks).
+        found: dict[str, list[DriftValue]] = {}
         for entry in ctx.experiment_entries(".py", ".ipynb"):
             text = ctx.index.try_read_text(entry)
             if text is None:
@@ -505,27 +507,29 @@ class DriftDetector(Detector):
                 findings += self._notebook(entry, text)
             # The entry (a script) and the repository modules it imports; a notebook's
             # own cells were read above.
-            for path, _ in import_closure(ctx, entry, py_paths, MODULE_LIMIT + 1):
-                module = self._parsed(ctx, path, parsed) if path.endswith(".py") else None
-                if module is not None:
+            for path, _ in import_closure(ctx, entry, None, MODULE_LIMIT + 1):
+                if path.endswith(".py"):
                     findings += [
-                        self._finding(v, v.line) for v in references(*module, entry, path, None)
+                        self._finding(dataclasses.replace(v, entry=entry), v.line)
+                        for v in self._references(ctx, path, found)
                     ]
         return findings
 
     @staticmethod
-    def _parsed(
-        ctx: DetectContext,
-        path: str,
-        seen: dict[str, tuple[str, ast.Module, dict[str, str]] | None],
-    ) -> tuple[str, ast.Module, dict[str, str]] | None:
-        """The text, tree and import map of the Python file ``path`` (read once per detector
-        run), or None when it does not read or parse."""
-        if path not in seen:
+    def _references(
+        ctx: DetectContext, path: str, found: dict[str, list[DriftValue]]
+    ) -> list[DriftValue]:
+        """The references of the Python file ``path`` (``entry`` left empty), found once
+        per detector run; none when it does not read or parse."""
+        if path not in found:
             text = ctx.index.try_read_text(path)
             tree = ctx.index.parse_python(path) if text is not None else None
-            seen[path] = (text, tree, import_map_of([tree])) if text and tree else None
-        return seen[path]
+            found[path] = (
+                list(references(text, tree, import_map_of([tree]), "", path, None))
+                if text and tree
+                else []
+            )
+        return found[path]
 
     def _notebook(self, entry: str, text: str) -> list[Finding]:
         parsed = parsed_code_cells(text)

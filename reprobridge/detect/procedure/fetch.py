@@ -37,13 +37,21 @@ from __future__ import annotations
 
 import ast
 import posixpath
+from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from reprobridge.detect._notebook import json_line_of
 from reprobridge.detect._select import import_closure
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import DatasetValue, ExperimentValue, FetchValue, InputValue
-from reprobridge.detect.procedure._io_calls import IoCall, called_names, function_at, io_calls
+from reprobridge.detect.procedure._io_calls import (
+    IoCall,
+    Spans,
+    called_names,
+    function_in,
+    function_spans,
+    io_calls,
+)
 
 #: Files read per experiment at most (the entry and what it imports).
 MAX_FILES = 60
@@ -59,24 +67,26 @@ class FetchDetector(Detector):
 
     def detect(self, ctx: DetectContext) -> list[Finding]:
         datasets = ctx.of(DatasetValue)
-        files = {f.path for f in ctx.index}
-        dirs = ctx.index.dirs()
-        py_paths = set(ctx.index.py_scan())
+        # Every file and folder, once: a relative path is present when it is one of them.
+        present = {f.path for f in ctx.index} | ctx.index.dirs()
+        by_folder: dict[str, list[str]] = {}
+        for p in sorted(ctx.index.py_scan()):
+            by_folder.setdefault(str(PurePosixPath(p).parent), []).append(p)
         workdirs: dict[str, set[str]] = {}
         for f in ctx.of(ExperimentValue):
             entry = f.value.entry
             if entry.endswith((".py", ".ipynb")):
                 workdirs.setdefault(entry, set()).add(f.value.workdir)
+        facts = _Facts(ctx)
         findings: list[Finding] = []
         for entry in sorted(workdirs):
-            closure = dict(import_closure(ctx, entry, py_paths, MAX_FILES))
-            trees = {p: t for p, code in closure.items() if (t := _parse(ctx, p, code))}
+            closure = dict(import_closure(ctx, entry, None, MAX_FILES))
             called: set[str] = set()
-            for tree in trees.values():
-                called |= called_names(tree)
+            for p, code in closure.items():
+                called |= facts.of(p, code).called
 
             def runs(path: str, line: int) -> bool:
-                return _runs(path, line, entry, trees, called)  # noqa: B023 (used in the loop)
+                return facts.runs(path, closure[path], line, entry, called)  # noqa: B023
 
             own = {str(p) for p in PurePosixPath(entry).parents}
             hits: list[tuple[str, Evidence]] = []
@@ -85,11 +95,11 @@ class FetchDetector(Detector):
                     (e for e in d.evidence if e.path in closure and runs(e.path, e.line or 0)),
                     None,
                 )
-                if ev is None or not _fetched(d, files | dirs, own, workdirs[entry]):
+                if ev is None or not _fetched(d, present, own, workdirs[entry]):
                     continue
                 what = d.value.name or d.value.url or d.value.path
                 hits.append((f"{d.key} ({what})", ev))
-            calls = {p: io_calls(t) for p, t in trees.items()}
+            calls = {p: facts.of(p, code).calls for p, code in closure.items()}
             if not hits:
                 hits = [
                     (f"a download: {c.call} ({c.what})", _evidence(ctx, p, closure[p], c.line))
@@ -97,10 +107,10 @@ class FetchDetector(Detector):
                     for c in cs
                     if c.kind == "download" and runs(p, c.line)
                 ][:3]
-            inputs = _missing_reads(entry, calls.get(entry, []), files | dirs, workdirs[entry])
+            inputs = _missing_reads(entry, calls.get(entry, []), present, workdirs[entry])
             for path, read in inputs:
                 read_ev = _evidence(ctx, entry, closure[entry], read.line)
-                producer = _producer(ctx, entry, path, py_paths)
+                producer = _producer(ctx, entry, path, by_folder, facts)
                 if producer is None:
                     hits.append((f"{path} (read by {read.call}, not in the repository)", read_ev))
                     continue
@@ -130,13 +140,49 @@ class FetchDetector(Detector):
         return findings
 
 
-def _runs(path: str, line: int, entry: str, trees: dict[str, ast.Module], called: set[str]) -> bool:
-    """Whether the code at ``path:line`` runs when ``entry`` does: anything in the entry;
-    elsewhere, module-level code and the functions some code of the closure calls by name
-    (``called``), never a module's ``__main__`` block."""
-    tree = trees.get(path)
-    function = function_at(tree, line) if tree is not None and path != entry else None
-    return function is None or function in called
+@dataclass(frozen=True)
+class _FileFacts:
+    """What the detector needs of one file, whichever entry's closure holds it: whether it
+    parses, the names its calls call, its I/O calls, and where its functions are."""
+
+    parsed: bool
+    called: frozenset[str]
+    calls: list[IoCall]
+    spans: Spans
+
+
+class _Facts:
+    """:class:`_FileFacts` per file, computed once per detector run (entries share their
+    modules: one parse and one walk of each instead of one per entry)."""
+
+    def __init__(self, ctx: DetectContext) -> None:
+        self.ctx = ctx
+        self.files: dict[str, _FileFacts] = {}
+
+    def of(self, path: str, code: str) -> _FileFacts:
+        """``path``'s facts (``code``: its text, a notebook's code cells; unused for a
+        ``.py`` file, which the index parses)."""
+        facts = self.files.get(path)
+        if facts is None:
+            tree = _parse(self.ctx, path, code)
+            if tree is None:
+                facts = _FileFacts(False, frozenset(), [], ())
+            else:
+                facts = _FileFacts(
+                    True, frozenset(called_names(tree)), io_calls(tree), function_spans(tree)
+                )
+            self.files[path] = facts
+        return facts
+
+    def runs(self, path: str, code: str, line: int, entry: str, called: set[str]) -> bool:
+        """Whether the code at ``path:line`` runs when ``entry`` does: anything in the
+        entry; elsewhere, module-level code and the functions some code of the closure
+        calls by name (``called``), never a module's ``__main__`` block."""
+        facts = self.of(path, code)
+        if not facts.parsed or path == entry:
+            return True
+        function = function_in(facts.spans, line)
+        return function is None or function in called
 
 
 def _parse(ctx: DetectContext, path: str, code: str) -> ast.Module | None:
@@ -177,17 +223,17 @@ def _missing_reads(
 
 
 def _producer(
-    ctx: DetectContext, entry: str, path: str, py_paths: set[str]
+    ctx: DetectContext, entry: str, path: str, by_folder: dict[str, list[str]], facts: _Facts
 ) -> tuple[str, Evidence] | None:
-    """The script beside ``entry`` that writes ``path`` (the same literal), and where."""
-    folder = PurePosixPath(entry).parent
+    """The script beside ``entry`` that writes ``path`` (the same literal), and where;
+    ``by_folder``: the scannable Python files of each folder, sorted."""
+    folder = str(PurePosixPath(entry).parent)
     needle = PurePosixPath(path).name.encode()
-    siblings = sorted(p for p in py_paths if PurePosixPath(p).parent == folder and p != entry)
+    siblings = [p for p in by_folder.get(folder, []) if p != entry]
     for sib, data in ctx.index.py_bytes(siblings[:MAX_PRODUCERS]):
         if needle not in data:
             continue
-        tree = ctx.index.parse_python(sib)
-        for c in io_calls(tree) if tree is not None else []:
+        for c in facts.of(sib, "").calls:
             if c.kind == "write" and _lexical(c.path) == path:
                 return sib, Evidence(sib, c.line)
     return None

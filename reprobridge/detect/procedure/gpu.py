@@ -57,11 +57,10 @@ class GpuDetector(Detector):
     def detect(self, ctx: DetectContext) -> list[Finding]:
         entries = ctx.experiment_entries(".py", ".ipynb")
         nvcc = ctx.of(NvccValue)
-        py_paths = set(ctx.index.py_scan())
         verdicts: dict[str, Evidence | None] = {}  # file -> unconditional CUDA use, if any
         findings: list[Finding] = []
         for entry in entries:
-            hit = self._closure_use(ctx, entry, py_paths, verdicts)
+            hit = self._closure_use(ctx, entry, verdicts)
             if hit is not None:
                 findings.append(
                     Finding(
@@ -92,10 +91,9 @@ class GpuDetector(Detector):
         self,
         ctx: DetectContext,
         entry: str,
-        py_paths: set[str],
         verdicts: dict[str, Evidence | None],
     ) -> Evidence | None:
-        for path, code in import_closure(ctx, entry, py_paths, MAX_FILES):
+        for path, code in import_closure(ctx, entry, None, MAX_FILES):
             if path not in verdicts:
                 verdicts[path] = self._use(ctx, path, code)
             if verdicts[path] is not None:

@@ -91,7 +91,25 @@ def _logical(text: str) -> list[tuple[int, str]]:
     return [(start, " ".join(parts)) for start, parts in continued_lines(lines)]
 
 
-def parse_makefile(text: str) -> tuple[dict[str, str], set[str], list[MakeRule]]:
+#: :func:`parse_makefile`'s result: (variables, .PHONY targets, rules).
+Makefile = tuple[dict[str, str], set[str], list[MakeRule]]
+#: ``index.memo`` key: Makefile path -> its :data:`Makefile`.
+_MEMO = "makefile.parsed"
+
+
+def parsed_makefile(ctx: DetectContext, path: str, text: str) -> Makefile:
+    """:func:`parse_makefile` of ``text``, the Makefile at ``path``, once per index: this
+    detector and the services detector (once per make experiment) read the same
+    Makefiles. Callers must not change the result."""
+    memo = ctx.index.memo.setdefault(_MEMO, {})
+    assert isinstance(memo, dict)
+    parsed = memo.get(path)
+    if parsed is None:
+        parsed = memo[path] = parse_makefile(text)
+    return parsed
+
+
+def parse_makefile(text: str) -> Makefile:
     """(variables, .PHONY targets, rules with their recipe lines) of a Makefile's text."""
     variables: dict[str, str] = {}
     phony: set[str] = set()
@@ -161,7 +179,7 @@ class MakefileDetector(Detector):
         findings: list[Finding] = []
         taken: set[str] = set()
         for path, text in ctx.own_texts(ctx.index.named("Makefile", "makefile", "GNUmakefile")):
-            variables, phony, rules = parse_makefile(text)
+            variables, phony, rules = parsed_makefile(ctx, path, text)
             directory = str(PurePosixPath(path).parent)
             for rule in rules:
                 target = rule.target

@@ -255,10 +255,16 @@ def _inherited_metrics(
     out: list[Finding] = []
     for entry, modules in sorted(reach.items()):
         have = {f.key for f in by_file.get(entry, [])}
-        trees = [t for p in [entry, *modules] if (t := index.parse_python(p)) is not None]
+        # Parsed only for an entry some module of which prints a metric: most import none.
+        trees: list[ast.Module] | None = None
         for module in modules:
             for f in by_file.get(module, []):
-                if f.key in have or _off_in(f, index, trees):
+                if f.key in have:
+                    continue
+                if trees is None:
+                    paths = [entry, *modules]
+                    trees = [t for p in paths if (t := index.parse_python(p)) is not None]
+                if _off_in(f, index, trees):
                     continue
                 have.add(f.key)
                 out.append(

@@ -19,7 +19,7 @@ import shlex
 
 from reprobridge.detect.base import DetectContext, Detector, Evidence, Finding
 from reprobridge.detect.findings import ExperimentValue, ServiceValue
-from reprobridge.detect.procedure.makefile import expand, parse_makefile
+from reprobridge.detect.procedure.makefile import Makefile, expand, parsed_makefile
 
 #: Commands that need a daemon, a cluster or the network: the offline sandbox has none.
 SERVICE_TOOLS = frozenset(
@@ -72,11 +72,12 @@ def _make_target(command: str) -> str | None:
     return None
 
 
-def _recipe(text: str, command: str) -> list[tuple[int, str]]:
+def _recipe(parsed: Makefile, command: str) -> list[tuple[int, str]]:
     """The recipe lines, variables expanded, of the target ``command`` runs (make's
-    default, the first rule not starting with ``.``, without one): a Makefile's other
-    targets (``docker-build``) are not this experiment's."""
-    variables, _, rules = parse_makefile(text)
+    default, the first rule not starting with ``.``, without one) in the Makefile
+    ``parsed`` (:func:`~reprobridge.detect.procedure.makefile.parse_makefile`'s result): a Makefile's other targets
+    (``docker-build``) are not this experiment's."""
+    variables, _, rules = parsed
     want = _make_target(command)
     if want is None:
         want = next((r.target for r in rules if not r.target.startswith(".")), None)
@@ -117,7 +118,7 @@ class ServicesDetector(Detector):
             if f.value.kind in ("shell", "make") and entry in ctx.index:
                 text = ctx.index.try_read_text(entry) or ""
                 numbered = (
-                    _recipe(text, f.value.command)
+                    _recipe(parsed_makefile(ctx, entry, text), f.value.command)
                     if f.value.kind == "make"
                     else list(enumerate(text.splitlines(), 1))
                 )
