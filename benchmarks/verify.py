@@ -55,7 +55,7 @@ min = 0.5
 
 def build_bundle(root: Path, n_files: int, total_mb: float, runs: int) -> Path:
     """A sealed bundle under ``root`` with ``n_files`` run files of ``total_mb`` MB in all."""
-    from reprobridge.audit.verdicts import rejudge_run, summarize
+    from reprobridge.audit.verdicts import judgement_json, rejudge_run, summarize
     from reprobridge.evidence.bundle import Bundle
     from reprobridge.evidence.records import (
         AuditSummary,
@@ -64,7 +64,6 @@ def build_bundle(root: Path, n_files: int, total_mb: float, runs: int) -> Path:
         RunRecord,
         StreamSummary,
         TerminationRecord,
-        jsonable,
     )
     from reprobridge.manifest.io import parse_document, validate_document
 
@@ -103,7 +102,7 @@ def build_bundle(root: Path, n_files: int, total_mb: float, runs: int) -> Path:
                 survivors_killed=0, stdout=stream, stderr=stream, output=stream, peaks={},
             )  # fmt: skip
             judgement = rejudge_run(manifest.experiments["main"], "full", run_dir, record)
-            bundle.write_json(f"runs/main/{run.k}/metrics.json", jsonable(judgement))
+            bundle.write_json(f"runs/main/{run.k}/metrics.json", judgement_json(judgement))
             bundle.seal_run("main", run.k, record, scan_secrets=False)
             judgements.append(judgement)
         judged = summarize(
