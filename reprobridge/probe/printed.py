@@ -22,77 +22,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-#: Words that make a printed name a metric rather than a counter or a setting.
-_METRIC_WORDS = (
-    "acc",
-    "accuracy",
-    "loss",
-    "error",
-    "err",
-    "score",
-    "auc",
-    "auroc",
-    "f1",
-    "bleu",
-    "rouge",
-    "perplexity",
-    "ppl",
-    "reward",
-    "return",
-    "mse",
-    "rmse",
-    "mae",
-    "nll",
-    "elbo",
-    "bpd",
-    "likelihood",
-    "precision",
-    "recall",
-    "iou",
-    "map",
-    "dist",
-    "distance",
-    "fid",
-    "psnr",
-    "ssim",
-    "kl",
-    "ece",
-    "r2",
-    "corr",
-    "spearman",
-    "pearson",
-    "top1",
-    "top5",
-)
-#: Names that count things or configure the run: never proposed.
-_NOT_METRICS = frozenset(
-    {
-        "epoch",
-        "epochs",
-        "step",
-        "steps",
-        "iter",
-        "iteration",
-        "it",
-        "batch",
-        "lr",
-        "learning_rate",
-        "seed",
-        "time",
-        "elapsed",
-        "eta",
-        "s",
-        "ms",
-        "n",
-        "size",
-        "batch_size",
-        "gpu",
-        "device",
-        "dim",
-        "params",
-        "parameters",
-    }
-)
+from reprobridge.detect._text import is_counter_label, metric_name, result_name
+
+#: Result words static recovery's vocabulary (:func:`reprobridge.detect._text.result_name`)
+#: does not hold, because a format string gives it other context: a run's own output is all
+#: the probe has (``min_dist`` in the earlier unseen set's neuroevolution repository; a
+#: distance or divergence is a result there).
+_MORE_RESULT_WORDS = frozenset({"dist", "distance", "kl", "fid", "psnr", "ssim", "ece", "r2"})
 
 #: What a ``logging`` record puts before its message (its level), never part of a name.
 _LOG_PREFIXES = frozenset({"DEBUG", "INFO", "WARNING", "WARN", "CRITICAL", "TRACE", "NOTICE"})
@@ -117,19 +53,17 @@ class PrintedMetric:
     line: str
 
 
-def metric_name(printed: str) -> str:
-    """The manifest name of a printed name (``Test acc.`` -> ``test_acc``)."""
-    slug = re.sub(r"[^a-z0-9]+", "_", printed.lower()).strip("_")
-    if not slug or not slug[0].isalpha():
-        slug = "m_" + slug
-    return slug[:60]
-
-
-def _metric_like(slug: str) -> bool:
-    words = slug.split("_")
-    return slug not in _NOT_METRICS and any(
-        w in _METRIC_WORDS or any(w.startswith(m) for m in ("acc", "loss", "err")) for w in words
-    )
+def _metric_like(printed: str) -> str | None:
+    """The manifest name of ``printed`` when it names a result, else None: static
+    recovery's own rule (:func:`~reprobridge.detect._text.result_name`), plus the words of
+    :data:`_MORE_RESULT_WORDS` for a name that is no counter or setting."""
+    name = result_name(printed)
+    if name is not None:
+        return name
+    if is_counter_label(printed):
+        return None
+    slug = metric_name(printed)
+    return slug if slug and set(slug.split("_")) & _MORE_RESULT_WORDS else None
 
 
 def _name_regex(printed: str, sep: str) -> str:
@@ -154,8 +88,8 @@ def printed_metrics(log: str, *, limit: int = 4, tail_lines: int = 400) -> list[
                 if words[start] in _LOG_PREFIXES:
                     continue  # `INFO nll: 1.4`: the record's level is not the metric's name
                 candidate = " ".join(words[start:])
-                slug = metric_name(candidate)
-                if not _metric_like(slug):
+                slug = _metric_like(candidate)
+                if slug is None:
                     continue
                 regex = _name_regex(candidate, m.group("sep"))
                 try:

@@ -59,42 +59,30 @@ def _key(obs: Observation, *rest: str) -> str:
 # -- hardware --------------------------------------------------------------------------
 
 
+def _gpus(obs: Observation, repair: str, value: int, why: str, evidence: str) -> list[Decision]:
+    """The decision that an experiment needs ``value`` GPUs (one place for both repairs)."""
+    target = _key(obs, "hardware", "gpus")
+    return [Decision(repair=repair, target=target, value=value, why=why, evidence=evidence)]
+
+
 def _gpu_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
     exp = _exp(ctx, obs)
-    if (
-        exp is None
-        or exp.hardware.gpus == 0
-        or ctx.gpu_visible
-        or f.kind not in ("ok", "no-metric")
-    ):
+    trial_ran = f.kind in ("ok", "no-metric")
+    if exp is None or exp.hardware.gpus == 0 or ctx.gpu_visible or not trial_ran:
         return []
-    return [
-        Decision(
-            repair="gpu-not-needed",
-            target=_key(obs, "hardware", "gpus"),
-            value=0,
-            why=(
-                f"the smoke run exited 0 with no GPU visible (CUDA_VISIBLE_DEVICES empty), "
-                f"so `{obs.experiment}` runs on a CPU; the code's GPU use is optional"
-            ),
-            evidence=obs.reason[:300],
-        )
-    ]
+    why = (
+        f"the smoke run exited 0 with no GPU visible (CUDA_VISIBLE_DEVICES empty), so "
+        f"`{obs.experiment}` runs on a CPU; the code's GPU use is optional"
+    )
+    return _gpus(obs, "gpu-not-needed", 0, why, obs.reason[:300])
 
 
 def _gpu_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
     exp = _exp(ctx, obs)
     if exp is None or f.kind != "gpu-needed" or exp.hardware.gpus > 0:
         return []
-    return [
-        Decision(
-            repair="gpu-needed",
-            target=_key(obs, "hardware", "gpus"),
-            value=1,
-            why=f"the run stopped for want of a GPU, so `{obs.experiment}` needs one",
-            evidence=f.line,
-        )
-    ]
+    why = f"the run stopped for want of a GPU, so `{obs.experiment}` needs one"
+    return _gpus(obs, "gpu-needed", 1, why, f.line)
 
 
 # -- commands and paths ------------------------------------------------------------------

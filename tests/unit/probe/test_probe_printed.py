@@ -6,8 +6,9 @@ import re
 
 import pytest
 
+from reprobridge.detect._text import metric_name
 from reprobridge.manifest.schema import MetricSource
-from reprobridge.probe.printed import metric_name, printed_metrics
+from reprobridge.probe.printed import printed_metrics
 
 
 def _names(log: str) -> dict[str, float]:
