@@ -102,7 +102,8 @@ def init_command(
     package index; no repository code and no package's build code runs there (a package
     that only an sdist provides is left unlocked and named in REPRODUCE.md). Then, unless
     --no-probe, the probe runs the chosen experiments' smoke tier in the audit's sandbox
-    (bubblewrap, cleared environment, no network), reads what failed, repairs it
+    (bubblewrap, cleared environment, no network, wheels only: no package builds), reads
+    what failed, repairs it
     (repro/probe.toml records each decision with the log line behind it) and runs again,
     within --probe-budget. Re-running refreshes what rb derived and keeps every value you
     edited in reprobridge.toml.

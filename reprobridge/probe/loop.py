@@ -181,6 +181,10 @@ def _run_round(
             # A repository under development has changes no run includes: a trial records
             # them (the runs use the commit plus rb's artifacts, as an audit's).
             allow_dirty=True,
+            # No package's build code runs during `rb init` (a build backend reaches the
+            # network it builds with): a package without a wheel fails the trial's
+            # environment, named; `rb audit` may build it in its sandbox.
+            no_build=True,
             grace=5.0,
             threads=opts.threads,
         ),
