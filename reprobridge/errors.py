@@ -23,6 +23,8 @@ and the exit code of the class::
     ├── CommandFailed                   7   a subprocess failed or timed out
     ├── RecoveryError                   8   the recovery agent failed (budget, API)
     ├── AuditError                      9
+    │   └── UnknownExperimentError      2   an experiment named on the command line the
+    │                                       manifest does not have (a usage error)
     ├── ArchiveError                    10
     ├── MachineError                    11  this machine lacks something (nix, uv, disk)
     └── WriteError                      12  an artifact could not be written; nothing was changed
@@ -194,6 +196,13 @@ class AuditError(ReproBridgeError):
     """The auditor could not run or judge (not: a verdict that failed)."""
 
     exit_code = 9
+
+
+class UnknownExperimentError(AuditError):
+    """An experiment named on the command line that the manifest does not have: a usage
+    error (exit 2, like a bad flag), not an audit that could not run."""
+
+    exit_code = 2
 
 
 class ArchiveError(ReproBridgeError):

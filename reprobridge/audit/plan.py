@@ -11,7 +11,7 @@ from typing import Literal
 
 from reprobridge.audit.claims import ClaimError, references
 from reprobridge.constants import MANIFEST_FILE
-from reprobridge.errors import AuditError
+from reprobridge.errors import AuditError, UnknownExperimentError
 from reprobridge.evidence.records import PlannedRun
 from reprobridge.manifest.schema import Experiment, Manifest, parse_duration
 
@@ -131,7 +131,7 @@ def plan_runs(
     for exp_id in ids:
         if exp_id not in manifest.experiments:
             close = difflib.get_close_matches(exp_id, list(manifest.experiments), n=1)
-            raise AuditError(
+            raise UnknownExperimentError(
                 f"no experiment {exp_id!r}" + (f" (did you mean {close[0]!r}?)" if close else ""),
                 path="reprobridge.toml",
                 hint=f"experiments: {', '.join(manifest.experiments)}",

@@ -192,6 +192,13 @@ def test_interrupted_audit_resumes(example: Path) -> None:
 def test_unknown_experiment(example: Path) -> None:
     with pytest.raises(AuditError, match=r"no experiment 'mixp' \(did you mean 'mixup'\?\)"):
         run_audit(example, AuditOptions(experiments=["mixp"], backend="host"))
+    # On the command line it is a usage error: one line, exit 2, nothing written.
+    out = rb("audit", "mixp", "--backend", "host", cwd=example)
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines()[0] == (
+        "error: reprobridge.toml: no experiment 'mixp' (did you mean 'mixup'?)"
+    )
+    assert not (example / "repro" / "evidence").exists()
 
 
 def test_gpu_experiment_on_a_cpu_machine_is_hw_unavailable(tiny_repo) -> None:
