@@ -16,7 +16,7 @@ Contract:
   status. :class:`~reprobridge.errors.AuditError` is raised only for a caller's mistake
   (a tier the experiment does not have, statistics of no values).
 
-Levels (``design.md``, "Verdict levels"): environment, procedure, metric (here, per
+Levels (``docs/audit.md``, "Verdict levels"): environment, procedure, metric (here, per
 experiment) and conclusion (:mod:`reprobridge.audit.claims`). A level fails where it
 fails; :attr:`ExperimentVerdict.failed_level` names the lowest failing one.
 """

@@ -24,7 +24,7 @@ from rbcli import rb
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.judge import ExperimentVerdict, Verdict
 from reprobridge.audit.nixcalls import machine_cause
-from reprobridge.audit.verdict import overall_verdict
+from reprobridge.audit.verdicts import overall_verdict
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import EXIT_MACHINE, CommandFailed, MachineError
 from reprobridge.initializer import init_repository

@@ -21,7 +21,7 @@ from rbcli import rb
 
 from reprobridge.audit.auditor import AuditOptions, run_audit
 from reprobridge.audit.judge import ExperimentVerdict, Verdict
-from reprobridge.audit.verdict import overall_verdict
+from reprobridge.audit.verdicts import overall_verdict
 from reprobridge.audit.verify import verify_audit
 from reprobridge.errors import EXIT_INCOMPLETE
 from reprobridge.evidence.bundle import Bundle
