@@ -376,11 +376,17 @@ def init_repository(
         replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
     )
     need = manifest_gpu_need(merged.manifest)
-    if need.needed != static.gpu_need.needed:
-        # The agent or a probe's run changed whether a GPU is needed: the CUDA toolkit, and
-        # the nixpkgs release that must carry it, follow the final values, so the draft is
-        # merged again with that need and the same proposals and decisions applied.
-        static = merge(gpu_need=need)
+    python = merged.manifest.environment.python
+    if need.needed != static.gpu_need.needed or python != static.manifest.environment.python:
+        # The agent or a probe's run changed whether a GPU is needed, or the Python: the
+        # CUDA toolkit, and the nixpkgs release that must carry it and that Python, follow
+        # the final values, so the draft is merged again with them and the same proposals
+        # and decisions applied.
+        sources = merged.manifest.derived.get("environment.python")
+        static = merge(
+            gpu_need=need,
+            python=(python, list(sources.sources) if sources else ["a decision"]),
+        )
         merged = _with_decisions(
             replace(static, manifest=_with_agent(static.manifest, agent_result)), decisions, ctx
         )

@@ -399,6 +399,9 @@ def _metrics_from_output(f: Failure, obs: Observation, ctx: Context) -> list[Dec
 
 
 REPAIRS: tuple[Repair, ...] = (
+    # pin-relaxed; or python-lowered where uv names the ABI tags a pin has wheels for
+    # (jsyoon0823/TimeGAN's tensorflow==1.15.0 up to cp37; dennybritz's
+    # cnn-text-classification-tf and cbfinn/maml: TF 1 pins).
     Repair(
         "pin-relaxed",
         ("zfjsail/gae-pytorch (torch==0.4.1)", "cure-lab/LTSF-Linear"),
@@ -479,6 +482,30 @@ def _same_major(req: str, name: str) -> str:
     return f"{name}<{max(major + 1, 2)}"
 
 
+#: uv's hint naming the ABI tags a pinned release has wheels for.
+_ABI_HINT = re.compile(
+    r"only found wheels for `?([A-Za-z0-9_.-]+)`? \(v[^)]*\) with the following Python ABI "
+    r"tags: ((?:`?cp\d+\w*`?,?\s*)+)"
+)
+
+
+def _lowered_python(message: str, manifest: Manifest) -> tuple[str, str] | None:
+    """The newest older Python (``3.N``) that a pinned release has wheels for, where uv's
+    hint names its ABI tags and a known nixpkgs release carries that Python; with the
+    package it is for. None when the pin's wheels stop below every Python rb can pin."""
+    from reprobridge.recovery import pins
+
+    current = manifest.environment.python
+    minor = int(current.split(".")[1])
+    known = {int(v.split(".")[1]) for v in pins.available_pythons() if v.startswith("3.")}
+    for m in _ABI_HINT.finditer(" ".join(message.split())):
+        tags = {int(t) for t in re.findall(r"cp3(\d+)", m.group(2))}
+        fits = sorted(n for n in tags if n < minor and n in known)
+        if fits:
+            return f"3.{fits[-1]}", m.group(1)
+    return None
+
+
 def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
     """Decisions for a lock uv could not make, from its message: an exact pin no release
     satisfies for this Python loses its version (the date bound then picks the newest
@@ -486,6 +513,20 @@ def lock_repairs(message: str, manifest: Manifest) -> list[Decision]:
     reqs = {requirement_name(r): r for r in manifest.environment.python_requirements}
     line = " ".join(message.split())[:300]
     text = " ".join(message.split()).lower()
+    lowered = _lowered_python(message, manifest)
+    if lowered is not None:
+        # An older Python keeps every pin, where relaxing would move code to another API.
+        python, package = lowered
+        return [
+            Decision(
+                repair="python-lowered",
+                target="environment.python",
+                value=python,
+                why=f"`{package}`'s pinned release has wheels only up to Python {python} (uv's "
+                f"hint lists its ABI tags): the environment uses Python {python} and keeps the pin",
+                evidence=line,
+            )
+        ]
     out: list[Decision] = []
     for name, req in sorted((n, r) for n, r in reqs.items() if n is not None):
         if "==" not in req:

@@ -105,6 +105,7 @@ def merge_findings(
     paper_label: str | None = None,
     repo_name_sources: tuple[str, ...] = ("repository directory name",),
     gpu_need: GpuNeed | None = None,
+    python: tuple[str, list[str]] | None = None,
 ) -> MergeResult:
     """Apply the module's rules to ``ctx.findings``; return a validated manifest.
 
@@ -126,7 +127,13 @@ def merge_findings(
     dated = environment_date(ctx.index.head, code, pins.available_pythons())
     requirements = merge_requirements(b, by_kind, notes, dated)
     merge_optional_imports(b, by_kind, requirements, notes)
-    python = merge_python(b, by_kind, requirements, notes, dated)
+    if python is None:
+        chosen_python = merge_python(b, by_kind, requirements, notes, dated)
+    else:
+        # A run decided it (the probe: a pin has wheels only for an older Python): the
+        # nixpkgs release below must carry that one.
+        chosen_python, sources = python
+        b.put("environment.python", chosen_python, sources)
     named = merge_cuda(by_kind, notes)
     # The experiments first: whether one needs a GPU decides the CUDA toolkit, and with it
     # the nixpkgs release (one that carries that toolkit).
@@ -134,7 +141,7 @@ def merge_findings(
     merge_experiments(b, by_kind, datasets, notes)
     need = gpu_need if gpu_need is not None else _draft_gpu_need(b, by_kind)
     cuda = decide_cuda(b, named, need, notes)
-    merge_environment(b, by_kind, python, cuda, python_lock, notes)
+    merge_environment(b, by_kind, chosen_python, cuda, python_lock, notes)
     merge_exclude_newer(b, dated, notes)
     merge_metadata_floors(b, notes)
     merge_pythonpath(b, ctx.index, notes)

@@ -310,3 +310,52 @@ def test_a_dataset_the_trial_did_without_is_no_longer_required() -> None:
         "train", "failed", "exit(1)", log, {}, missing_datasets={"periodic": "periodic"}
     )
     assert [d.repair for d in repairs_for(classify(failed), failed, ctx)] == []
+
+
+# uv 0.9's words for TimeGAN's pin on Python 3.10 (the hint lists the ABI tags it found).
+TF115 = (
+    "Because tensorflow==1.15.0 has no wheels with a matching Python ABI tag (e.g., `cp310`) "
+    "and you require tensorflow==1.15.0, we can conclude that your requirements are "
+    "unsatisfiable. hint: You require CPython 3.10 (`cp310`), but we only found wheels for "
+    "`tensorflow` (v1.15.0) with the following Python ABI tags: `cp27m`, `cp27mu`, `cp35m`, "
+    "`cp36m`, `cp37m`"
+)
+
+
+def test_an_older_python_that_keeps_the_pin_comes_before_relaxing_it() -> None:
+    m = _manifest(reqs=["tensorflow==1.15.0", "numpy"]).model_copy(deep=True)
+    m.environment.python = "3.10"
+    got = lock_repairs(TF115, m)
+    assert [(d.repair, d.target, d.value) for d in got] == [
+        ("python-lowered", "environment.python", "3.7")
+    ]
+    # With the pin's newest wheel below every Python a nixpkgs release carries (3.6, for
+    # TF 1.12), the pin is relaxed within its major version instead.
+    tf112 = TF115.replace("1.15.0", "1.12.0").replace(", `cp37m`", "")
+    m112 = _manifest(reqs=["tensorflow==1.12.0"]).model_copy(deep=True)
+    m112.environment.python = "3.10"
+    assert [(d.repair, d.value) for d in lock_repairs(tf112, m112)] == [
+        ("pin-relaxed", {"name": "tensorflow", "with": "tensorflow<2"})
+    ]
+
+
+def test_a_python_decision_merges_again_with_a_release_that_carries_it(
+    make_repo: Any, tmp_path: Path
+) -> None:
+    """The nixpkgs pin follows the probe's Python: init merges again with it."""
+    from reprobridge.initializer import init_repository
+    from reprobridge.probe.record import render_decisions
+
+    root = make_repo({"train.py": "print('acc=0.9')\n", "requirements.txt": "numpy\n"})
+    decision = Decision(
+        repair="python-lowered", target="environment.python", value="3.7", why="w", evidence="e"
+    )
+    (root / "repro").mkdir()
+    (root / PROBE_FILE).write_text(render_decisions([decision]))
+    m = init_repository(root, lock="never").manifest
+    assert m.environment.python == "3.7"
+    assert m.environment.nixpkgs is not None
+    from reprobridge.recovery import pins
+
+    carried = pins._releases()[m.environment.nixpkgs.release].get("pythons", [])
+    assert pins.python_attr("3.7") in carried
