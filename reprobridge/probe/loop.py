@@ -130,23 +130,20 @@ def merge_decisions(
     return tuple(out), changed
 
 
-def _tracked(root: Path) -> frozenset[str]:
-    from reprobridge.detect.index import RepoIndex
-
-    return frozenset(e.path for e in RepoIndex.from_git(root))
-
-
-def _readmes(root: Path, files: frozenset[str]) -> dict[str, str]:
+def _repository(root: Path) -> tuple[frozenset[str], dict[str, str]]:
+    """The files git lists under ``root`` and the text of its READMEs (at most one folder
+    down), from one index of the repository."""
     from reprobridge.detect.index import RepoIndex
 
     index = RepoIndex.from_git(root)
-    out: dict[str, str] = {}
+    files = frozenset(e.path for e in index)
+    readmes: dict[str, str] = {}
     for path in sorted(files):
         if path.rsplit("/", 1)[-1].lower().startswith("readme") and path.count("/") <= 1:
             text = index.try_read_text(path)
             if text is not None:
-                out[path] = text
-    return out
+                readmes[path] = text
+    return files, readmes
 
 
 def _targets(manifest: Manifest) -> list[str]:
@@ -212,8 +209,7 @@ def probe_repository(
         return report
     decisions = load_decisions(root)
     _fresh_trials(root)
-    files = _tracked(root)
-    readmes = _readmes(root, files)
+    files, readmes = _repository(root)
     gpu = _gpu_visible()
     builds = 0
     for n in range(1, opts.max_rounds + 1):

@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
+from reprobridge._fs import open_regular, read_regular
 from reprobridge.constants import COMBINED_LOG
 from reprobridge.evidence.records import RunStatus
 
@@ -67,22 +67,24 @@ class Failure:
 
 
 def _tail(path: Path) -> str:
-    """The last TAIL_BYTES of a regular file (never blocks on a FIFO; "" otherwise)."""
+    """The last TAIL_BYTES of a regular file; "" for anything else (a FIFO, a link, a
+    missing file: :func:`reprobridge._fs.open_regular` never blocks on one)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+        fd = open_regular(path)
     except OSError:
         return ""
+    with os.fdopen(fd, "rb") as fh:
+        fh.seek(max(0, os.fstat(fd).st_size - TAIL_BYTES))
+        return fh.read().decode("utf-8", "replace")
+
+
+def _json(path: Path, empty: object) -> Any:
+    """The JSON of a small regular file of the bundle, whole; ``empty`` when it is absent,
+    not a regular file or not JSON (a run that could not write it says so elsewhere)."""
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return ""
-        os.lseek(fd, max(0, st.st_size - TAIL_BYTES), os.SEEK_SET)
-        chunks = []
-        while chunk := os.read(fd, 1 << 16):
-            chunks.append(chunk)
-        return b"".join(chunks).decode("utf-8", "replace")
-    finally:
-        os.close(fd)
+        return json.loads(read_regular(path))
+    except (OSError, ValueError):
+        return empty
 
 
 def observe(bundle: Path) -> list[Observation]:
@@ -94,20 +96,15 @@ def observe(bundle: Path) -> list[Observation]:
             status_file = run_dir / "status.json"
             if not status_file.is_file():
                 continue
-            record = RunStatus.from_json(json.loads(_tail(status_file) or "{}")).record
+            record = RunStatus.from_json(_json(status_file, {})).record
             metrics: dict[str, float] = {}
-            try:
-                judged = json.loads(_tail(run_dir / "metrics.json") or "{}")
-            except json.JSONDecodeError:
-                judged = {}
+            judged = _json(run_dir / "metrics.json", {})
+            judged = judged if isinstance(judged, dict) else {}
             for name, m in (judged.get("metrics") or {}).items():
                 if isinstance(m, dict) and isinstance(m.get("value"), int | float):
                     metrics[str(name)] = float(m["value"])
             setup = "\n".join(_tail(p) for p in sorted(run_dir.glob("setup-*.log")))
-            try:
-                checks = json.loads(_tail(run_dir / "datasets.json") or "[]")
-            except json.JSONDecodeError:
-                checks = []
+            checks = _json(run_dir / "datasets.json", [])
             missing = {
                 str(c["id"]): str(c.get("path") or "")
                 for c in (checks if isinstance(checks, list) else [])

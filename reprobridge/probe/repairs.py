@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
+from typing import Any
 
 from reprobridge.detect._pkgmap import IMPORT_TO_DIST
 from reprobridge.manifest.schema import Experiment, Manifest, requirement_name
@@ -59,10 +60,23 @@ def _key(obs: Observation, *rest: str) -> str:
 # -- hardware --------------------------------------------------------------------------
 
 
-def _gpus(obs: Observation, repair: str, value: int, why: str, evidence: str) -> list[Decision]:
-    """The decision that an experiment needs ``value`` GPUs (one place for both repairs)."""
-    target = _key(obs, "hardware", "gpus")
-    return [Decision(repair=repair, target=target, value=value, why=why, evidence=evidence)]
+def _decided(
+    repair: str,
+    why: str,
+    evidence: str,
+    *sets: tuple[str, Any],
+    add: tuple[str, Any] | None = None,
+) -> list[Decision]:
+    """The decisions of one repair, for one reason and log line: each ``(target, value)``
+    of ``sets`` sets the target; ``add`` appends its value to the list at its target."""
+    made = [Decision(repair=repair, target=t, value=v, why=why, evidence=evidence) for t, v in sets]
+    if add is not None:
+        made.append(
+            Decision(
+                repair=repair, target=add[0], op="add", value=add[1], why=why, evidence=evidence
+            )
+        )
+    return made
 
 
 def _gpu_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
@@ -74,7 +88,7 @@ def _gpu_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision
         f"the smoke run exited 0 with no GPU visible (CUDA_VISIBLE_DEVICES empty), so "
         f"`{obs.experiment}` runs on a CPU; the code's GPU use is optional"
     )
-    return _gpus(obs, "gpu-not-needed", 0, why, obs.reason[:300])
+    return _decided("gpu-not-needed", why, obs.reason[:300], (_key(obs, "hardware", "gpus"), 0))
 
 
 def _gpu_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
@@ -82,7 +96,7 @@ def _gpu_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
     if exp is None or f.kind != "gpu-needed" or exp.hardware.gpus > 0:
         return []
     why = f"the run stopped for want of a GPU, so `{obs.experiment}` needs one"
-    return _gpus(obs, "gpu-needed", 1, why, f.line)
+    return _decided("gpu-needed", why, f.line, (_key(obs, "hardware", "gpus"), 1))
 
 
 # -- commands and paths ------------------------------------------------------------------
@@ -160,22 +174,13 @@ def _workdir_from_subfolder(f: Failure, obs: Observation, ctx: Context) -> list[
                 f"the run opened `{rel}`, which exists relative to `{folder}`, the folder of "
                 f"`{entry}`, not to `{exp.workdir}`: the run starts there"
             )
-            return [
-                Decision(
-                    repair="workdir-from-subfolder",
-                    target=_key(obs, "workdir"),
-                    value=folder,
-                    why=why,
-                    evidence=f.line,
-                ),
-                Decision(
-                    repair="workdir-from-subfolder",
-                    target=_key(obs, "command"),
-                    value=command,
-                    why=why,
-                    evidence=f.line,
-                ),
-            ]
+            return _decided(
+                "workdir-from-subfolder",
+                why,
+                f.line,
+                (_key(obs, "workdir"), folder),
+                (_key(obs, "command"), command),
+            )
         folder = posixpath.dirname(folder)
     return []
 
@@ -218,23 +223,13 @@ def _missing_data(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
     if said:
         description += f"; {said}"
     why = f"`{obs.experiment}` needs `{path}`, which is not in the repository: named as a dataset, so the audit checks for it and says what is missing"
-    return [
-        Decision(
-            repair="missing-data",
-            target=f"datasets.{ds}",
-            value={"path": path, "description": description[:400]},
-            why=why,
-            evidence=f.line,
-        ),
-        Decision(
-            repair="missing-data",
-            target=_key(obs, "datasets"),
-            op="add",
-            value=ds,
-            why=why,
-            evidence=f.line,
-        ),
-    ]
+    return _decided(
+        "missing-data",
+        why,
+        f.line,
+        (f"datasets.{ds}", {"path": path, "description": description[:400]}),
+        add=(_key(obs, "datasets"), ds),
+    )
 
 
 def _dataset_not_needed(f: Failure, obs: Observation, ctx: Context) -> list[Decision]:
