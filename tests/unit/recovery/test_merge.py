@@ -32,37 +32,9 @@ def test_a_paper_percentage_stays_in_percent_for_a_metric_printed_in_percent(mak
     """The paper's 96.5% is the fraction 0.965 for a metric the code prints as a fraction,
     but 96.5 for one it prints as a percentage (``test accuracy: 96.47%``): otherwise a run
     that reproduces the paper exactly fails its threshold by a factor of 100."""
-    from reprobridge.detect import detect_repo
-    from reprobridge.detect.index import RepoIndex
-    from reprobridge.recovery.merge import merge_findings
 
     def target(printed: str) -> object:
-        root = make_repo(
-            {
-                "train.py": (
-                    "import argparse\n\nimport numpy as np\n\n"
-                    "if __name__ == '__main__':\n"
-                    "    parser = argparse.ArgumentParser()\n"
-                    "    parser.add_argument('--seed', type=int, default=0)\n"
-                    "    args = parser.parse_args()\n"
-                    "    test_accuracy = float(np.float64(0.9647))\n"
-                    f"    print({printed})\n"
-                ),
-                "paper.md": (
-                    "## Results\n\n**Table 1:** Test accuracy.\n\n"
-                    "| Model | Test accuracy (%) |\n|---|---|\n| Train | 96.5 |\n"
-                ),
-                "README.md": "```bash\npython train.py\n```\n",
-            },
-            git=False,
-        )
-        merged = merge_findings(
-            detect_repo(RepoIndex.from_directory(root), paper_path="paper.md"),
-            repo_name="x",
-            paper_path="paper.md",
-        )
-        (exp,) = merged.manifest.experiments.values()
-        return exp.metrics["test_accuracy"].target
+        return _paper_metric(make_repo, printed, "96.5").target
 
     assert target("f'test_accuracy: {test_accuracy:.4f}'") == 0.965
     assert target("f'test_accuracy: {100 * test_accuracy:.2f}%'") == 96.5
